@@ -1,0 +1,280 @@
+"""``AgentFlowEnv``: AgentFlow's turn loop as a Gymnasium env, with the planner as the agent."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from agentflow_env.error import ConfigError
+from agentflow_env.memory import Memory
+from agentflow_env.modes import build_modes
+from agentflow_env.parsing import ParsedAction, parse_action
+from agentflow_env.prompts import PlannerPrompt
+from agentflow_env.scoring.base import Scorer
+from agentflow_env.spaces import UnicodeText, observation_space
+from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
+from agentflow_env.types import ListTaskSource, MemoryStep, Task, TaskSource, ToolResult, TurnRecord, find_task_index
+
+__all__ = ["AgentFlowEnv"]
+
+logger = logging.getLogger(__name__)
+
+
+class AgentFlowEnv(gym.Env[dict, str]):
+    """A multi-turn tool-use task; one ``step`` is one planner turn.
+
+    ## Description
+    Each episode is one question from ``tasks``. The agent is AgentFlow's planner: every turn it
+    picks a tool and a sub-goal (or gives the final answer). Inside the env the executor turns
+    that into a tool command, the tool runs, the result goes into memory, and the verifier decides
+    whether to stop. The generator then produces the final answer, which the scorer grades.
+
+    ## Observation
+    ``Dict`` of Unicode ``Text``: ``question``, ``memory`` (rendered within
+    ``memory_budget`` characters), ``tools`` (tool cards) and ``prompt`` (the full planner prompt).
+
+    ## Action
+    One string: ``Justification:/Context:/Sub-Goal:/Tool Name:/Command:`` or ``Final Answer:``
+    (or the same keys as JSON). A malformed action costs the turn and is explained in memory.
+
+    ## Reward
+    0 on every step but the last, then the scorer's value of the final answer, in [0, 1].
+
+    ## Termination
+    ``terminated`` on a final answer or a verifier STOP; ``truncated`` when ``max_turns`` or
+    ``time_budget_s`` runs out (with the ``llm`` generator an answer is still produced then).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(
+        self,
+        tasks: TaskSource | Sequence[Task],
+        scorer: Scorer,
+        tools: Sequence[Tool] = (),
+        *,
+        executor: str = "direct",
+        verifier: str = "rule",
+        generator: str = "planner",
+        engine: Any = None,
+        max_turns: int = 10,
+        time_budget_s: float = 600.0,
+        tool_timeout_s: float = 30.0,
+        memory_budget: int = 8000,
+        instructions: str = "",
+        render_mode: str | None = None,
+        name: str = "AgentFlowEnv",
+    ):
+        if max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+        if time_budget_s <= 0 or tool_timeout_s <= 0:
+            raise ConfigError("time_budget_s and tool_timeout_s must be positive seconds")
+        if memory_budget < 200:
+            raise ConfigError(f"memory_budget={memory_budget} is too small; use at least 200 characters")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ConfigError(f"render_mode={render_mode!r}; choose one of {self.metadata['render_modes']} or None")
+        self.tasks: TaskSource = tasks if isinstance(tasks, TaskSource) else ListTaskSource(list(tasks))
+        if len(self.tasks) == 0:
+            raise ConfigError("the task source is empty; give at least one task")
+        self.scorer = scorer
+        self.tools: list[Tool] = list(tools)
+        self._tools_by_key: dict[str, Tool] = {}
+        for tool in self.tools:
+            key = normalize_tool_name(tool.name)
+            if key in self._tools_by_key:
+                raise ConfigError(f"two tools are both named {tool.name!r}; tool names must differ")
+            self._tools_by_key[key] = tool
+        if isinstance(engine, str):
+            from agentflow_env.engines import make_engine
+
+            engine = make_engine(engine)
+        self.engine = engine
+        self.modes = (executor, verifier, generator)
+        self._executor, self._verifier, self._generator = build_modes(executor, verifier, generator, engine)
+        self.max_turns = int(max_turns)
+        self.time_budget_s = float(time_budget_s)
+        self.tool_timeout_s = float(tool_timeout_s)
+        self.memory_budget = int(memory_budget)
+        self.render_mode = render_mode
+        self.name = name
+        self.tool_names = [t.name for t in self.tools]
+        examples = [str(t.examples[0]) for t in self.tools if t.examples]
+        self._prompt = PlannerPrompt([render_card(t) for t in self.tools], self.tool_names, examples,
+                                     direct=executor == "direct", instructions=instructions)
+        self.observation_space = observation_space()
+        self.action_space = UnicodeText()
+        self.memory = Memory()
+        self.task: Task | None = None
+        self.turn = 0
+        self._trajectory: list[dict[str, Any]] = []
+        self._started = 0.0
+        self._done = True
+        self._memory_cache: tuple[Any, str] = (None, "")
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        options = options or {}
+        if "task_id" in options:
+            index = find_task_index(self.tasks, str(options["task_id"]))
+        elif "index" in options:
+            index = int(options["index"])
+            if not 0 <= index < len(self.tasks):
+                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
+        else:
+            index = int(self.np_random.integers(len(self.tasks)))
+        self.task = self.tasks[index]
+        self.memory.clear()
+        self._memory_cache = (None, "")
+        self.turn = 0
+        self._trajectory = []
+        self._done = False
+        for tool in self.tools:
+            reset = getattr(tool, "reset", None)
+            if callable(reset):
+                reset()
+        self._started = time.monotonic()
+        return self._observation(), self._info()
+
+    def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+        if self.task is None or self._done:
+            raise RuntimeError("call reset() before step(): the episode has ended or not started")
+        started = time.perf_counter()
+        self.turn += 1
+        parsed = parse_action(action)
+        record = TurnRecord(turn=self.turn, action=action if isinstance(action, str) else repr(action),
+                            parsed=parsed.to_dict(), tool=None, command=None, result=None, seconds=0.0)
+        terminated = truncated = False
+        answer: str | None = None
+        if parsed.is_final:
+            answer = parsed.final_answer
+            terminated = True
+        else:
+            self._run_tool(parsed, record)
+            if self._verifier.verify(self.task.question, self._memory_text(), self.turn) == "STOP":
+                record.verifier = "STOP"
+                terminated = True
+            else:
+                record.verifier = "CONTINUE"
+        if not terminated:
+            if self.turn >= self.max_turns:
+                truncated = True
+            elif time.monotonic() - self._started > self.time_budget_s:
+                truncated = True
+                record.error = (record.error or "") + " (time budget exhausted)"
+        record.seconds = time.perf_counter() - started
+        self._trajectory.append(record.to_dict())
+        reward = 0.0
+        info = self._info()
+        if terminated or truncated:
+            reward = self._finish(answer, info)
+        obs = self._observation()
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        text = self._memory_text()
+        if self.render_mode == "human":
+            logger.info("%s", text)
+            return None
+        return text
+
+    def close(self) -> None:
+        for tool in self.tools:
+            try:
+                tool.close()
+            except Exception:  # closing must not hide the caller's own exception
+                logger.exception("closing tool %s failed", getattr(tool, "name", tool))
+
+    # ------------------------------------------------------------------ internals
+    def _run_tool(self, parsed: ParsedAction, record: TurnRecord) -> None:
+        assert self.task is not None
+        problem = parsed.problems[0] if parsed.problems else None
+        tool = None
+        if problem is None:
+            if not parsed.tool_name:
+                problem = "the action has no 'Tool Name:' field and no 'Final Answer:'"
+            else:
+                tool = self._tools_by_key.get(normalize_tool_name(parsed.tool_name))
+                if tool is None:
+                    problem = f"unknown tool {parsed.tool_name[:80]!r}"
+        command = None
+        if problem is None:
+            assert tool is not None
+            command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
+        if problem is not None or tool is None or command is None:
+            message = self._invalid_message(problem or "invalid action")
+            record.error = problem
+            record.result = message
+            self.memory.add(MemoryStep(turn=self.turn, tool=None, sub_goal=parsed.sub_goal[:500],
+                                       command="", result=message, ok=False, error=problem))
+            return
+        remaining = self.time_budget_s - (time.monotonic() - self._started)
+        timeout = max(min(self.tool_timeout_s, remaining), 0.1)
+        try:
+            result = tool.run(command, timeout)
+        except Exception as exc:  # a tool must never crash the episode
+            logger.exception("tool %s raised", tool.name)
+            result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+        record.tool, record.command, record.result = tool.name, command, result.text
+        record.error = result.error
+        self.memory.add(MemoryStep(turn=self.turn, tool=tool.name, sub_goal=parsed.sub_goal, command=command,
+                                   result=result.text, ok=result.ok, error=result.error))
+
+    def _invalid_message(self, problem: str) -> str:
+        tools = ", ".join(self.tool_names) if self.tool_names else "(none)"
+        need = "'Tool Name:' and 'Command:'" if self._executor.needs_command else "'Tool Name:' and 'Sub-Goal:'"
+        return (f"Invalid action: {problem}. Nothing was run. Valid tools: {tools}. "
+                f"Give {need}, or 'Final Answer:' to finish.")
+
+    def _finish(self, answer: str | None, info: dict[str, Any]) -> float:
+        assert self.task is not None
+        self._done = True
+        generated = self._generator.answer(self.task.question, self._memory_text(), answer)
+        final = generated if generated is not None else ""
+        score_error = None
+        try:
+            score = float(self.scorer(final, self.task)) if final else 0.0
+        except Exception as exc:  # a scorer bug gives 0 and says why, it does not lose the episode
+            logger.exception("scorer failed on task %s", self.task.id)
+            score, score_error = 0.0, f"{type(exc).__name__}: {exc}"
+        score = min(max(score, 0.0), 1.0)
+        info.update(answer=final, score=score, gold=self.task.answer, trajectory=list(self._trajectory),
+                    task=self.task.to_dict())
+        if score_error:
+            info["score_error"] = score_error
+        return score
+
+    def _memory_text(self) -> str:
+        # memory only grows within an episode, so its length keys the cached rendering
+        key = (id(self.task), len(self.memory))
+        if self._memory_cache[0] != key:
+            self._memory_cache = (key, self.memory.render(self.memory_budget))
+        return self._memory_cache[1]
+
+    def _observation(self) -> dict[str, str]:
+        assert self.task is not None
+        memory = self._memory_text()
+        turns_left = max(self.max_turns - self.turn, 0)
+        return {
+            "question": self.task.question,
+            "memory": memory,
+            "tools": self._prompt.tools_text,
+            "prompt": self._prompt.render(self.task.question, memory, turns_left),
+        }
+
+    def _info(self) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            "task_id": self.task.id,
+            "turn": self.turn,
+            "turns_left": max(self.max_turns - self.turn, 0),
+            "tool_names": list(self.tool_names),
+            "family": self.task.family,
+            "memory_steps": self.memory.to_list(),
+        }

@@ -1,0 +1,1 @@
+"""Scorers: (prediction, task) -> [0, 1]."""

@@ -1,0 +1,1 @@
+"""Offline generated task families: deterministic by seed, split by content, no download."""

@@ -1,0 +1,134 @@
+"""Shared machinery of the generated families: content-hash splits and lazily generated task sources.
+
+A task belongs to a split by a hash of its *content* (never of its index), so train, validation
+and test are disjoint by construction, whatever the seed or size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from agentflow_env.error import ConfigError
+from agentflow_env.types import Task
+
+SPLITS = ("train", "validation", "test")
+# hash bucket (0..99) ranges per split
+_BUCKETS = {"train": (0, 80), "validation": (80, 90), "test": (90, 100)}
+
+
+def check_split(split: str) -> str:
+    aliases = {"val": "validation", "valid": "validation", "dev": "validation", "eval": "test"}
+    split = aliases.get(split, split)
+    if split not in SPLITS:
+        raise ConfigError(f"split={split!r}; choose one of {', '.join(SPLITS)}")
+    return split
+
+
+def split_of(content_key: str) -> str:
+    """The split a piece of content belongs to (stable across machines and Python versions)."""
+    bucket = int(hashlib.sha1(content_key.encode("utf-8")).hexdigest()[:8], 16) % 100
+    for name, (lo, hi) in _BUCKETS.items():
+        if lo <= bucket < hi:
+            return name
+    raise AssertionError(bucket)  # pragma: no cover
+
+
+class GeneratedTasks:
+    """A lazily generated, indexable task source of ``num_tasks`` tasks of one split.
+
+    ``make(rng) -> (content_key, Task)`` draws one candidate; candidates whose content key hashes
+    to another split, or that repeat an earlier key, are skipped. Task ``i`` depends only on
+    ``(family, seed, split, i)``, so sources of any size agree on their common prefix.
+    """
+
+    def __init__(self, family: str, split: str, make: Callable[[np.random.Generator], tuple[str, Task]],
+                 num_tasks: int = 500, seed: int = 0, max_tries: int = 10_000):
+        if num_tasks < 1:
+            raise ConfigError(f"num_tasks must be positive, got {num_tasks}")
+        self.family, self.split, self.seed = family, check_split(split), int(seed)
+        self.num_tasks = int(num_tasks)
+        self._make = make
+        self._max_tries = max_tries
+        self._tasks: list[Task] = []
+        self._keys: set[str] = set()
+        self._draws = 0
+        self._by_id: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return self.num_tasks
+
+    def __getitem__(self, index: int) -> Task:
+        if index < 0:
+            index += self.num_tasks
+        if not 0 <= index < self.num_tasks:
+            raise IndexError(f"task index {index} out of range for {self.num_tasks} tasks")
+        while len(self._tasks) <= index:
+            self._tasks.append(self._next())
+        return self._tasks[index]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.num_tasks))
+
+    def index_of(self, task_id: str) -> int:
+        for i in range(self.num_tasks):
+            task = self[i]
+            self._by_id.setdefault(task.id, i)
+            if task.id == task_id:
+                return i
+        raise KeyError(f"no task {task_id!r} in the first {self.num_tasks} tasks of {self.family}/{self.split}")
+
+    def _next(self) -> Task:
+        for _ in range(self._max_tries):
+            rng = np.random.default_rng([_stable_int(self.family), self.seed, SPLITS.index(self.split), self._draws])
+            self._draws += 1
+            key, task = self._make(rng)
+            if key in self._keys or split_of(f"{self.family}:{key}") != self.split:
+                continue
+            self._keys.add(key)
+            return task
+        raise ConfigError(f"{self.family}: could not draw a new {self.split} task after {self._max_tries} tries; "
+                          "the settings allow too few distinct tasks — raise the difficulty ranges or lower num_tasks")
+
+
+class FixedPoolTasks:
+    """A task source over a finite pool (e.g. all Game-of-24 puzzles), split by content, shuffled by seed."""
+
+    def __init__(self, family: str, split: str, pool: Sequence[tuple[str, Task]], seed: int = 0,
+                 num_tasks: int | None = None):
+        split = check_split(split)
+        mine = [task for key, task in pool if split_of(f"{family}:{key}") == split]
+        order = np.random.default_rng([_stable_int(family), int(seed)]).permutation(len(mine))
+        tasks = [mine[i] for i in order]
+        if num_tasks is not None:
+            if num_tasks < 1:
+                raise ConfigError(f"num_tasks must be positive, got {num_tasks}")
+            tasks = tasks[:num_tasks]
+        if not tasks:
+            raise ConfigError(f"{family}/{split} has no tasks with these settings")
+        self.family, self.split = family, split
+        self._tasks = tasks
+        self._index = {t.id: i for i, t in enumerate(tasks)}
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __getitem__(self, index: int) -> Task:
+        return self._tasks[index]
+
+    def __iter__(self):
+        return iter(self._tasks)
+
+    def index_of(self, task_id: str) -> int:
+        try:
+            return self._index[task_id]
+        except KeyError:
+            raise KeyError(f"no task {task_id!r} in {self.family}/{self.split}") from None
+
+
+@lru_cache(maxsize=None)
+def _stable_int(text: str) -> int:
+    return int(hashlib.sha1(text.encode("utf-8")).hexdigest()[:8], 16)

@@ -1,0 +1,119 @@
+"""One spec per benchmark (tasks, scorer, tools, turn budget) and ``make_env``, the env entry point.
+
+Specs are looked up lazily by name from ``SPEC_TABLE`` so that building one env imports only
+what that benchmark needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentflow_env.core import AgentFlowEnv
+from agentflow_env.error import ConfigError
+from agentflow_env.scoring.base import Scorer
+from agentflow_env.tools import make_tool
+from agentflow_env.tools.base import Tool
+from agentflow_env.types import TaskSource
+
+__all__ = ["BenchmarkSpec", "SPEC_TABLE", "get_spec", "make_env", "spec_names"]
+
+
+@dataclass
+class BenchmarkSpec:
+    """How to build one benchmark's env.
+
+    ``load_tasks(split=..., **kw)`` returns a task source; ``make_scorer(**kw)`` a scorer;
+    ``tools`` names built-in tools (``make_tool`` short names); ``make_tools(**kw)``, when set,
+    builds them instead (families whose search tool needs their own corpus).
+    """
+
+    name: str
+    family: str
+    load_tasks: Callable[..., TaskSource]
+    make_scorer: Callable[..., Scorer]
+    tools: Sequence[str] = ("calculator",)
+    max_turns: int = 10
+    source: str = "generated"
+    description: str = ""
+    default_split: str = "test"
+    make_tools: Callable[..., list[Tool]] | None = None
+    instructions: str = ""
+    size: Callable[[], int | None] | None = None
+    env_defaults: dict[str, Any] = field(default_factory=dict)
+
+
+
+# benchmark name -> "module:attribute" of its BenchmarkSpec
+SPEC_TABLE: dict[str, str] = {
+    "Gen-GameOf24": "benchmarks.generated.game24:SPEC",
+}
+
+_ENV_KWARGS = {"executor", "verifier", "generator", "engine", "max_turns", "time_budget_s", "tool_timeout_s",
+               "memory_budget", "render_mode"}
+
+
+def spec_names() -> list[str]:
+    return list(SPEC_TABLE)
+
+
+def get_spec(name: str) -> BenchmarkSpec:
+    if name not in SPEC_TABLE:
+        raise ConfigError(f"unknown benchmark {name!r}; known: {', '.join(SPEC_TABLE)}")
+    module, _, attr = SPEC_TABLE[name].partition(":")
+    spec = getattr(importlib.import_module(module), attr)
+    if not isinstance(spec, BenchmarkSpec):
+        raise ConfigError(f"{SPEC_TABLE[name]} is not a BenchmarkSpec")
+    return spec
+
+
+def make_env(benchmark: str, split: str | None = None, tasks: TaskSource | None = None,
+             scorer: Scorer | None = None, tools: Sequence[Tool] | None = None, **kwargs: Any) -> AgentFlowEnv:
+    """Build the env of ``benchmark`` (the Gymnasium entry point of every ``agentflow/*`` id).
+
+    Env kwargs (``max_turns``, ``executor``, ...) go to :class:`AgentFlowEnv`; the rest go to the
+    task loader, the scorer and the tool factory (``data_dir``, ``num_tasks``, ``seed``, ...).
+    """
+    spec = get_spec(benchmark)
+    env_kwargs = {**spec.env_defaults, **{k: kwargs.pop(k) for k in list(kwargs) if k in _ENV_KWARGS}}
+    env_kwargs.setdefault("max_turns", spec.max_turns)
+    builders = [spec.load_tasks, spec.make_scorer] + ([spec.make_tools] if spec.make_tools else [])
+    _check_options(benchmark, kwargs, builders)
+    task_source = tasks if tasks is not None else spec.load_tasks(
+        split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
+    env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
+    if tools is not None:
+        env_tools = list(tools)
+    elif spec.make_tools is not None:
+        env_tools = spec.make_tools(**_accepted(spec.make_tools, kwargs))
+    else:
+        env_tools = [make_tool(name) for name in spec.tools]
+    return AgentFlowEnv(task_source, env_scorer, env_tools, instructions=spec.instructions,
+                        name=benchmark, **env_kwargs)
+
+
+def _params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
+    sig = inspect.signature(fn)
+    names = {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return names, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
+
+def _accepted(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    names, var_kw = _params(fn)
+    return dict(kwargs) if var_kw else {k: v for k, v in kwargs.items() if k in names}
+
+
+def _check_options(benchmark: str, kwargs: dict[str, Any], builders: list[Callable[..., Any]]) -> None:
+    known: set[str] = set(_ENV_KWARGS)
+    for fn in builders:
+        names, var_kw = _params(fn)
+        if var_kw:
+            return
+        known |= names
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise ConfigError(f"{benchmark} does not take option(s) {', '.join(unknown)}; "
+                          f"valid options: {', '.join(sorted(known - {'split'}))}")

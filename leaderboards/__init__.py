@@ -1,0 +1,1 @@
+"""Leaderboards: evaluation protocols, the results store, rendering and the pytest plugin."""
