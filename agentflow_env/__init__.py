@@ -9,6 +9,6 @@ from agentflow_env.types import MemoryStep, Task, ToolResult, TurnRecord
 
 __version__ = "0.1.0"
 
-__all__ = ["AgentFlowEnv", "MemoryStep", "Task", "ToolResult", "TurnRecord", "registered_ids", "__version__"]
+__all__ = ["AgentFlowEnv", "MemoryStep", "Task", "ToolResult", "TurnRecord", "__version__", "registered_ids"]
 
 register_envs()

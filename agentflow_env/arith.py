@@ -10,7 +10,7 @@ import ast
 import re
 from fractions import Fraction
 
-__all__ = ["ArithmeticError_", "normalize_expression", "evaluate", "parse_numbers_and_ops"]
+__all__ = ["ArithmeticError_", "evaluate", "normalize_expression", "parse_numbers_and_ops"]
 
 _MAX_EXPR_CHARS = 2_000
 _MAX_POW = 1_000

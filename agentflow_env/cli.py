@@ -34,8 +34,9 @@ def _env_rows(with_size: bool) -> list[dict[str, object]]:
                 from benchmarks.specs import get_spec
 
                 bspec = get_spec(bench)
-                row.update(family=bspec.family, source=bspec.source, max_turns=bspec.max_turns,
-                           tools=", ".join(bspec.tools))
+                row.update(
+                    family=bspec.family, source=bspec.source, max_turns=bspec.max_turns, tools=", ".join(bspec.tools)
+                )
                 if with_size and bspec.size is not None:
                     row["size"] = bspec.size()
             except Exception as exc:  # list must still show the other ids
@@ -58,14 +59,20 @@ def _run_list(args: argparse.Namespace) -> int:
     for col in ("id", "family", "size", "max_turns", "tools", "source"):
         table.add_column(col)
     for row in rows:
-        table.add_row(*(str(row.get(c, row.get("error", "")) if c != "size" else row.get("size", "?"))
-                        for c in ("id", "family", "size", "max_turns", "tools", "source")))
+        table.add_row(
+            *(
+                str(row.get(c, row.get("error", "")) if c != "size" else row.get("size", "?"))
+                for c in ("id", "family", "size", "max_turns", "tools", "source")
+            )
+        )
     Console(width=200).print(table)
     return 0
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentflow-env", description="AgentFlow environments, agents and leaderboards")
+    parser = argparse.ArgumentParser(
+        prog="agentflow-env", description="AgentFlow environments, agents and leaderboards"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (target, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text)

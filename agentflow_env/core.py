@@ -103,8 +103,13 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self.name = name
         self.tool_names = [t.name for t in self.tools]
         examples = [str(t.examples[0]) for t in self.tools if t.examples]
-        self._prompt = PlannerPrompt([render_card(t) for t in self.tools], self.tool_names, examples,
-                                     direct=executor == "direct", instructions=instructions)
+        self._prompt = PlannerPrompt(
+            [render_card(t) for t in self.tools],
+            self.tool_names,
+            examples,
+            direct=executor == "direct",
+            instructions=instructions,
+        )
         self.observation_space = observation_space()
         self.action_space = UnicodeText()
         self.memory = Memory()
@@ -146,8 +151,15 @@ class AgentFlowEnv(gym.Env[dict, str]):
         started = time.perf_counter()
         self.turn += 1
         parsed = parse_action(action)
-        record = TurnRecord(turn=self.turn, action=action if isinstance(action, str) else repr(action),
-                            parsed=parsed.to_dict(), tool=None, command=None, result=None, seconds=0.0)
+        record = TurnRecord(
+            turn=self.turn,
+            action=action if isinstance(action, str) else repr(action),
+            parsed=parsed.to_dict(),
+            tool=None,
+            command=None,
+            result=None,
+            seconds=0.0,
+        )
         terminated = truncated = False
         answer: str | None = None
         if parsed.is_final:
@@ -211,8 +223,17 @@ class AgentFlowEnv(gym.Env[dict, str]):
             message = self._invalid_message(problem or "invalid action")
             record.error = problem
             record.result = message
-            self.memory.add(MemoryStep(turn=self.turn, tool=None, sub_goal=parsed.sub_goal[:500],
-                                       command="", result=message, ok=False, error=problem))
+            self.memory.add(
+                MemoryStep(
+                    turn=self.turn,
+                    tool=None,
+                    sub_goal=parsed.sub_goal[:500],
+                    command="",
+                    result=message,
+                    ok=False,
+                    error=problem,
+                )
+            )
             return
         remaining = self.time_budget_s - (time.monotonic() - self._started)
         timeout = max(min(self.tool_timeout_s, remaining), 0.1)
@@ -223,14 +244,25 @@ class AgentFlowEnv(gym.Env[dict, str]):
             result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
         record.tool, record.command, record.result = tool.name, command, result.text
         record.error = result.error
-        self.memory.add(MemoryStep(turn=self.turn, tool=tool.name, sub_goal=parsed.sub_goal, command=command,
-                                   result=result.text, ok=result.ok, error=result.error))
+        self.memory.add(
+            MemoryStep(
+                turn=self.turn,
+                tool=tool.name,
+                sub_goal=parsed.sub_goal,
+                command=command,
+                result=result.text,
+                ok=result.ok,
+                error=result.error,
+            )
+        )
 
     def _invalid_message(self, problem: str) -> str:
         tools = ", ".join(self.tool_names) if self.tool_names else "(none)"
         need = "'Tool Name:' and 'Command:'" if self._executor.needs_command else "'Tool Name:' and 'Sub-Goal:'"
-        return (f"Invalid action: {problem}. Nothing was run. Valid tools: {tools}. "
-                f"Give {need}, or 'Final Answer:' to finish.")
+        return (
+            f"Invalid action: {problem}. Nothing was run. Valid tools: {tools}. "
+            f"Give {need}, or 'Final Answer:' to finish."
+        )
 
     def _finish(self, answer: str | None, info: dict[str, Any]) -> float:
         assert self.task is not None
@@ -244,8 +276,13 @@ class AgentFlowEnv(gym.Env[dict, str]):
             logger.exception("scorer failed on task %s", self.task.id)
             score, score_error = 0.0, f"{type(exc).__name__}: {exc}"
         score = min(max(score, 0.0), 1.0)
-        info.update(answer=final, score=score, gold=self.task.answer, trajectory=list(self._trajectory),
-                    task=self.task.to_dict())
+        info.update(
+            answer=final,
+            score=score,
+            gold=self.task.answer,
+            trajectory=list(self._trajectory),
+            task=self.task.to_dict(),
+        )
         if score_error:
             info["score_error"] = score_error
         return score

@@ -15,9 +15,7 @@ class DependencyNotInstalled(AgentFlowError, ImportError):
     """An optional dependency is missing; the message names the pip command."""
 
     def __init__(self, package: str, extra: str):
-        super().__init__(
-            f"{package} is not installed; install it with: pip install 'agentflow-env[{extra}]'"
-        )
+        super().__init__(f"{package} is not installed; install it with: pip install 'agentflow-env[{extra}]'")
         self.package = package
         self.extra = extra
 

@@ -44,6 +44,7 @@ class Memory:
     def __init__(self, steps: Iterable[MemoryStep] = ()):
         self.steps: list[MemoryStep] = list(steps)
         self._headers: list[str] = [_header(s) for s in self.steps]
+        self._dicts: list[dict[str, Any]] = [s.to_dict() for s in self.steps]
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -51,13 +52,16 @@ class Memory:
     def clear(self) -> None:
         self.steps.clear()
         self._headers.clear()
+        self._dicts.clear()
 
     def add(self, step: MemoryStep) -> None:
         self.steps.append(step)
         self._headers.append(_header(step))
+        self._dicts.append(step.to_dict())
 
     def to_list(self) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in self.steps]
+        """The steps as dicts (shallow copies: steps are never changed after they are added)."""
+        return [dict(d) for d in self._dicts]
 
     @classmethod
     def from_list(cls, items: Iterable[dict[str, Any]]) -> Memory:
@@ -72,28 +76,38 @@ class Memory:
         total = sum(len(b) for b in blocks) + len(blocks) - 1
         if total <= budget:
             return "\n".join(blocks)
-        # 1. shorten results from the oldest, the newest last
-        for i in range(len(results)):
+        # 1. shorten older results, oldest first, down to a short head and tail each
+        last = len(results) - 1
+        for i in range(last):
             if total <= budget:
                 break
-            over = total - budget
-            limit = max(len(results[i]) - over, _MIN_RESULT if i < len(results) - 1 else 0)
+            limit = max(len(results[i]) - (total - budget), _MIN_RESULT)
             if limit < len(results[i]):
                 results[i] = shorten(results[i], limit)
-                new_block = self._block(i, results[i])
-                total += len(new_block) - len(blocks[i])
-                blocks[i] = new_block
+                total += self._replace(blocks, i, results[i])
         # 2. still over: fold the oldest steps into one line, never the newest
         folded = 0
-        while total > budget and folded < len(blocks) - 1:
+        marker = ""
+        while total > budget and folded < last:
             total -= len(blocks[folded]) + 1
             folded += 1
-        out = blocks[folded:]
-        if folded:
-            out.insert(0, f"(steps 1-{folded} omitted to fit the memory budget)")
-        text = "\n".join(out)
-        # 3. a budget too small for even the newest step: cut its text, keep its start
-        return text if len(text) <= budget else shorten(text, max(budget, 80))
+            new_marker = f"(steps 1-{folded} omitted to fit the memory budget)"
+            total += len(new_marker) - len(marker) + (0 if marker else 1)
+            marker = new_marker
+        # 3. then shorten the newest result itself
+        if total > budget:
+            limit = max(len(results[last]) - (total - budget), 0)
+            results[last] = shorten(results[last], limit)
+            total += self._replace(blocks, last, results[last])
+        text = "\n".join(([marker] if marker else []) + blocks[folded:])
+        # 4. a budget too small for even the newest step's header: cut the text, keep its start
+        return text if len(text) <= budget else shorten(text, budget)
+
+    def _replace(self, blocks: list[str], index: int, result: str) -> int:
+        new_block = self._block(index, result)
+        delta = len(new_block) - len(blocks[index])
+        blocks[index] = new_block
+        return delta
 
     def _block(self, index: int, result: str) -> str:
         return f"{self._headers[index]}\n  Result: {result}"

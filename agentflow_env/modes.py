@@ -25,7 +25,9 @@ class Executor(Protocol):
 
     needs_command: bool
 
-    def command(self, action: ParsedAction, tool: Tool, question: str, memory: str) -> tuple[str | None, str | None]: ...
+    def command(
+        self, action: ParsedAction, tool: Tool, question: str, memory: str
+    ) -> tuple[str | None, str | None]: ...
 
 
 class Verifier(Protocol):
@@ -65,16 +67,22 @@ class PlannerGenerator:
         return planner_answer
 
 
-def build_modes(executor: str, verifier: str, generator: str, engine: Engine | None,
-                engine_kwargs: dict[str, Any] | None = None) -> tuple[Executor, Verifier, Generator]:
+def build_modes(
+    executor: str, verifier: str, generator: str, engine: Engine | None, engine_kwargs: dict[str, Any] | None = None
+) -> tuple[Executor, Verifier, Generator]:
     """Validate the mode names and build the three modules (LLM modes need ``engine``)."""
-    for value, allowed, name in ((executor, EXECUTOR_MODES, "executor"), (verifier, VERIFIER_MODES, "verifier"),
-                                 (generator, GENERATOR_MODES, "generator")):
+    for value, allowed, name in (
+        (executor, EXECUTOR_MODES, "executor"),
+        (verifier, VERIFIER_MODES, "verifier"),
+        (generator, GENERATOR_MODES, "generator"),
+    ):
         if value not in allowed:
             raise ConfigError(f"{name}={value!r} is not a mode; choose one of {', '.join(allowed)}")
     if verifier == "llm" and generator == "planner":
-        raise ConfigError("verifier='llm' can stop an episode before the planner answers; "
-                          "use generator='llm' with it so an answer is always produced")
+        raise ConfigError(
+            "verifier='llm' can stop an episode before the planner answers; "
+            "use generator='llm' with it so an answer is always produced"
+        )
     uses_llm = "llm" in (executor, verifier, generator)
     if uses_llm and engine is None:
         raise ConfigError("an 'llm' mode needs an engine: pass engine='openai:MODEL@URL' (or an Engine object)")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["ParsedAction", "parse_action", "FIELDS"]
+__all__ = ["FIELDS", "ParsedAction", "parse_action"]
 
 # canonical field -> spellings (compared after lower-casing and dropping spaces, _ and -)
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -58,9 +59,19 @@ class ParsedAction:
         return self.final_answer is not None and self.final_answer.strip() != ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "justification": self.justification,
+            "context": self.context,
+            "sub_goal": self.sub_goal,
+            "tool_name": self.tool_name,
+            "command": self.command,
+            "final_answer": self.final_answer,
+            "format": self.format,
+            "problems": list(self.problems),
+        }
 
 
+@lru_cache(maxsize=4096)
 def _key_to_field(key: str) -> str | None:
     norm = "".join(ch for ch in key.lower() if ch.isalnum())
     return _KEY_TO_FIELD.get(norm)
@@ -68,8 +79,8 @@ def _key_to_field(key: str) -> str | None:
 
 def _clean_value(value: str) -> str:
     value = value.strip()
-    # drop trailing emphasis left over from "**Tool Name:** **Calculator**"
-    value = value.strip("*_").strip() if value.startswith(("*", "_")) else value
+    if "\n" not in value:  # emphasis left over from "**Tool Name:** **Calculator**"
+        value = value.strip("*").strip()
     m = _FENCE_RE.match(value)
     if m:
         value = m.group(1)
@@ -139,11 +150,9 @@ def parse_action(action: Any) -> ParsedAction:
     elif _parse_text(action, parsed):
         parsed.format = "text"
     if parsed.final_answer is None:
-        m = None
-        for m in _ANSWER_TAG_RE.finditer(action):
-            pass
-        if m is not None:
-            parsed.final_answer = m.group(1).strip()
+        tags = _ANSWER_TAG_RE.findall(action)
+        if tags:
+            parsed.final_answer = tags[-1].strip()
             parsed.format = parsed.format if parsed.format != "none" else "text"
     if parsed.format == "none":
         parsed.problems.append("no recognisable fields (expected 'Tool Name:' with 'Command:', or 'Final Answer:')")

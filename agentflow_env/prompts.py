@@ -48,15 +48,20 @@ Final Answer: <the answer only>"""
 class PlannerPrompt:
     """Builds the planner prompt; the static part (intro, tool cards, format) is rendered once."""
 
-    def __init__(self, tool_cards: Sequence[str], tool_names: Sequence[str], examples: Sequence[str],
-                 direct: bool = True, instructions: str = ""):
+    def __init__(
+        self,
+        tool_cards: Sequence[str],
+        tool_names: Sequence[str],
+        examples: Sequence[str],
+        direct: bool = True,
+        instructions: str = "",
+    ):
         names = ", ".join(tool_names) if tool_names else "(no tools: give the final answer)"
         example_tool = tool_names[0] if tool_names else "Tool"
         example_command = examples[0] if examples else "..."
         template = _FORMAT_DIRECT if direct else _FORMAT_LLM
         self.tools_text = "\n".join(tool_cards) if tool_cards else "(no tools)"
-        self.format_text = template.format(tool_names=names, example_tool=example_tool,
-                                           example_command=example_command)
+        self.format_text = template.format(tool_names=names, example_tool=example_tool, example_command=example_command)
         extra = f"\n\n{instructions.strip()}" if instructions.strip() else ""
         self._head = f"{_INTRO}{extra}\n\nAvailable tools:\n{self.tools_text}\n\n"
 
@@ -65,7 +70,4 @@ class PlannerPrompt:
             turns = "This is your last turn: reply with 'Final Answer:' now."
         else:
             turns = f"Turns left: {turns_left} (including this one)."
-        return (
-            f"{self._head}Question:\n{question}\n\nMemory:\n{memory}\n\n"
-            f"{self.format_text}\n\n{turns}"
-        )
+        return f"{self._head}Question:\n{question}\n\nMemory:\n{memory}\n\n{self.format_text}\n\n{turns}"

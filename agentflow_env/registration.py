@@ -36,9 +36,7 @@ class EnvEntry:
 
 
 # The built-in table: the paper's ten benchmarks and the offline generated families.
-BUILTIN: tuple[EnvEntry, ...] = (
-    EnvEntry("Gen-GameOf24", kwargs={"benchmark": "Gen-GameOf24"}),
-)
+BUILTIN: tuple[EnvEntry, ...] = (EnvEntry("Gen-GameOf24", kwargs={"benchmark": "Gen-GameOf24"}),)
 
 
 def register(entry: EnvEntry) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from gymnasium import spaces
 
 # What ``sample()`` draws from: printable ASCII plus a few characters the envs really produce.
@@ -16,8 +15,9 @@ MAX_TEXT = 1_000_000
 class UnicodeText(spaces.Text):
     """Any ``str`` up to ``max_length`` characters is a member; samples are short and printable."""
 
-    def __init__(self, max_length: int = MAX_TEXT, *, min_length: int = 0, seed: Any = None,
-                 sample_max_length: int = 256):
+    def __init__(
+        self, max_length: int = MAX_TEXT, *, min_length: int = 0, seed: Any = None, sample_max_length: int = 256
+    ):
         super().__init__(max_length=max_length, min_length=min_length, charset=_SAMPLE_CHARSET, seed=seed)
         self.sample_max_length = min(sample_max_length, max_length)
 
@@ -36,15 +36,19 @@ class UnicodeText(spaces.Text):
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, UnicodeText) and (self.min_length, self.max_length) == (
-            other.min_length, other.max_length)
+            other.min_length,
+            other.max_length,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
 
 def observation_space() -> spaces.Dict:
-    return spaces.Dict({
-        "question": UnicodeText(),
-        "memory": UnicodeText(),
-        "tools": UnicodeText(),
-        "prompt": UnicodeText(),
-    })
+    return spaces.Dict(
+        {
+            "question": UnicodeText(),
+            "memory": UnicodeText(),
+            "tools": UnicodeText(),
+            "prompt": UnicodeText(),
+        }
+    )

@@ -110,7 +110,16 @@ class MemoryStep:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        # written out: dataclasses.asdict deep-copies and dominates the step time
+        return {
+            "turn": self.turn,
+            "tool": self.tool,
+            "sub_goal": self.sub_goal,
+            "command": self.command,
+            "result": self.result,
+            "ok": self.ok,
+            "error": self.error,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemoryStep:
@@ -132,4 +141,14 @@ class TurnRecord:
     verifier: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {
+            "turn": self.turn,
+            "action": self.action,
+            "parsed": self.parsed,
+            "tool": self.tool,
+            "command": self.command,
+            "result": self.result,
+            "seconds": self.seconds,
+            "error": self.error,
+            "verifier": self.verifier,
+        }

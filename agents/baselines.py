@@ -12,23 +12,32 @@ import numpy as np
 
 from agents.policy import Observation
 
-__all__ = ["RandomPlanner", "ScriptedGameOf24Planner", "tool_call", "final_answer", "numbers_in_question",
-           "last_result"]
+__all__ = [
+    "RandomPlanner",
+    "ScriptedGameOf24Planner",
+    "final_answer",
+    "last_result",
+    "numbers_in_question",
+    "tool_call",
+]
 
 
 def tool_call(tool: str, command: str, sub_goal: str = "", justification: str = "", context: str = "") -> str:
     """An action in AgentFlow's planner format."""
-    return (f"Justification: {justification or 'This step moves toward the answer.'}\n"
-            f"Context: {context or 'none'}\nSub-Goal: {sub_goal or 'Run the tool.'}\n"
-            f"Tool Name: {tool}\nCommand: {command}")
+    return (
+        f"Justification: {justification or 'This step moves toward the answer.'}\n"
+        f"Context: {context or 'none'}\nSub-Goal: {sub_goal or 'Run the tool.'}\n"
+        f"Tool Name: {tool}\nCommand: {command}"
+    )
 
 
 def final_answer(answer: str) -> str:
     return f"Final Answer: {answer}"
 
 
-_STEP_RE = re.compile(r"^Step (\d+): (.*?)(?: \(failed\))?\n(?:  Sub-goal: .*\n)?(?:  Command: (.*)\n)?  Result: ",
-                      re.MULTILINE)
+_STEP_RE = re.compile(
+    r"^Step (\d+): (.*?)(?: \(failed\))?\n(?:  Sub-goal: .*\n)?(?:  Command: (.*)\n)?  Result: ", re.MULTILINE
+)
 
 
 def memory_results(memory: str) -> list[tuple[str, str, str]]:
@@ -37,7 +46,7 @@ def memory_results(memory: str) -> list[tuple[str, str, str]]:
     out = []
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(memory)
-        out.append((m.group(2), m.group(3) or "", memory[m.end():end].rstrip("\n")))
+        out.append((m.group(2), m.group(3) or "", memory[m.end() : end].rstrip("\n")))
     return out
 
 
@@ -119,5 +128,9 @@ class ScriptedGameOf24Planner:
                 return final_answer(candidate)
         if "last turn" in obs["prompt"]:
             return final_answer(candidate)
-        return tool_call(self.tool, candidate, sub_goal=f"Check that {candidate} equals {target}.",
-                         justification="An exact search found this candidate; verify it before answering.")
+        return tool_call(
+            self.tool,
+            candidate,
+            sub_goal=f"Check that {candidate} equals {target}.",
+            justification="An exact search found this candidate; verify it before answering.",
+        )

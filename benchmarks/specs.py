@@ -19,7 +19,7 @@ from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import TaskSource
 
-__all__ = ["BenchmarkSpec", "SPEC_TABLE", "get_spec", "make_env", "spec_names"]
+__all__ = ["SPEC_TABLE", "BenchmarkSpec", "get_spec", "make_env", "spec_names"]
 
 
 @dataclass
@@ -46,14 +46,22 @@ class BenchmarkSpec:
     env_defaults: dict[str, Any] = field(default_factory=dict)
 
 
-
 # benchmark name -> "module:attribute" of its BenchmarkSpec
 SPEC_TABLE: dict[str, str] = {
     "Gen-GameOf24": "benchmarks.generated.game24:SPEC",
 }
 
-_ENV_KWARGS = {"executor", "verifier", "generator", "engine", "max_turns", "time_budget_s", "tool_timeout_s",
-               "memory_budget", "render_mode"}
+_ENV_KWARGS = {
+    "executor",
+    "verifier",
+    "generator",
+    "engine",
+    "max_turns",
+    "time_budget_s",
+    "tool_timeout_s",
+    "memory_budget",
+    "render_mode",
+}
 
 
 def spec_names() -> list[str]:
@@ -70,8 +78,14 @@ def get_spec(name: str) -> BenchmarkSpec:
     return spec
 
 
-def make_env(benchmark: str, split: str | None = None, tasks: TaskSource | None = None,
-             scorer: Scorer | None = None, tools: Sequence[Tool] | None = None, **kwargs: Any) -> AgentFlowEnv:
+def make_env(
+    benchmark: str,
+    split: str | None = None,
+    tasks: TaskSource | None = None,
+    scorer: Scorer | None = None,
+    tools: Sequence[Tool] | None = None,
+    **kwargs: Any,
+) -> AgentFlowEnv:
     """Build the env of ``benchmark`` (the Gymnasium entry point of every ``agentflow/*`` id).
 
     Env kwargs (``max_turns``, ``executor``, ...) go to :class:`AgentFlowEnv`; the rest go to the
@@ -82,8 +96,11 @@ def make_env(benchmark: str, split: str | None = None, tasks: TaskSource | None 
     env_kwargs.setdefault("max_turns", spec.max_turns)
     builders = [spec.load_tasks, spec.make_scorer] + ([spec.make_tools] if spec.make_tools else [])
     _check_options(benchmark, kwargs, builders)
-    task_source = tasks if tasks is not None else spec.load_tasks(
-        split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
+    task_source = (
+        tasks
+        if tasks is not None
+        else spec.load_tasks(split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
+    )
     env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
     if tools is not None:
         env_tools = list(tools)
@@ -91,8 +108,9 @@ def make_env(benchmark: str, split: str | None = None, tasks: TaskSource | None 
         env_tools = spec.make_tools(**_accepted(spec.make_tools, kwargs))
     else:
         env_tools = [make_tool(name) for name in spec.tools]
-    return AgentFlowEnv(task_source, env_scorer, env_tools, instructions=spec.instructions,
-                        name=benchmark, **env_kwargs)
+    return AgentFlowEnv(
+        task_source, env_scorer, env_tools, instructions=spec.instructions, name=benchmark, **env_kwargs
+    )
 
 
 def _params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
@@ -115,5 +133,7 @@ def _check_options(benchmark: str, kwargs: dict[str, Any], builders: list[Callab
         known |= names
     unknown = sorted(set(kwargs) - known)
     if unknown:
-        raise ConfigError(f"{benchmark} does not take option(s) {', '.join(unknown)}; "
-                          f"valid options: {', '.join(sorted(known - {'split'}))}")
+        raise ConfigError(
+            f"{benchmark} does not take option(s) {', '.join(unknown)}; "
+            f"valid options: {', '.join(sorted(known - {'split'}))}"
+        )

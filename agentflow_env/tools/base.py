@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from agentflow_env.types import ToolResult
 
-__all__ = ["Tool", "BaseTool", "ToolResult", "render_card", "normalize_tool_name"]
+__all__ = ["BaseTool", "Tool", "ToolResult", "normalize_tool_name", "render_card"]
 
 
 @runtime_checkable
@@ -69,6 +70,7 @@ def render_card(tool: Tool) -> str:
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=4096)
 def normalize_tool_name(name: str) -> str:
     """Compare tool names loosely: case, spaces, underscores, quotes and a ``_tool`` suffix."""
     key = "".join(ch for ch in name.lower() if ch.isalnum())

@@ -11,8 +11,10 @@ class CalculatorTool(BaseTool):
     """Evaluates arithmetic exactly (fractions, not floats); several expressions may be given, one per line."""
 
     name = "Calculator_Tool"
-    description = ("Evaluates arithmetic exactly with fractions: numbers, + - * / ** and parentheses "
-                   "(also x, ×, ÷). Several expressions may be given, one per line or separated by ';'.")
+    description = (
+        "Evaluates arithmetic exactly with fractions: numbers, + - * / ** and parentheses "
+        "(also x, ×, ÷). Several expressions may be given, one per line or separated by ';'."
+    )
     input_spec = "one or more arithmetic expressions"
     examples = ("(13 - 1) * (8 / 4)",)
     max_expressions = 64
@@ -20,11 +22,17 @@ class CalculatorTool(BaseTool):
     def _run(self, command: str, timeout: float) -> ToolResult:
         exprs = [e.strip() for e in command.replace(";", "\n").splitlines() if e.strip()]
         if not exprs:
-            return ToolResult(text="Error: empty command; give an arithmetic expression such as 3*(4+4)",
-                              ok=False, error="empty command")
+            return ToolResult(
+                text="Error: empty command; give an arithmetic expression such as 3*(4+4)",
+                ok=False,
+                error="empty command",
+            )
         if len(exprs) > self.max_expressions:
-            return ToolResult(text=f"Error: {len(exprs)} expressions; give at most {self.max_expressions} per call",
-                              ok=False, error="too many expressions")
+            return ToolResult(
+                text=f"Error: {len(exprs)} expressions; give at most {self.max_expressions} per call",
+                ok=False,
+                error="too many expressions",
+            )
         lines, errors = [], []
         for expr in exprs:
             try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -45,8 +45,15 @@ class GeneratedTasks:
     ``(family, seed, split, i)``, so sources of any size agree on their common prefix.
     """
 
-    def __init__(self, family: str, split: str, make: Callable[[np.random.Generator], tuple[str, Task]],
-                 num_tasks: int = 500, seed: int = 0, max_tries: int = 10_000):
+    def __init__(
+        self,
+        family: str,
+        split: str,
+        make: Callable[[np.random.Generator], tuple[str, Task]],
+        num_tasks: int = 500,
+        seed: int = 0,
+        max_tries: int = 10_000,
+    ):
         if num_tasks < 1:
             raise ConfigError(f"num_tasks must be positive, got {num_tasks}")
         self.family, self.split, self.seed = family, check_split(split), int(seed)
@@ -90,15 +97,18 @@ class GeneratedTasks:
                 continue
             self._keys.add(key)
             return task
-        raise ConfigError(f"{self.family}: could not draw a new {self.split} task after {self._max_tries} tries; "
-                          "the settings allow too few distinct tasks — raise the difficulty ranges or lower num_tasks")
+        raise ConfigError(
+            f"{self.family}: could not draw a new {self.split} task after {self._max_tries} tries; "
+            "the settings allow too few distinct tasks — raise the difficulty ranges or lower num_tasks"
+        )
 
 
 class FixedPoolTasks:
     """A task source over a finite pool (e.g. all Game-of-24 puzzles), split by content, shuffled by seed."""
 
-    def __init__(self, family: str, split: str, pool: Sequence[tuple[str, Task]], seed: int = 0,
-                 num_tasks: int | None = None):
+    def __init__(
+        self, family: str, split: str, pool: Sequence[tuple[str, Task]], seed: int = 0, num_tasks: int | None = None
+    ):
         split = check_split(split)
         mine = [task for key, task in pool if split_of(f"{family}:{key}") == split]
         order = np.random.default_rng([_stable_int(family), int(seed)]).permutation(len(mine))
@@ -129,6 +139,6 @@ class FixedPoolTasks:
             raise KeyError(f"no task {task_id!r} in {self.family}/{self.split}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stable_int(text: str) -> int:
     return int(hashlib.sha1(text.encode("utf-8")).hexdigest()[:8], 16)

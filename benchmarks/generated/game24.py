@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from agentflow_env.scoring.game24 import Game24Scorer
 from agentflow_env.types import Task
 from benchmarks.generated.common import FixedPoolTasks
 from benchmarks.specs import BenchmarkSpec
 
-__all__ = ["solve_24", "count_solutions", "solvable_puzzles", "load_tasks", "SPEC", "puzzle_question"]
+__all__ = ["SPEC", "count_solutions", "load_tasks", "puzzle_question", "solvable_puzzles", "solve_24"]
 
 _OPS = ("+", "-", "*", "/")
 
@@ -62,7 +62,7 @@ def solve_24(numbers: tuple[int, ...] | list[int], target: int = 24) -> str | No
     return _strip_outer(found[0]) if found else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reachable(nums: tuple[Fraction, ...]) -> frozenset[Fraction]:
     if len(nums) == 1:
         return frozenset(nums)
@@ -121,25 +121,38 @@ def count_solutions(numbers: tuple[int, ...], target: int = 24) -> int:
 @lru_cache(maxsize=8)
 def solvable_puzzles(max_number: int = 13, target: int = 24) -> tuple[tuple[int, ...], ...]:
     """All sorted 4-number multisets over ``1..max_number`` that reach ``target``."""
-    return tuple(c for c in itertools.combinations_with_replacement(range(1, max_number + 1), 4)
-                 if is_solvable(c, target))
+    return tuple(
+        c for c in itertools.combinations_with_replacement(range(1, max_number + 1), 4) if is_solvable(c, target)
+    )
 
 
 def puzzle_question(numbers: tuple[int, ...] | list[int], target: int = 24) -> str:
     nums = ", ".join(str(n) for n in numbers)
-    return (f"Using the numbers [{nums}], write an arithmetic expression that equals {target}. "
-            "Use each number exactly once, with only + - * / and parentheses.")
+    return (
+        f"Using the numbers [{nums}], write an arithmetic expression that equals {target}. "
+        "Use each number exactly once, with only + - * / and parentheses."
+    )
 
 
 def _task(numbers: tuple[int, ...], target: int) -> tuple[str, Task]:
     key = ",".join(map(str, numbers)) + f"->{target}"
-    return key, Task(id=f"gen24-{'-'.join(map(str, numbers))}" + ("" if target == 24 else f"-t{target}"),
-                     question=puzzle_question(numbers, target), answer=None, family="math",
-                     metadata={"numbers": list(numbers), "target": target})
+    return key, Task(
+        id=f"gen24-{'-'.join(map(str, numbers))}" + ("" if target == 24 else f"-t{target}"),
+        question=puzzle_question(numbers, target),
+        answer=None,
+        family="math",
+        metadata={"numbers": list(numbers), "target": target},
+    )
 
 
-def load_tasks(split: str = "test", seed: int = 0, num_tasks: int | None = None, max_number: int = 13,
-               min_solutions: int = 1, max_solutions: int | None = None) -> FixedPoolTasks:
+def load_tasks(
+    split: str = "test",
+    seed: int = 0,
+    num_tasks: int | None = None,
+    max_number: int = 13,
+    min_solutions: int = 1,
+    max_solutions: int | None = None,
+) -> FixedPoolTasks:
     """The puzzles of ``split``. Difficulty knobs: ``max_number`` (magnitudes) and the range of
     ``min_solutions``..``max_solutions`` distinct solutions (fewer solutions is harder)."""
     pool = []
