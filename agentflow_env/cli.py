@@ -10,6 +10,7 @@ from collections.abc import Sequence
 # name -> ("module:configure", help). ``configure(parser)`` adds arguments and sets ``func``.
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("agentflow_env.cli:configure_list", "list the registered env ids with size and source"),
+    "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
 }
 
 
