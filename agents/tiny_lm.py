@@ -1,0 +1,222 @@
+"""A tiny offline causal LM for tests and CPU training: a byte-level BPE tokenizer and a random model.
+
+Both are built in-process in seconds from the generated task families' planner text, saved in HF format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import DependencyNotInstalled
+
+__all__ = [
+    "CHAT_TEMPLATE",
+    "DEFAULT_MODEL_KWARGS",
+    "SPECIAL_TOKENS",
+    "build_tiny_lm",
+    "build_tokenizer",
+    "corpus_texts",
+    "load_tiny_lm",
+    "tiny_lm_path",
+]
+
+logger = logging.getLogger(__name__)
+
+PAD, EOS, IM_START = "<|pad|>", "<|im_end|>", "<|im_start|>"
+SPECIAL_TOKENS = (PAD, EOS, IM_START, "<|endoftext|>")
+
+# ChatML-style turns; the {% generation %} markers let SFT compute assistant-only loss masks.
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'assistant' %}"
+    "{{ '<|im_start|>assistant\\n' }}{% generation %}{{ message['content'] + '<|im_end|>' }}{% endgeneration %}"
+    "{{ '\\n' }}"
+    "{%- else %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+# Llama architecture, shrunk (about 0.2M parameters, 4k positions). Llama rather than Qwen2 because
+# transformers 5 loads a qwen2 checkpoint with Qwen2's own pre-tokenizer, discarding ours.
+DEFAULT_MODEL_KWARGS: dict[str, Any] = {
+    "hidden_size": 64,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 4096,
+    "rope_theta": 10000.0,
+    "tie_word_embeddings": True,
+}
+
+
+def _require_hf() -> None:
+    try:
+        import tokenizers  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise DependencyNotInstalled(exc.name or "transformers", "train") from exc
+
+
+def corpus_texts(num_episodes: int = 48, seed: int = 0, env_id: str = "agentflow/Gen-GameOf24-v0") -> list[str]:
+    """Planner prompts and scripted actions from ``num_episodes`` episodes of a generated family.
+
+    Plays the Game-of-24 scripted planner (it only reads the observation); the last turn of some
+    episodes is forced early so the "last turn" wording is in the corpus too.
+    """
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401  (registers the env ids)
+    from agents.baselines import ScriptedGameOf24Planner
+
+    planner = ScriptedGameOf24Planner()
+    envs = [gym.make(env_id, max_turns=turns) for turns in (1, 2, 3, 10)]
+    texts: list[str] = []
+    for episode in range(num_episodes):
+        env = envs[episode % len(envs)]
+        obs, _ = env.reset(seed=seed + episode)
+        for _ in range(8):
+            action = planner.act([obs])[0]
+            texts.append(obs["prompt"])
+            texts.append(action)
+            obs, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                texts.append(obs["memory"])
+                break
+    for env in envs:
+        env.close()
+    return texts
+
+
+def build_tokenizer(texts: Iterable[str], vocab_size: int = 4096, max_token_chars: int = 24) -> Any:
+    """Train a byte-level BPE on ``texts``; returns a ``PreTrainedTokenizerFast`` with chat template.
+
+    ``vocab_size`` is an upper bound: a small corpus stops earlier (merges need two occurrences).
+    """
+    _require_hf()
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    # Merges may cross spaces (not lines), so the prompts' fixed wording packs into few tokens
+    # (about 9 characters per token on planner prompts, against 3.5 with word-level splits);
+    # single digits keep arithmetic learnable, and byte-level covers all of Unicode.
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split("\n", behavior="merged_with_previous"),
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+        max_token_length=max_token_chars,
+    )
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=None,
+        bos_token=None,
+        additional_special_tokens=[IM_START, "<|endoftext|>"],
+        model_max_length=DEFAULT_MODEL_KWARGS["max_position_embeddings"],
+        padding_side="left",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tiny_lm(
+    out_dir: str | os.PathLike[str],
+    texts: Sequence[str] | None = None,
+    vocab_size: int = 4096,
+    seed: int = 0,
+    num_episodes: int = 48,
+    **model_kwargs: Any,
+) -> Path:
+    """Train the tokenizer, initialise a random Llama-style causal LM, and ``save_pretrained`` both.
+
+    ``texts`` are added to the Game-of-24 corpus (other families' prompts, for example). The
+    result is deterministic given the arguments. Returns ``out_dir``.
+    """
+    _require_hf()
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    out = Path(out_dir)
+    corpus = corpus_texts(num_episodes=num_episodes, seed=seed) + list(texts or [])
+    tokenizer = build_tokenizer(corpus, vocab_size=vocab_size)
+    kwargs = {**DEFAULT_MODEL_KWARGS, **model_kwargs}
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **kwargs,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, do_sample=False
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    logger.info("tiny LM: %d parameters, vocab %d, saved to %s", model.num_parameters(), len(tokenizer), out)
+    return out
+
+
+def load_tiny_lm(path: str | os.PathLike[str]) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a folder written by :func:`build_tiny_lm` (eval mode, float32)."""
+    _require_hf()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    model.eval()
+    return model, tokenizer
+
+
+def tiny_lm_path(cache_dir: str | os.PathLike[str] | None = None, **build_kwargs: Any) -> Path:
+    """The tiny LM's folder under ``cache_dir``, built once per set of arguments and reused.
+
+    Safe under ``pytest -n auto``: each builder writes a private folder and renames it into
+    place; whoever loses the race uses the winner's copy. ``cache_dir`` defaults to
+    ``$AGENTFLOW_CACHE`` or ``~/.cache/agentflow_env``.
+    """
+    root = Path(cache_dir or os.environ.get("AGENTFLOW_CACHE") or Path.home() / ".cache" / "agentflow_env")
+    key = hashlib.sha1(json.dumps(build_kwargs, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    target = root / f"tiny_lm-{key}"
+    if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".tiny_lm-", dir=root))
+    try:
+        build_tiny_lm(scratch / "model", **build_kwargs)
+        try:
+            os.rename(scratch / "model", target)
+        except OSError:
+            if not (target / "config.json").is_file():  # not a lost race: a real failure
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
