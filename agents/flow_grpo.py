@@ -1,0 +1,764 @@
+"""Flow-GRPO: on-policy training of the planner inside the live multi-turn loop.
+
+The maths are small pure functions at the top; ``train`` reads in order: rollout -> advantages -> loss -> update.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import random
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agentflow_env.engines.base import SamplingParams
+from agents.flow_grpo_config import FlowGRPOConfig
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "FlowGRPOLearner",
+    "LossOutput",
+    "TurnSample",
+    "broadcast_to_turns",
+    "clipped_surrogate",
+    "flow_grpo_loss",
+    "group_advantages",
+    "importance_ratio",
+    "k3_kl",
+    "masked_mean",
+    "train",
+]
+
+logger = logging.getLogger(__name__)
+
+
+# =============================================================================================
+# Pure functions: the maths of Flow-GRPO (each has hand-computed tests)
+# =============================================================================================
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale_std: bool = True, eps: float = 1e-4) -> torch.Tensor:
+    """A_i = (R_i - mean_G) / (std_G + eps) within consecutive groups of ``group_size`` rollouts.
+
+    ``std_G`` is the population standard deviation of the group. With ``scale_std=False``,
+    A_i = R_i - mean_G. A group whose rewards are all equal gets exactly zero advantage.
+    """
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
+    grouped = rewards.reshape(-1, group_size).float()
+    centered = grouped - grouped.mean(dim=1, keepdim=True)
+    if scale_std:
+        centered = centered / (grouped.std(dim=1, unbiased=False, keepdim=True) + eps)
+    return centered.reshape(-1)
+
+
+def broadcast_to_turns(advantages: torch.Tensor, turns_per_rollout: Sequence[int]) -> torch.Tensor:
+    """Every planner turn of rollout i gets A_i: ``[A_0]*t_0 + [A_1]*t_1 + ...``."""
+    import torch
+
+    counts = torch.as_tensor(list(turns_per_rollout), dtype=torch.long, device=advantages.device)
+    if counts.numel() != advantages.numel():
+        raise ValueError(f"{advantages.numel()} advantages but {counts.numel()} turn counts")
+    return torch.repeat_interleave(advantages, counts)
+
+
+def importance_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
+    """Token-level ratio pi_theta / pi_rollout = exp(log pi_theta - log pi_rollout)."""
+    return (logprobs - old_logprobs).exp()
+
+
+def clipped_surrogate(
+    ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float = 0.2, eps_high: float = 0.3
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token loss ``-min(r*A, clip(r, 1-eps_low, 1+eps_high)*A)`` and where the clip was binding.
+
+    ``advantages`` is per sample ([N]) or per token ([N, T]); it broadcasts over the tokens.
+    """
+    import torch
+
+    adv = advantages.unsqueeze(-1) if advantages.dim() == ratio.dim() - 1 else advantages
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * adv
+    binding = ((ratio < 1.0 - eps_low) & (adv < 0)) | ((ratio > 1.0 + eps_high) & (adv > 0))
+    return -torch.minimum(unclipped, clipped), binding
+
+
+def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """The k3 estimator of KL(pi_theta || pi_ref) per token: exp(d) - d - 1 with d = log pi_ref - log pi_theta.
+
+    Always >= 0, unbiased for samples drawn from pi_theta, and exactly 0 where the two agree.
+    """
+    d = ref_logprobs - logprobs
+    return d.exp() - d - 1.0
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Mean over ``dim`` of the entries where ``mask`` is 1; 0 where a row has no such entry."""
+    mask = mask.to(values.dtype)
+    return (values * mask).sum(dim) / mask.sum(dim).clamp(min=1.0)
+
+
+@dataclass
+class LossOutput:
+    """The scalar loss and its parts (detached scalars for logging)."""
+
+    loss: torch.Tensor
+    policy_loss: float
+    kl: float
+    clip_fraction: float
+    ratio_mean: float
+    num_samples: int
+
+
+def flow_grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    ref_logprobs: torch.Tensor | None = None,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.3,
+    beta: float = 0.001,
+) -> LossOutput:
+    """The Flow-GRPO objective on ``[N, T]`` token log-probs of N turn samples (padding has mask 0).
+
+    Per token: clipped surrogate + beta * k3 KL. It is averaged over each turn's own tokens, then
+    over the turns that have at least one token, so neither padding nor long turns tip the balance.
+    """
+    mask = mask.to(logprobs.dtype)
+    ratio = importance_ratio(logprobs, old_logprobs)
+    surrogate, binding = clipped_surrogate(ratio, advantages, eps_low, eps_high)
+    per_token = surrogate
+    kl = None
+    if ref_logprobs is not None and beta > 0:
+        kl = k3_kl(logprobs, ref_logprobs)
+        per_token = per_token + beta * kl
+    has_tokens = mask.sum(-1) > 0
+    count = int(has_tokens.sum())
+    denom = max(count, 1)
+    per_turn = masked_mean(per_token, mask)
+    loss = (per_turn * has_tokens).sum() / denom
+
+    def turn_avg(x: torch.Tensor) -> float:
+        return float((masked_mean(x.detach().to(mask.dtype), mask) * has_tokens).sum() / denom)
+
+    return LossOutput(
+        loss=loss,
+        policy_loss=turn_avg(surrogate),
+        kl=turn_avg(kl) if kl is not None else 0.0,
+        clip_fraction=turn_avg(binding),
+        ratio_mean=turn_avg(ratio),
+        num_samples=count,
+    )
+
+
+# =============================================================================================
+# Samples and batched log-probs
+# =============================================================================================
+
+
+@dataclass
+class TurnSample:
+    """One training sample: a planner turn (prompt = its observation, response = its action)."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    advantage: float
+    rollout_logprobs: list[float] = field(default_factory=list)
+    old_logprobs: list[float] = field(default_factory=list)
+    ref_logprobs: list[float] = field(default_factory=list)
+
+
+def _pack(samples: Sequence[TurnSample], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
+    """Left-pad prompts and right-pad responses, so every response starts at the same column."""
+    import torch
+
+    p_width = max(len(s.prompt_ids) for s in samples)
+    t_width = max(max(len(s.response_ids) for s in samples), 1)
+    n = len(samples)
+    ids = torch.full((n, p_width + t_width), pad_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    mask = torch.zeros((n, t_width), dtype=torch.float32)
+    for i, s in enumerate(samples):
+        p, r = s.prompt_ids, s.response_ids
+        ids[i, p_width - len(p) : p_width] = torch.tensor(p, dtype=torch.long)
+        attn[i, p_width - len(p) : p_width] = 1
+        if r:
+            ids[i, p_width : p_width + len(r)] = torch.tensor(r, dtype=torch.long)
+            attn[i, p_width : p_width + len(r)] = 1
+            mask[i, : len(r)] = 1.0
+    positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    return {
+        "input_ids": ids.to(device),
+        "attention_mask": attn.to(device),
+        "position_ids": positions.to(device),
+        "mask": mask.to(device),
+        "t_width": torch.tensor(t_width),
+    }
+
+
+def token_logprobs(
+    model: Any, batch: dict[str, torch.Tensor], temperature: float = 1.0, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs ``[N, T]`` of the response tokens under ``model`` (and their entropy when asked)."""
+    t_width = int(batch["t_width"])
+    out = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        logits_to_keep=t_width + 1,
+        use_cache=False,
+    )
+    logits = out.logits[:, :-1, :].float()
+    if temperature > 0 and temperature != 1.0:
+        logits = logits / temperature
+    logp_all = logits.log_softmax(-1)
+    targets = batch["input_ids"][:, -t_width:]
+    logp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    entropy = None
+    if with_entropy:
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+# =============================================================================================
+# The learner
+# =============================================================================================
+
+
+@dataclass
+class Rollouts:
+    """One step's rollouts: B*G trajectories in group order, with rewards and per-turn samples."""
+
+    rewards: list[float]
+    turns: list[list[TurnSample]]
+    tool_errors: int = 0
+    num_turns: int = 0
+    generated_tokens: int = 0
+
+
+def _resolve_device(config: FlowGRPOConfig) -> str:
+    import torch
+
+    if config.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if config.device == "cuda" and not torch.cuda.is_available():
+        from agentflow_env.error import ConfigError
+
+        raise ConfigError("device='cuda' but torch sees no CUDA GPU; set device='cpu' (or 'auto')")
+    return config.device
+
+
+def set_seed(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict[str, Any]:
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def load_policy_model(config: FlowGRPOConfig) -> tuple[Any, Any, str]:
+    """``(model, tokenizer, path)`` of the start policy: ``init_from``, the tiny LM, or a HF model path."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if config.init_from:
+        path = config.init_from
+    elif config.model == "tiny":
+        from agents.tiny_lm import tiny_lm_path
+
+        path = str(tiny_lm_path(config.tiny_cache_dir or None))
+    else:
+        path = config.model
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer, path
+
+
+class FlowGRPOLearner:
+    """Holds the policy, its reference, the optimizer, the envs and the logs of one training run."""
+
+    def __init__(self, config: FlowGRPOConfig):
+        import torch
+
+        self.config = config
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.device = _resolve_device(config)
+        self.out = Path(config.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        set_seed(config.seed)
+        model, self.tokenizer, self.model_path = load_policy_model(config)
+        self.pad_id = int(self.tokenizer.pad_token_id)
+        cuda = self.device == "cuda"
+        self.autocast_dtype = None
+        if config.dtype == "bfloat16" or (config.dtype == "auto" and cuda):
+            self.autocast_dtype = torch.bfloat16
+        model.to(self.device)
+        self.reference = None
+        if config.reference == "copy" and config.beta > 0:
+            self.reference = copy.deepcopy(model).eval()
+            for p in self.reference.parameters():
+                p.requires_grad_(False)
+        if config.lora:
+            model = self._wrap_lora(model)
+        if config.gradient_checkpointing == "on" or (config.gradient_checkpointing == "auto" and cuda):
+            model.config.use_cache = False
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if config.lora:
+                model.enable_input_require_grads()
+        self.model = model
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            params, lr=config.learning_rate, weight_decay=config.weight_decay, betas=tuple(config.adam_betas)
+        )
+        self.step = 0
+        from agents.flow_grpo_backends import make_backend
+
+        self.sampling = SamplingParams(
+            temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_new_tokens
+        )
+        self.backend = make_backend(
+            config.backend,
+            self.model,
+            self.tokenizer,
+            self.sampling,
+            model_path=self.model_path,
+            seed=config.seed,
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+        )
+        self._envs: dict[str, list[Any]] = {}
+        self._metrics_file = self.out / "metrics.jsonl"
+        self._tb = None
+
+    def _wrap_lora(self, model: Any) -> Any:
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:
+            from agentflow_env.error import DependencyNotInstalled
+
+            raise DependencyNotInstalled("peft", "train") from exc
+        targets = self.config.lora_target_modules
+        target: Any = targets[0] if targets == ["all-linear"] else list(targets)
+        lora = LoraConfig(
+            r=self.config.lora_r,
+            lora_alpha=self.config.lora_alpha,
+            lora_dropout=self.config.lora_dropout,
+            target_modules=target,
+            task_type="CAUSAL_LM",
+        )
+        return get_peft_model(model, lora)
+
+    # ------------------------------------------------------------------ envs and rollouts
+    def envs(self, split: str, count: int) -> list[Any]:
+        """``count`` envs of ``split`` (built once, reused every step)."""
+        import gymnasium as gym
+
+        import agentflow_env  # noqa: F401  (registers the ids)
+
+        have = self._envs.setdefault(split, [])
+        while len(have) < count:
+            have.append(gym.make(self.config.env_id, split=split, **self.config.env_kwargs).unwrapped)
+        return have[:count]
+
+    def num_tasks(self, split: str) -> int:
+        return len(self.envs(split, 1)[0].tasks)
+
+    def collect(
+        self, split: str, task_indices: Sequence[int], group_size: int, seed: int, greedy: bool = False
+    ) -> Rollouts:
+        """Play every task ``group_size`` times (group order), one batched generation call per turn."""
+        from agents.rollout import collect_group_rollouts
+
+        envs = self.envs(split, len(task_indices) * group_size)
+        saved = self.backend.sampling
+        if greedy:
+            self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)
+        try:
+            trajectories = collect_group_rollouts(
+                envs, self.backend, list(task_indices), group_size=group_size, seed=seed
+            )
+        finally:
+            self.backend.sampling = saved
+        return _to_rollouts(trajectories)
+
+    # ------------------------------------------------------------------ one step
+    def train_step(self) -> dict[str, float]:
+        """rollout -> advantages -> loss -> update, for one batch of B questions x G rollouts."""
+        import torch
+
+        cfg = self.config
+        started = time.perf_counter()
+        torch.manual_seed(_step_seed(cfg.seed, self.step))  # sampling depends only on (seed, step)
+
+        # 1. rollout: B questions x G rollouts with the current policy
+        self.backend.sync_weights(self.model)
+        task_rng = np.random.default_rng([cfg.seed, self.step])
+        n_tasks = self.num_tasks(cfg.train_split)
+        questions = task_rng.choice(n_tasks, size=cfg.questions_per_step, replace=n_tasks < cfg.questions_per_step)
+        rollouts = self.collect(
+            cfg.train_split, [int(q) for q in questions], cfg.group_size, seed=_step_seed(cfg.seed, self.step)
+        )
+        rollout_s = time.perf_counter() - started
+
+        # 2. advantages: group-normalised outcome, broadcast to every turn of each rollout
+        rewards = torch.tensor(rollouts.rewards, dtype=torch.float32)
+        advantages = group_advantages(rewards, cfg.group_size, scale_std=cfg.scale_rewards == "group", eps=cfg.adv_eps)
+        turn_adv = broadcast_to_turns(advantages, [len(t) for t in rollouts.turns])
+        samples = [s for turns in rollouts.turns for s in turns]
+        for s, a in zip(samples, turn_adv.tolist()):
+            s.advantage = a
+        samples = [s for s in samples if s.response_ids]
+
+        # 3 + 4. loss and update: PPO epochs over shuffled minibatches of turn samples
+        update_started = time.perf_counter()
+        stats = self._update(samples) if samples else {}
+        update_s = time.perf_counter() - update_started
+        self.step += 1
+
+        trained_tokens = sum(len(s.prompt_ids) + len(s.response_ids) for s in samples) * cfg.ppo_epochs
+        n_traj = len(rollouts.rewards)
+        metrics = {
+            "rollout/reward": float(rewards.mean()),
+            "rollout/success_rate": float((rewards >= 1.0).float().mean()),
+            "rollout/turns": rollouts.num_turns / max(n_traj, 1),
+            "rollout/tool_error_rate": rollouts.tool_errors / max(rollouts.num_turns, 1),
+            "rollout/response_tokens": rollouts.generated_tokens / max(rollouts.num_turns, 1),
+            "rollout/zero_advantage_groups": float(
+                (advantages.reshape(-1, cfg.group_size).abs().sum(1) == 0).float().mean()
+            ),
+            **stats,
+            "perf/rollout_s": rollout_s,
+            "perf/update_s": update_s,
+            "perf/step_s": time.perf_counter() - started,
+            "perf/tokens_per_s": trained_tokens / max(update_s, 1e-9),
+            "perf/rollout_tokens_per_s": rollouts.generated_tokens / max(rollout_s, 1e-9),
+        }
+        return metrics
+
+    def _update(self, samples: list[TurnSample]) -> dict[str, float]:
+        import torch
+
+        cfg = self.config
+        self._fill_old_and_ref_logprobs(samples)
+        gen = torch.Generator().manual_seed(_step_seed(cfg.seed, self.step) + 1)
+        totals: dict[str, float] = {}
+        updates = 0
+        self.model.train()
+        for _epoch in range(cfg.ppo_epochs):
+            order = torch.randperm(len(samples), generator=gen).tolist()
+            for start in range(0, len(order), cfg.minibatch_size):
+                minibatch = [samples[i] for i in order[start : start + cfg.minibatch_size]]
+                part = self._minibatch_update(minibatch)
+                for k, v in part.items():
+                    totals[k] = totals.get(k, 0.0) + v
+                updates += 1
+        return {k: v / max(updates, 1) for k, v in totals.items()}
+
+    def _minibatch_update(self, minibatch: list[TurnSample]) -> dict[str, float]:
+        import torch
+
+        cfg = self.config
+        self.optimizer.zero_grad(set_to_none=True)
+        micro = math.ceil(len(minibatch) / cfg.grad_accum_steps)
+        sums = {
+            "losses/loss": 0.0,
+            "losses/policy_loss": 0.0,
+            "losses/kl": 0.0,
+            "losses/clip_fraction": 0.0,
+            "losses/ratio": 0.0,
+            "losses/entropy": 0.0,
+        }
+        for start in range(0, len(minibatch), micro):
+            chunk = minibatch[start : start + micro]
+            weight = len(chunk) / len(minibatch)  # micro-batch means add up to the minibatch mean
+            batch = _pack(chunk, self.pad_id, self.device)
+            with self._autocast():
+                logp, entropy = token_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
+            old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
+            ref = _pad_values([s.ref_logprobs for s in chunk], batch["mask"]) if self._use_kl else None
+            adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=logp.device)
+            out = flow_grpo_loss(
+                logp,
+                old,
+                adv,
+                batch["mask"],
+                ref,
+                eps_low=cfg.eps_low,
+                eps_high=cfg.eps_high,
+                beta=cfg.beta if self._use_kl else 0.0,
+            )
+            (out.loss * weight).backward()
+            sums["losses/loss"] += float(out.loss.detach()) * weight
+            sums["losses/policy_loss"] += out.policy_loss * weight
+            sums["losses/kl"] += out.kl * weight
+            sums["losses/clip_fraction"] += out.clip_fraction * weight
+            sums["losses/ratio"] += out.ratio_mean * weight
+            assert entropy is not None
+            sums["losses/entropy"] += float(masked_mean(entropy.detach(), batch["mask"]).mean()) * weight
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))
+        sums["losses/grad_norm"] = float(norm)
+        self.optimizer.step()
+        return sums
+
+    @property
+    def _use_kl(self) -> bool:
+        return self.config.beta > 0 and self.config.reference != "none"
+
+    def _fill_old_and_ref_logprobs(self, samples: list[TurnSample]) -> None:
+        """Log-probs of the rollout policy (recomputed with the training forward, so the first ratio is
+        exactly 1) and of the frozen reference, in no-grad batches."""
+        import torch
+
+        self.model.eval()
+        size = self.config.minibatch_size
+        with torch.no_grad():
+            for start in range(0, len(samples), size):
+                chunk = samples[start : start + size]
+                batch = _pack(chunk, self.pad_id, self.device)
+                with self._autocast():
+                    old, _ = token_logprobs(self.model, batch, self.config.temperature)
+                    ref = self._reference_logprobs(batch) if self._use_kl else None
+                for i, s in enumerate(chunk):
+                    n = len(s.response_ids)
+                    s.old_logprobs = old[i, :n].float().tolist()
+                    if ref is not None:
+                        s.ref_logprobs = ref[i, :n].float().tolist()
+
+    def _reference_logprobs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        if self.config.reference == "lora_disabled":
+            with self.model.disable_adapter():
+                return token_logprobs(self.model, batch, self.config.temperature)[0]
+        assert self.reference is not None
+        return token_logprobs(self.reference, batch, self.config.temperature)[0]
+
+    def _autocast(self) -> Any:
+        import contextlib
+
+        import torch
+
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device, dtype=self.autocast_dtype)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, split: str | None = None, num_tasks: int | None = None) -> dict[str, float]:
+        """Greedy success and mean score on the first ``num_tasks`` tasks of ``split``."""
+        split = split or self.config.eval_split
+        n = min(num_tasks or self.config.eval_tasks, self.num_tasks(split))
+        self.backend.sync_weights(self.model)
+        rollouts = self.collect(split, list(range(n)), 1, seed=self.config.seed, greedy=True)
+        rewards = np.asarray(rollouts.rewards, dtype=float)
+        env_id = self.config.env_id.split("/", 1)[-1]
+        return {
+            f"eval/{env_id}/success": float((rewards >= 1.0).mean()),
+            f"eval/{env_id}/score": float(rewards.mean()),
+            f"eval/{env_id}/turns": rollouts.num_turns / max(len(rewards), 1),
+        }
+
+    # ------------------------------------------------------------------ logs and checkpoints
+    def log(self, metrics: dict[str, float]) -> None:
+        record = {"step": self.step, **{k: float(v) for k, v in metrics.items()}}
+        with self._metrics_file.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+        if self.config.tensorboard:
+            if self._tb is None:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.out / "tensorboard"))
+            for k, v in metrics.items():
+                self._tb.add_scalar(k, float(v), self.step)
+            self._tb.flush()
+
+    def save_checkpoint(self) -> Path:
+        import torch
+
+        folder = self.out / "checkpoints" / f"step-{self.step:06d}"
+        tmp = folder.with_name(folder.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        trainable = {k: v for k, v in self.model.state_dict().items()}
+        torch.save(
+            {
+                "model": trainable,
+                "optimizer": self.optimizer.state_dict(),
+                "rng": rng_state(),
+                "step": self.step,
+                "config": self.config.to_dict(),
+            },
+            tmp / "state.pt",
+        )
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+        self._prune_checkpoints()
+        return folder
+
+    def _prune_checkpoints(self) -> None:
+        keep = self.config.keep_checkpoints
+        if keep <= 0:
+            return
+        folders = sorted(p for p in (self.out / "checkpoints").glob("step-*") if not p.name.endswith(".tmp"))
+        for old in folders[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def latest_checkpoint(self) -> Path | None:
+        folders = sorted(
+            p
+            for p in (self.out / "checkpoints").glob("step-*")
+            if not p.name.endswith(".tmp") and (p / "state.pt").is_file()
+        )
+        return folders[-1] if folders else None
+
+    def load_checkpoint(self, folder: Path) -> None:
+        import torch
+
+        state = torch.load(folder / "state.pt", map_location=self.device, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        set_rng_state(state["rng"])
+        self.step = int(state["step"])
+        self._truncate_metrics(self.step)
+        logger.info("resumed from %s at step %d", folder, self.step)
+
+    def _truncate_metrics(self, step: int) -> None:
+        """A killed run may have logged steps after its last checkpoint: drop them, they are redone."""
+        if not self._metrics_file.is_file():
+            return
+        lines = self._metrics_file.read_text(encoding="utf-8").splitlines()
+        kept = [ln for ln in lines if ln.strip() and json.loads(ln).get("step", 0) <= step]
+        self._metrics_file.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+
+    def save_model(self, folder: Path | None = None) -> Path:
+        """The policy in HF format (LoRA merged into a plain model copy), with its tokenizer."""
+        folder = folder or self.out / "final"
+        model = self.model
+        if hasattr(model, "merge_and_unload"):
+            model = copy.deepcopy(model).merge_and_unload()
+        model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        return folder
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+        for envs in self._envs.values():
+            for env in envs:
+                env.close()
+
+
+def _pad_values(rows: Sequence[Sequence[float]], mask: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    out = torch.zeros_like(mask, dtype=torch.float32)
+    for i, row in enumerate(rows):
+        if row:
+            out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    return out.to(mask.device)
+
+
+def _step_seed(seed: int, step: int) -> int:
+    return (int(seed) * 1_000_003 + int(step) * 7919) % (2**31 - 1)
+
+
+def _to_rollouts(trajectories: Sequence[Any]) -> Rollouts:
+    """Trajectories (from ``agents.rollout``) -> rewards and one :class:`TurnSample` per planner turn."""
+    rewards, turns = [], []
+    errors = n_turns = gen_tokens = 0
+    for traj in trajectories:
+        rewards.append(float(traj.reward))
+        samples = []
+        for turn in traj.turns:
+            samples.append(
+                TurnSample(
+                    prompt_ids=list(turn.prompt_ids),
+                    response_ids=list(turn.response_ids),
+                    advantage=0.0,
+                    rollout_logprobs=list(turn.logprobs or []),
+                )
+            )
+            gen_tokens += len(turn.response_ids)
+            errors += bool(getattr(turn, "error", None))
+        n_turns += len(traj.turns)
+        turns.append(samples)
+    return Rollouts(rewards=rewards, turns=turns, tool_errors=errors, num_turns=n_turns, generated_tokens=gen_tokens)
+
+
+# =============================================================================================
+# The main loop
+# =============================================================================================
+
+
+def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLearner:
+    """Run Flow-GRPO for ``config.steps`` steps (resuming from the latest checkpoint when asked).
+
+    ``stop_after`` ends this call after that many steps, as if the process were killed there.
+    """
+    learner = FlowGRPOLearner(config)
+    if config.resume and (ckpt := learner.latest_checkpoint()) is not None:
+        learner.load_checkpoint(ckpt)
+    (learner.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2), encoding="utf-8")
+    bar = _progress(config, learner.step)
+    done_here = 0
+    try:
+        while learner.step < config.steps:
+            if stop_after is not None and done_here >= stop_after:
+                break
+            metrics = learner.train_step()  # rollout -> advantages -> loss -> update
+            if config.eval_every and learner.step % config.eval_every == 0:
+                metrics.update(learner.evaluate())
+            learner.log(metrics)
+            if config.checkpoint_every and learner.step % config.checkpoint_every == 0:
+                learner.save_checkpoint()
+            done_here += 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(reward=f"{metrics['rollout/reward']:.3f}", kl=f"{metrics.get('losses/kl', 0.0):.4f}")
+        if learner.step >= config.steps:
+            if not config.checkpoint_every or learner.step % config.checkpoint_every:
+                learner.save_checkpoint()
+            learner.save_model()
+    finally:
+        if bar is not None:
+            bar.close()
+        learner.close()
+    return learner
+
+
+def _progress(config: FlowGRPOConfig, start: int) -> Any:
+    if not config.progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=config.steps, initial=start, desc="flow-grpo", unit="step", dynamic_ncols=True)

@@ -1,0 +1,186 @@
+"""Rollout generation backends of the Flow-GRPO learner behind one interface: HF ``generate`` (CPU/GPU)
+and in-process vLLM (GPU) whose weights are synced from the learner each step with ``load_weights``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from agentflow_env.engines.base import SamplingParams
+from agentflow_env.error import ConfigError, DependencyNotInstalled
+from agents.hf_policy import HFPlanner, PolicySample
+from agents.policy import Observation
+
+__all__ = ["HFGenerateBackend", "RolloutBackend", "VLLMBackend", "make_backend"]
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class RolloutBackend(Protocol):
+    """A trainable planner for rollouts: actions with token ids and log-probs, plus a hook that makes
+    the sampler use the learner's current weights (called before every rollout)."""
+
+    sampling: SamplingParams
+
+    def act(self, observations: Sequence[Observation]) -> list[str]: ...
+
+    def act_with_samples(self, observations: Sequence[Observation]) -> list[PolicySample]: ...
+
+    def sync_weights(self, model: Any) -> None: ...
+
+
+class HFGenerateBackend(HFPlanner):
+    """``transformers`` ``generate`` on the learner's own model object, so syncing is a pointer swap."""
+
+    def sync_weights(self, model: Any) -> None:
+        self.model = model
+
+
+class VLLMBackend:
+    """In-process vLLM colocated with the learner on one GPU.
+
+    Prompts are encoded exactly as the HF planner encodes them (chat template, memory shortening);
+    ``sync_weights`` streams the learner's parameters into the engine with ``load_weights`` (LoRA
+    adapters merged for the read) and clears the prefix cache, so each step samples the current policy.
+    """
+
+    def __init__(
+        self,
+        model_path: str,
+        tokenizer: Any,
+        sampling: SamplingParams,
+        *,
+        gpu_memory_utilization: float = 0.3,
+        dtype: str = "bfloat16",
+        seed: int = 0,
+        max_prompt_tokens: int = 4096,
+    ):
+        try:
+            import vllm
+        except ImportError as exc:
+            raise DependencyNotInstalled("vllm", "vllm") from exc
+        # keep the engine core in this process so its model object is reachable for load_weights
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        self.sampling = sampling
+        self.tokenizer = tokenizer
+        self._encoder = HFPlanner(_NoModel(), tokenizer, sampling=sampling, max_prompt_tokens=max_prompt_tokens)
+        self.llm = vllm.LLM(
+            model=model_path,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype=dtype,
+            seed=seed,
+            enable_prefix_caching=True,
+            logprobs_mode="raw_logprobs",
+        )
+        self._vllm = vllm
+
+    def _engine_model(self) -> Any:
+        executor = getattr(self.llm.llm_engine, "model_executor", None)
+        worker = getattr(executor, "driver_worker", None)
+        runner = getattr(worker, "model_runner", None) or getattr(getattr(worker, "worker", None), "model_runner", None)
+        if runner is None:
+            raise ConfigError(
+                "this vLLM version hides its model runner; run with VLLM_ENABLE_V1_MULTIPROCESSING=0 "
+                "or set backend='hf'"
+            )
+        return runner.model
+
+    def sync_weights(self, model: Any) -> None:
+        target = self._engine_model()
+        for name, tensor in _named_weights_for_inference(model):
+            target.load_weights([(name, tensor)])
+        self.llm.reset_prefix_cache()
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        return [s.text for s in self.act_with_samples(observations)]
+
+    def act_with_samples(self, observations: Sequence[Observation]) -> list[PolicySample]:
+        from vllm.inputs import TokensPrompt
+
+        if not observations:
+            return []
+        s = self.sampling
+        encoded = [self._encoder.encode_prompt(obs) for obs in observations]
+        greedy = s.temperature == 0
+        params = self._vllm.SamplingParams(
+            temperature=s.temperature,
+            top_p=1.0 if greedy else s.top_p,
+            top_k=-1,
+            max_tokens=s.max_tokens,
+            logprobs=0,
+            stop=list(s.stop) or None,
+        )
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids, _ in encoded], params, use_tqdm=False)
+        samples = []
+        for (ids, truncated), out in zip(encoded, outs):
+            choice = out.outputs[0]
+            resp = list(choice.token_ids)
+            lps = [float(step[t].logprob) for step, t in zip(choice.logprobs or [], resp)]
+            samples.append(
+                PolicySample(
+                    prompt_ids=ids,
+                    response_ids=resp,
+                    logprobs=lps,
+                    text=choice.text,
+                    finished=choice.finish_reason == "stop",
+                    prompt_truncated=truncated,
+                    temperature=float(s.temperature),
+                )
+            )
+        return samples
+
+
+class _NoModel:
+    """Stands in for the HF model when only the planner's prompt encoding is used."""
+
+    generation_config = None
+
+    def to(self, *_: Any) -> _NoModel:
+        return self
+
+
+def _named_weights_for_inference(model: Any) -> Iterator[tuple[str, Any]]:
+    """Plain-model parameter names and tensors; a peft model is merged for the read and unmerged after."""
+    if callable(getattr(model, "merge_adapter", None)):
+        model.merge_adapter()
+        try:
+            for name, tensor in model.get_base_model().state_dict().items():
+                if "lora_" not in name:
+                    yield name.replace(".base_layer", ""), tensor.data
+        finally:
+            model.unmerge_adapter()
+    else:
+        for name, tensor in model.state_dict().items():
+            yield name, tensor.data
+
+
+def make_backend(
+    kind: str,
+    model: Any,
+    tokenizer: Any,
+    sampling: SamplingParams,
+    *,
+    model_path: str = "",
+    seed: int = 0,
+    gpu_memory_utilization: float = 0.3,
+    dtype: str = "bfloat16",
+    batch_size: int | None = None,
+) -> RolloutBackend:
+    """The backend a config names: ``hf`` shares the learner's model; ``vllm`` loads ``model_path`` then syncs."""
+    if kind == "hf":
+        return HFGenerateBackend(model, tokenizer, sampling=sampling, batch_size=batch_size)
+    if kind == "vllm":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("backend='vllm' needs a CUDA GPU; set backend='hf' on this machine")
+        backend = VLLMBackend(
+            model_path, tokenizer, sampling, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, seed=seed
+        )
+        backend.sync_weights(model)
+        return backend
+    raise ConfigError(f"backend={kind!r}; set backend to 'hf' or 'vllm'")

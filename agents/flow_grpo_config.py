@@ -1,0 +1,319 @@
+"""``FlowGRPOConfig``: every setting of the Flow-GRPO learner in one dataclass.
+
+Field docstrings become ``--help``; configs load from TOML or JSON and ``--key value`` overrides them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import ConfigError
+
+__all__ = [
+    "FlowGRPOConfig",
+    "add_config_arguments",
+    "apply_overrides",
+    "config_from_args",
+    "field_help",
+    "load_config",
+]
+
+
+def _doc(text: str, **kw: Any) -> Any:
+    """A dataclass field whose help text lives in its metadata (and so reaches ``--help``)."""
+    return field(metadata={"help": text}, **kw)
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "scale_rewards": ("group", "none"),
+    "reference": ("copy", "lora_disabled", "none"),
+    "backend": ("hf", "vllm"),
+    "device": ("auto", "cpu", "cuda"),
+    "dtype": ("auto", "float32", "bfloat16"),
+    "gradient_checkpointing": ("auto", "on", "off"),
+}
+
+
+@dataclass
+class FlowGRPOConfig:
+    """Flow-GRPO: B questions x G rollouts per step, group advantages broadcast to every planner turn,
+    a clipped token-level surrogate with a k3 KL penalty, PPO epochs over minibatches."""
+
+    # --- run -----------------------------------------------------------------------------------
+    output_dir: str = _doc("folder for metrics.jsonl, TensorBoard events and checkpoints", default="runs/flow-grpo")
+    seed: int = _doc("seed of task sampling, generation and initialisation", default=0)
+    steps: int = _doc("number of learner steps (each: rollout -> advantages -> loss -> update)", default=20)
+    resume: bool = _doc("continue from the latest checkpoint in output_dir when there is one", default=True)
+    checkpoint_every: int = _doc("save a checkpoint every this many steps (0: only at the end)", default=5)
+    keep_checkpoints: int = _doc("how many checkpoints to keep (older ones are deleted)", default=2)
+    eval_every: int = _doc("evaluate on the validation split every this many steps (0: never)", default=5)
+    eval_tasks: int = _doc("validation tasks per evaluation (greedy, one rollout each)", default=32)
+    eval_split: str = _doc("split used for periodic evaluation", default="validation")
+    tensorboard: bool = _doc("also write TensorBoard event files", default=True)
+    progress: bool = _doc("show a progress bar", default=True)
+    threads: int = _doc("torch CPU threads (0: leave torch's default)", default=0)
+
+    # --- environment -----------------------------------------------------------------------------
+    env_id: str = _doc("the env id to train on", default="agentflow/Gen-GameOf24-v0")
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "extra gymnasium.make kwargs (max_turns, num_tasks, max_number, ...)"}
+    )
+    train_split: str = _doc("split the training questions come from", default="train")
+
+    # --- model ---------------------------------------------------------------------------------
+    model: str = _doc("'tiny' (the project's offline tiny LM) or a path / hub id of a causal LM", default="tiny")
+    init_from: str = _doc("a saved model folder to start from (e.g. the SFT output); overrides model", default="")
+    tiny_cache_dir: str = _doc("where the tiny LM is built and cached", default="")
+    device: str = _doc("auto | cpu | cuda", default="auto")
+    dtype: str = _doc("auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16", default="auto")
+    gradient_checkpointing: str = _doc("auto (on for CUDA) | on | off", default="auto")
+    lora: bool = _doc("train LoRA adapters through peft instead of all weights", default=False)
+    lora_r: int = _doc("LoRA rank", default=8)
+    lora_alpha: int = _doc("LoRA alpha", default=16)
+    lora_dropout: float = _doc("LoRA dropout", default=0.0)
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["all-linear"],
+        metadata={"help": "module names LoRA wraps ('all-linear' for every linear layer)"},
+    )
+    reference: str = _doc(
+        "frozen KL reference: copy (a frozen copy of the start model), lora_disabled "
+        "(the base model under disabled adapters; needs lora) or none (no KL)",
+        default="copy",
+    )
+
+    # --- rollout -------------------------------------------------------------------------------
+    backend: str = _doc("generation backend for rollouts: hf (transformers generate) | vllm (GPU)", default="hf")
+    questions_per_step: int = _doc("B: questions per step", default=8)
+    group_size: int = _doc("G: rollouts per question", default=4)
+    max_new_tokens: int = _doc("token budget of one planner action", default=64)
+    temperature: float = _doc("sampling temperature of rollouts", default=1.0)
+    top_p: float = _doc("nucleus sampling of rollouts", default=1.0)
+    vllm_gpu_memory_utilization: float = _doc("share of GPU memory vLLM may take (backend=vllm)", default=0.3)
+
+    # --- objective -----------------------------------------------------------------------------
+    scale_rewards: str = _doc("group: A=(R-mean)/(std+eps); none: A=R-mean (no std scaling)", default="group")
+    adv_eps: float = _doc("eps in the advantage denominator", default=1e-4)
+    eps_low: float = _doc("lower clip range of the importance ratio (1 - eps_low)", default=0.2)
+    eps_high: float = _doc("upper clip range of the importance ratio (1 + eps_high)", default=0.3)
+    beta: float = _doc("weight of the k3 KL penalty to the reference policy", default=0.001)
+
+    # --- optimisation --------------------------------------------------------------------------
+    ppo_epochs: int = _doc("passes over each step's turns", default=1)
+    minibatch_size: int = _doc("turn samples per optimizer update", default=32)
+    grad_accum_steps: int = _doc("micro-batches accumulated into one minibatch update", default=1)
+    learning_rate: float = _doc("AdamW learning rate", default=1e-5)
+    weight_decay: float = _doc("AdamW weight decay", default=0.0)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata={"help": "AdamW betas"})
+    max_grad_norm: float = _doc("gradient clipping norm (0: off)", default=1.0)
+
+    def __post_init__(self) -> None:
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ConfigError(f"{name}={value!r} is not valid; set {name} to one of: {', '.join(choices)}")
+        positive = (
+            "steps",
+            "questions_per_step",
+            "group_size",
+            "max_new_tokens",
+            "ppo_epochs",
+            "minibatch_size",
+            "grad_accum_steps",
+            "eval_tasks",
+            "lora_r",
+        )
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)} must be at least 1; set {name} to a positive number")
+        for name in ("checkpoint_every", "eval_every", "threads", "keep_checkpoints"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0 (0 turns it off)")
+        if not 0.0 <= self.eps_low < 1.0 or self.eps_high < 0.0:
+            raise ConfigError(
+                f"eps_low={self.eps_low} must be in [0, 1) and eps_high={self.eps_high} >= 0; "
+                "the reference config uses eps_low=0.2, eps_high=0.3"
+            )
+        if self.beta < 0 or self.adv_eps <= 0 or self.learning_rate <= 0 or self.max_grad_norm < 0:
+            raise ConfigError("beta must be >= 0, adv_eps and learning_rate > 0, max_grad_norm >= 0")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ConfigError(f"temperature={self.temperature} must be >= 0 and top_p={self.top_p} in (0, 1]")
+        if self.reference == "lora_disabled" and not self.lora:
+            raise ConfigError("reference='lora_disabled' needs lora=true; set lora=true or reference='copy'")
+        if self.minibatch_size % self.grad_accum_steps:
+            raise ConfigError(
+                f"minibatch_size={self.minibatch_size} must be a multiple of "
+                f"grad_accum_steps={self.grad_accum_steps}; change one of them"
+            )
+        if len(self.adam_betas) != 2:
+            raise ConfigError(f"adam_betas={self.adam_betas} must hold two numbers, e.g. [0.9, 0.999]")
+        if not isinstance(self.env_kwargs, dict):
+            raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
+
+    # ------------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FlowGRPOConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}")
+        return cls(**{k: _coerce(k, v) for k, v in data.items()})
+
+    def replace(self, **changes: Any) -> FlowGRPOConfig:
+        return FlowGRPOConfig.from_dict({**self.to_dict(), **changes})
+
+
+def field_help() -> dict[str, str]:
+    """Field name -> help text (what ``--help`` shows)."""
+    return {f.name: str(f.metadata.get("help", "")) for f in dataclasses.fields(FlowGRPOConfig)}
+
+
+def _field_types() -> dict[str, Any]:
+    hints = typing.get_type_hints(FlowGRPOConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(FlowGRPOConfig)}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Convert a value (possibly a CLI string) to the field's type, or say what is expected."""
+    kind = _field_types()[name]
+    origin = typing.get_origin(kind)
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if kind is float:
+            return float(value)
+        if kind is str:
+            return str(value)
+        if origin in (dict, list):
+            if isinstance(value, str):
+                value = _parse_literal(value)
+            expected = dict if origin is dict else list
+            if not isinstance(value, expected):
+                raise ValueError(value)
+            if origin is list:
+                (item,) = typing.get_args(kind)
+                value = [item(v) for v in value]
+            return value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}={value!r} is not a valid {_type_name(kind)}; fix the value of {name}") from None
+    if isinstance(kind, types.UnionType):  # pragma: no cover - no union fields today
+        return value
+    return value
+
+
+def _parse_literal(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return ast.literal_eval(text)
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", str(kind))
+
+
+def load_config(path: str | Path) -> FlowGRPOConfig:
+    """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; give the path of a .toml or .json file")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+    elif path.suffix == ".toml":
+        import tomllib
+
+        data = tomllib.loads(text)
+    else:
+        raise ConfigError(f"config file {path} must end in .toml or .json")
+    return FlowGRPOConfig.from_dict(_flatten_sections(data))
+
+
+def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:
+    """Allow TOML sections ([rollout], [objective], ...) for readability: their keys are merged flat.
+
+    ``env_kwargs`` stays a table of its own.
+    """
+    known = {f.name for f in dataclasses.fields(FlowGRPOConfig)}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in known:
+            flat.update(value)
+        else:
+            flat[key] = value
+    return flat
+
+
+def apply_overrides(config: FlowGRPOConfig, overrides: Sequence[str]) -> FlowGRPOConfig:
+    """Apply ``--key value`` (or ``--key=value``) pairs; ``--env_kwargs.max_turns 2`` sets one env kwarg."""
+    changes: dict[str, Any] = {}
+    env_kwargs = dict(config.env_kwargs)
+    items = list(overrides)
+    i = 0
+    while i < len(items):
+        token = items[i]
+        if not token.startswith("--"):
+            raise ConfigError(f"unexpected argument {token!r}; overrides look like --key value")
+        key, eq, value = token[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(items):
+                raise ConfigError(f"--{key} needs a value")
+            value = items[i + 1]
+            i += 1
+        i += 1
+        key = key.replace("-", "_")
+        if key.startswith("env_kwargs."):
+            sub = key.split(".", 1)[1]
+            try:
+                env_kwargs[sub] = _parse_literal(value)
+            except (ValueError, SyntaxError):
+                env_kwargs[sub] = value
+            changes["env_kwargs"] = env_kwargs
+            continue
+        if key not in _field_types():
+            raise ConfigError(f"unknown setting --{key}; run `agentflow-env train --help` for the list")
+        changes[key] = value
+    return config.replace(**changes) if changes else config
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One ``--field`` option per config field (all default to None: only given ones override)."""
+    group = parser.add_argument_group("settings (override the config file)")
+    for f in dataclasses.fields(FlowGRPOConfig):
+        choices = _CHOICES.get(f.name)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
+        group.add_argument(f"--{f.name}", dest=f"cfg_{f.name}", default=None, choices=choices, help=help_text)
+
+
+def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> FlowGRPOConfig:
+    """The config file (if any), then the named ``--field`` options, then extra ``--env_kwargs.x`` pairs."""
+    config = load_config(args.config) if getattr(args, "config", None) else FlowGRPOConfig()
+    pairs: list[str] = []
+    for f in dataclasses.fields(FlowGRPOConfig):
+        value = getattr(args, f"cfg_{f.name}", None)
+        if value is not None:
+            pairs += [f"--{f.name}", value]
+    return apply_overrides(config, [*pairs, *extra])

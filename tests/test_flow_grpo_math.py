@@ -1,0 +1,185 @@
+"""Flow-GRPO maths against hand-computed values: advantages, ratios, clipping, k3 KL, per-turn averaging.
+
+Also the config dataclass: validation messages, TOML/JSON loading and CLI overrides.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agentflow_env.error import ConfigError  # noqa: E402
+from agents.flow_grpo import (  # noqa: E402
+    broadcast_to_turns,
+    clipped_surrogate,
+    flow_grpo_loss,
+    group_advantages,
+    importance_ratio,
+    k3_kl,
+    masked_mean,
+)
+from agents.flow_grpo_config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
+
+
+def test_group_advantages_hand_computed():
+    # group 1: [1, 0, 0, 1] -> mean 0.5, population std 0.5 -> [+1, -1, -1, +1] (eps 0)
+    # group 2: [1, 0, 0, 0] -> mean 0.25, std sqrt(3)/4 -> (0.75, -0.25 x3) / 0.4330127
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    adv = group_advantages(rewards, 4, eps=0.0)
+    std2 = math.sqrt(3) / 4
+    expected = [1, -1, -1, 1, 0.75 / std2, -0.25 / std2, -0.25 / std2, -0.25 / std2]
+    assert adv.tolist() == pytest.approx(expected, rel=1e-6)
+
+
+def test_group_advantages_eps_and_no_std_scaling():
+    rewards = torch.tensor([1.0, 0.0])
+    assert group_advantages(rewards, 2, eps=0.5).tolist() == pytest.approx([0.5, -0.5])  # 0.5 / (0.5 + 0.5)
+    assert group_advantages(torch.tensor([0.9, 0.1, 0.5, 0.5]), 2, scale_std=False).tolist() == pytest.approx(
+        [0.4, -0.4, 0.0, 0.0]
+    )
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_zero_variance_group_gives_zero_advantage(scale):
+    adv = group_advantages(torch.tensor([1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.3, 0.3, 0.3]), 3, scale_std=scale)
+    assert adv.tolist() == [0.0] * 9
+
+
+def test_group_advantages_rejects_ragged_groups():
+    with pytest.raises(ValueError, match="groups of 3"):
+        group_advantages(torch.zeros(4), 3)
+
+
+def test_broadcast_to_every_turn_of_its_rollout():
+    out = broadcast_to_turns(torch.tensor([0.5, -1.0, 2.0]), [2, 1, 3])
+    assert out.tolist() == [0.5, 0.5, -1.0, 2.0, 2.0, 2.0]
+    with pytest.raises(ValueError):
+        broadcast_to_turns(torch.tensor([0.5]), [1, 1])
+
+
+def test_importance_ratio():
+    r = importance_ratio(torch.tensor([math.log(0.5), math.log(0.2)]), torch.tensor([math.log(0.25), math.log(0.2)]))
+    assert r.tolist() == pytest.approx([2.0, 1.0])
+
+
+def test_clipped_surrogate_hand_computed():
+    ratio = torch.tensor([[0.5, 1.0, 1.5], [0.5, 1.0, 1.5]])
+    adv = torch.tensor([1.0, -2.0])
+    loss, binding = clipped_surrogate(ratio, adv, eps_low=0.2, eps_high=0.3)
+    # A=+1: min(r, clip(r, .8, 1.3)) -> 0.5, 1.0, 1.3 ; A=-2: min(-2r, -2clip) -> -1.6, -2, -3
+    assert loss.flatten().tolist() == pytest.approx([-0.5, -1.0, -1.3, 1.6, 2.0, 3.0])
+    # the clip binds only where it lowers the objective: r>1.3 with A>0, r<0.8 with A<0
+    assert binding.tolist() == [[False, False, True], [True, False, False]]
+
+
+def test_k3_kl_hand_computed():
+    logp = torch.tensor([math.log(0.5), math.log(0.25)])
+    ref = torch.tensor([math.log(0.25), math.log(0.25)])
+    # d = log(0.25/0.5) = -ln 2 -> exp(d) - d - 1 = 0.5 + ln 2 - 1
+    assert k3_kl(logp, ref).tolist() == pytest.approx([0.5 + math.log(2) - 1.0, 0.0])
+    assert (k3_kl(torch.randn(50), torch.randn(50)) >= 0).all()
+
+
+def test_masked_mean_ignores_padding_and_empty_rows():
+    x = torch.tensor([[1.0, 3.0, 100.0], [7.0, 7.0, 7.0]])
+    m = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    assert masked_mean(x, m).tolist() == [2.0, 0.0]
+
+
+def test_loss_is_averaged_per_turn_then_per_batch():
+    # two turns: 1 token with A=+1 (ratio 1 -> -1) and 3 tokens with A=-1 (ratio 1 -> +1 each)
+    logp = torch.zeros(2, 3)
+    mask = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    out = flow_grpo_loss(logp, logp.clone(), torch.tensor([1.0, -1.0]), mask, beta=0.0)
+    # per turn: -1 and +1 -> batch mean 0 (a token mean would give (-1 + 3) / 4 = 0.5)
+    assert float(out.loss) == pytest.approx(0.0)
+    assert out.num_samples == 2 and out.clip_fraction == 0.0 and out.ratio_mean == pytest.approx(1.0)
+
+
+def test_loss_with_kl_hand_computed():
+    logp = torch.tensor([[math.log(0.5)]])
+    old = torch.tensor([[math.log(0.25)]])  # ratio 2 -> clipped at 1.3 for A>0
+    ref = torch.tensor([[math.log(0.25)]])
+    out = flow_grpo_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 1), ref, beta=0.1)
+    kl = 0.5 + math.log(2) - 1.0
+    assert float(out.loss) == pytest.approx(-1.3 + 0.1 * kl, rel=1e-6)
+    assert out.kl == pytest.approx(kl, rel=1e-6) and out.clip_fraction == 1.0
+
+
+def test_padding_changes_nothing():
+    torch.manual_seed(0)
+    n, t = 3, 4
+    logp = torch.randn(n, t).clamp(max=0) - 0.1
+    old = logp + 0.3 * torch.randn(n, t)
+    ref = logp + 0.2 * torch.randn(n, t)
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]], dtype=torch.float32)
+    adv = torch.tensor([0.7, -1.2, 0.4])
+    base = flow_grpo_loss(logp, old, adv, mask, ref, beta=0.05)
+
+    # extra padded columns holding garbage, and an extra all-padding row with a huge advantage
+    junk = torch.full((n, 5), 37.0)
+    logp2 = torch.cat([logp, junk], 1)
+    old2 = torch.cat([old, -junk], 1)
+    ref2 = torch.cat([ref, junk], 1)
+    mask2 = torch.cat([mask, torch.zeros(n, 5)], 1)
+    logp3 = torch.cat([logp2, torch.full((1, 9), 5.0)])
+    old3 = torch.cat([old2, torch.full((1, 9), -5.0)])
+    ref3 = torch.cat([ref2, torch.zeros(1, 9)])
+    mask3 = torch.cat([mask2, torch.zeros(1, 9)])
+    adv3 = torch.cat([adv, torch.tensor([1e6])])
+    padded = flow_grpo_loss(logp3, old3, adv3, mask3, ref3, beta=0.05)
+    assert float(padded.loss) == pytest.approx(float(base.loss), rel=1e-6)
+    assert padded.kl == pytest.approx(base.kl, rel=1e-6)
+    assert padded.clip_fraction == pytest.approx(base.clip_fraction)
+    assert padded.num_samples == base.num_samples == 3
+
+    # and the gradient of the real entries is the same
+    a = logp.clone().requires_grad_(True)
+    flow_grpo_loss(a, old, adv, mask, ref, beta=0.05).loss.backward()
+    b = logp3.clone().requires_grad_(True)
+    flow_grpo_loss(b, old3, adv3, mask3, ref3, beta=0.05).loss.backward()
+    assert torch.allclose(a.grad, b.grad[:n, :t], atol=1e-7)
+    assert float(b.grad[:, t:].abs().sum()) == 0.0 and float(b.grad[n:].abs().sum()) == 0.0
+
+
+def test_config_validation_names_the_setting():
+    with pytest.raises(ConfigError, match="scale_rewards"):
+        FlowGRPOConfig(scale_rewards="batch")
+    with pytest.raises(ConfigError, match="reference='copy'"):
+        FlowGRPOConfig(reference="lora_disabled", lora=False)
+    with pytest.raises(ConfigError, match="grad_accum_steps"):
+        FlowGRPOConfig(minibatch_size=6, grad_accum_steps=4)
+    with pytest.raises(ConfigError, match="group_size"):
+        FlowGRPOConfig(group_size=0)
+    assert FlowGRPOConfig().eps_low == 0.2 and FlowGRPOConfig().eps_high == 0.3 and FlowGRPOConfig().beta == 0.001
+    assert "rollouts per question" in field_help()["group_size"]
+
+
+def test_config_files_and_overrides(tmp_path):
+    toml = tmp_path / "c.toml"
+    toml.write_text("steps = 3\n[rollout]\ngroup_size = 2\n[env_kwargs]\nmax_turns = 2\n", encoding="utf-8")
+    cfg = load_config(toml)
+    assert (cfg.steps, cfg.group_size, cfg.env_kwargs) == (3, 2, {"max_turns": 2})
+    js = tmp_path / "c.json"
+    js.write_text('{"steps": 4, "lora": true}', encoding="utf-8")
+    assert load_config(js).lora is True
+    cfg = apply_overrides(
+        cfg, ["--steps", "7", "--lora=true", "--env_kwargs.num_tasks", "5", "--adam_betas", "[0.8, 0.9]"]
+    )
+    assert (cfg.steps, cfg.lora, cfg.env_kwargs, cfg.adam_betas) == (
+        7,
+        True,
+        {"max_turns": 2, "num_tasks": 5},
+        [0.8, 0.9],
+    )
+    with pytest.raises(ConfigError, match="unknown setting --stepz"):
+        apply_overrides(cfg, ["--stepz", "1"])
+    with pytest.raises(ConfigError, match="steps"):
+        apply_overrides(cfg, ["--steps", "many"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("stepz = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown config key"):
+        load_config(bad)
