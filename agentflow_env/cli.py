@@ -10,7 +10,10 @@ from collections.abc import Sequence
 # name -> ("module:configure", help). ``configure(parser)`` adds arguments and sets ``func``.
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("agentflow_env.cli:configure_list", "list the registered env ids with size and source"),
+    "eval": ("leaderboards.cli:configure_eval", "evaluate a policy on a leaderboard protocol (resumable)"),
+    "leaderboard": ("leaderboards.cli:configure_leaderboard", "render or show the leaderboard from stored results"),
     "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
+    "train": ("agents.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
 }
 
 
