@@ -36,7 +36,20 @@ class EnvEntry:
 
 
 # The built-in table: the paper's ten benchmarks and the offline generated families.
-BUILTIN: tuple[EnvEntry, ...] = (EnvEntry("Gen-GameOf24", kwargs={"benchmark": "Gen-GameOf24"}),)
+BUILTIN: tuple[EnvEntry, ...] = (
+    # the paper's ten benchmarks
+    EnvEntry("Bamboogle", kwargs={"benchmark": "Bamboogle"}),
+    EnvEntry("TwoWiki", kwargs={"benchmark": "TwoWiki"}),
+    EnvEntry("HotpotQA", kwargs={"benchmark": "HotpotQA"}),
+    EnvEntry("Musique", kwargs={"benchmark": "Musique"}),
+    EnvEntry("GAIA", kwargs={"benchmark": "GAIA"}),
+    EnvEntry("AIME24", kwargs={"benchmark": "AIME24"}),
+    EnvEntry("AMC23", kwargs={"benchmark": "AMC23"}),
+    EnvEntry("GameOf24", kwargs={"benchmark": "GameOf24"}),
+    EnvEntry("GPQA", kwargs={"benchmark": "GPQA"}),
+    EnvEntry("MedQA", kwargs={"benchmark": "MedQA"}),
+    EnvEntry("Gen-GameOf24", kwargs={"benchmark": "Gen-GameOf24"}),
+)
 
 
 def register(entry: EnvEntry) -> None:

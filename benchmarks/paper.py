@@ -1,0 +1,627 @@
+"""The paper's ten benchmarks (Bamboogle, 2Wiki, HotpotQA, Musique, GAIA, AIME24, AMC23, GameOf24, GPQA, MedQA):
+their sources, how rows become tasks, their scorers, and one :class:`BenchmarkSpec` each.
+
+Tasks load three ways: an AgentFlow test folder (``data_dir=`` or ``$AGENTFLOW_DATA_DIR``), the Hugging Face
+hub (``source='hub'``, or ``hub_dataset=`` a hub id or a folder saved with ``save_to_disk``), or one
+JSONL/JSON/Parquet file (``path=`` with ``columns=``). Task ids are content hashes (MedQA repeats pids).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from agentflow_env.error import ConfigError, DataError
+from agentflow_env.scoring.base import Scorer
+from agentflow_env.scoring.choice import ChoiceScorer, option_letters, render_options
+from agentflow_env.scoring.game24 import Game24Scorer
+from agentflow_env.scoring.qa import QAScorer, gold_aliases, normalize_answer
+from agentflow_env.types import ListTaskSource, Task
+from benchmarks.loaders import (
+    ColumnMap,
+    HubSource,
+    apply_columns,
+    find_agentflow_file,
+    load_hub_rows,
+    read_records,
+    resolve_data_dir,
+)
+from benchmarks.specs import BenchmarkSpec
+
+__all__ = ["BENCHMARKS", "PaperBenchmark", "load_paper_tasks", "make_paper_scorer", "rows_to_tasks"]
+
+logger = logging.getLogger(__name__)
+
+SEARCH_TOOLS = ("generator", "python", "wikipedia", "web_search")
+MATH_TOOLS = ("generator", "python", "calculator")
+PAPER_MAX_TURNS = 10  # AgentFlow's evaluation runs with --max_steps 10 ...
+PAPER_TIME_BUDGET_S = 300.0  # ... and --max_time 300
+
+_KINDS = ("qa", "gaia", "math", "game24", "choice")
+_SOURCES = ("auto", "local", "hub", "file")
+_SCORERS = ("rule", "judge")
+
+# the output-format instruction AgentFlow appends to some questions; the env gives its own instructions
+_ANSWER_TAG_INSTRUCTION = re.compile(r"\s*When ready, output the final answer enclosed in <answer>.*\Z", re.DOTALL)
+_OPTION_PREFIX = re.compile(r"^\s*\(?([A-Z])[.):]\s*")
+_OPTIONS_BLOCK = re.compile(r"\n\s*A[.)]\s")
+
+_INSTRUCTIONS = {
+    "qa": "Give the final answer as a short phrase (a name, date, number or yes/no), not a sentence.",
+    "gaia": "Give the final answer as briefly as possible: a number, a few words, or a comma-separated list.",
+    "math": "Give the final answer as a number or a simplified expression, with no units or explanation.",
+    "game24": "Give the final answer as one arithmetic expression that uses each given number exactly once "
+    "with + - * / and parentheses, and equals 24.",
+    "choice": "Give the final answer as the letter of the correct option (for example: B).",
+}
+
+
+@dataclass(frozen=True)
+class PaperBenchmark:
+    """One of the paper's benchmarks: where its data lives and how its fields map to a task."""
+
+    name: str
+    file: str  # base name in AgentFlow's test folder
+    family: str
+    kind: str
+    local_columns: Mapping[str, str | Sequence[str]]
+    hub: HubSource
+    known_size: int  # records in AgentFlow's test file
+    paper_size: int  # how many of them the paper's script evaluates (the first N)
+    about: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return MATH_TOOLS if self.family == "math" else SEARCH_TOOLS
+
+
+def _flashrag(config: str, split: str) -> HubSource:
+    return HubSource(
+        "RUC-NLPIR/FlashRAG_datasets",
+        split,
+        {"question": "question", "answer": "golden_answers", "id": "id"},
+        config=config,
+    )
+
+
+def _no_attachment(row: dict[str, Any]) -> bool:
+    return not str(row.get("file_name") or "").strip()
+
+
+def _solvable(row: dict[str, Any]) -> bool:
+    return bool(row.get("solvable", True))
+
+
+_QA_LOCAL = {"question": "question", "answer": "answer", "id": "pid"}
+_QUERY_LOCAL = {"question": "query", "answer": "answer", "id": "pid"}
+
+BENCHMARKS: dict[str, PaperBenchmark] = {
+    b.name: b
+    for b in (
+        PaperBenchmark(
+            "Bamboogle",
+            "bamboogle",
+            "search",
+            "qa",
+            _QA_LOCAL,
+            _flashrag("bamboogle", "test"),
+            125,
+            125,
+            "2-hop questions written so that search engines answer them wrongly",
+        ),
+        PaperBenchmark(
+            "TwoWiki",
+            "2wiki",
+            "search",
+            "qa",
+            _QUERY_LOCAL,
+            _flashrag("2wikimultihopqa", "dev"),
+            200,
+            100,
+            "2WikiMultihopQA: multi-hop questions over Wikipedia and Wikidata",
+            ("2wikimultihopqa",),
+        ),
+        PaperBenchmark(
+            "HotpotQA",
+            "hotpotqa",
+            "search",
+            "qa",
+            _QA_LOCAL,
+            _flashrag("hotpotqa", "dev"),
+            100,
+            100,
+            "HotpotQA: 2-hop bridge and comparison questions over Wikipedia",
+        ),
+        PaperBenchmark(
+            "Musique",
+            "musique",
+            "search",
+            "qa",
+            _QUERY_LOCAL,
+            _flashrag("musique", "dev"),
+            200,
+            100,
+            "MuSiQue: 2-4 hop composed questions",
+        ),
+        PaperBenchmark(
+            "GAIA",
+            "gaia",
+            "agentic",
+            "gaia",
+            {"question": "question", "answer": "answer", "id": "task_id", "level": "Level", "file_name": "file_name"},
+            HubSource(
+                "gaia-benchmark/GAIA",
+                "validation",
+                {
+                    "question": "Question",
+                    "answer": "Final answer",
+                    "id": "task_id",
+                    "level": "Level",
+                    "file_name": "file_name",
+                },
+                config="2023_all",
+                keep=_no_attachment,
+                note="text-only: questions with an attached file are dropped",
+            ),
+            127,
+            127,
+            "GAIA validation, text-only questions (no attached files)",
+        ),
+        PaperBenchmark(
+            "AIME24",
+            "aime24",
+            "math",
+            "math",
+            _QA_LOCAL,
+            HubSource("HuggingFaceH4/aime_2024", "train", {"question": "problem", "answer": "answer", "id": "id"}),
+            30,
+            30,
+            "AIME 2024: 30 competition problems with integer answers 0-999",
+        ),
+        PaperBenchmark(
+            "AMC23",
+            "amc23",
+            "math",
+            "math",
+            _QA_LOCAL,
+            HubSource("math-ai/amc23", "test", {"question": "question", "answer": "answer", "id": "id"}),
+            40,
+            40,
+            "AMC 2023: 40 competition problems with numeric answers",
+        ),
+        PaperBenchmark(
+            "GameOf24",
+            "gameof24",
+            "math",
+            "game24",
+            {"numbers": "question", "answer": "answer", "question": "query", "id": "pid"},
+            HubSource("nlile/24-game", "train", {"numbers": "numbers", "answer": "solutions"}, keep=_solvable),
+            300,
+            100,
+            "Game of 24: combine four numbers with + - * / to make 24 (exact checker)",
+        ),
+        PaperBenchmark(
+            "GPQA",
+            "gpqa",
+            "science",
+            "choice",
+            {"question": "question", "choices": "choices", "answer_index": "answer_idx", "id": "pid"},
+            HubSource(
+                "Idavidrein/gpqa",
+                "train",
+                {
+                    "question": "Question",
+                    "correct": "Correct Answer",
+                    "incorrect": ["Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"],
+                    "id": "Record ID",
+                },
+                config="gpqa_diamond",
+            ),
+            300,
+            100,
+            "GPQA: graduate-level science multiple choice; options shuffled per seed",
+        ),
+        PaperBenchmark(
+            "MedQA",
+            "medqa",
+            "science",
+            "choice",
+            {"question": "question", "choices": "options", "answer": "answer", "id": "pid"},
+            HubSource(
+                "GBaker/MedQA-USMLE-4-options",
+                "test",
+                {"question": "question", "choices": "options", "answer_letter": "answer_idx", "answer": "answer"},
+            ),
+            300,
+            100,
+            "MedQA (USMLE, 4 options): medical multiple choice",
+        ),
+    )
+}
+
+_REQUIRED = {
+    "qa": ("question", "answer"),
+    "gaia": ("question", "answer"),
+    "math": ("question", "answer"),
+    "game24": ("numbers",),
+    "choice": ("question",),
+}
+_OPTIONAL = ("id", "level", "file_name", "answer", "question")
+
+
+# ------------------------------------------------------------------ rows -> tasks
+def _question_text(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> str:
+    q = rec.get("question")
+    if not isinstance(q, str) or not q.strip():
+        raise DataError(
+            f"{origin}: record {rec['_row']} has no question text (got {type(q).__name__}); "
+            "map the question column with columns={'question': ...}"
+        )
+    return q.strip() if keep_instructions else _ANSWER_TAG_INSTRUCTION.sub("", q).strip()
+
+
+def _meta(rec: dict[str, Any], origin: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"source": origin, "row": rec["_row"]}
+    if rec.get("id") not in (None, ""):
+        meta["source_id"] = str(rec["id"])
+    if rec.get("level") not in (None, ""):
+        meta["level"] = str(rec["level"])
+    return meta
+
+
+def _qa_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> Task:
+    question = _question_text(bench, rec, origin, keep_instructions)
+    golds = gold_aliases(rec.get("answer"))
+    if not golds:
+        raise DataError(f"{origin}: record {rec['_row']} has an empty gold answer")
+    return Task(
+        id=Task.content_id(bench.name, question, golds),
+        question=question,
+        answer=golds,
+        family=bench.family,
+        metadata=_meta(rec, origin),
+    )
+
+
+def _math_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> Task:
+    question = _question_text(bench, rec, origin, keep_instructions)
+    answer = rec.get("answer")
+    if answer is None or not str(answer).strip():
+        raise DataError(f"{origin}: record {rec['_row']} has an empty gold answer")
+    if isinstance(answer, float) and answer.is_integer():
+        answer = int(answer)
+    gold = str(answer).strip()
+    return Task(
+        id=Task.content_id(bench.name, question, gold),
+        question=question,
+        answer=gold,
+        family=bench.family,
+        metadata=_meta(rec, origin),
+    )
+
+
+def _game24_numbers(value: Any, origin: str, row: int) -> list[int]:
+    items = re.split(r"[\s,]+", value.strip(" []")) if isinstance(value, str) else value
+    try:
+        numbers = [int(x) for x in items]
+    except (TypeError, ValueError):
+        raise DataError(f"{origin}: record {row} numbers {value!r} are not a list of integers") from None
+    if len(numbers) != 4:
+        raise DataError(f"{origin}: record {row} has {len(numbers)} numbers; Game of 24 needs exactly 4")
+    return numbers
+
+
+def _game24_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> Task:
+    numbers = _game24_numbers(rec["numbers"], origin, rec["_row"])
+    question = rec.get("question")
+    if not isinstance(question, str) or not question.strip():
+        question = (
+            f"Use the four numbers {numbers} to write an arithmetic expression equal to 24. "
+            "Every number must be used exactly once; only + - * / and parentheses are allowed."
+        )
+    solutions = (
+        [str(s) for s in (rec.get("answer") or [])] if not isinstance(rec.get("answer"), str) else [rec["answer"]]
+    )
+    meta = _meta(rec, origin)
+    meta.update(numbers=numbers, target=24)
+    return Task(
+        id=Task.content_id(bench.name, numbers),
+        question=question.strip(),
+        answer=solutions,
+        family=bench.family,
+        metadata=meta,
+    )
+
+
+def _option_texts(choices: Any, origin: str, row: int) -> list[str]:
+    if isinstance(choices, Mapping):  # MedQA on the hub: {"A": text, ...}
+        return [str(choices[k]).strip() for k in sorted(choices)]
+    if not isinstance(choices, (list, tuple)) or len(choices) < 2:
+        raise DataError(
+            f"{origin}: record {row} choices must be a list or mapping of at least 2 options, got {choices!r:.80}"
+        )
+    texts = [str(c) for c in choices]
+    prefixes = [_OPTION_PREFIX.match(t) for t in texts]
+    if all(prefixes) and "".join(m.group(1) for m in prefixes if m) == option_letters(len(texts)):
+        texts = [t[m.end() :] for t, m in zip(texts, prefixes) if m]
+    return [t.strip() for t in texts]
+
+
+def _correct_index(rec: dict[str, Any], texts: list[str], origin: str) -> int:
+    row = rec["_row"]
+    if "answer_index" in rec:
+        index = int(rec["answer_index"])
+    elif isinstance(rec.get("answer_letter"), str) and rec["answer_letter"].strip():
+        index = ord(rec["answer_letter"].strip().upper()[0]) - ord("A")
+    elif rec.get("answer") is not None:
+        gold = str(rec["answer"]).strip()
+        m = _OPTION_PREFIX.match(gold)
+        by_text = [i for i, t in enumerate(texts) if normalize_answer(t) == normalize_answer(gold)]
+        if not by_text and m:
+            by_text = [i for i, t in enumerate(texts) if normalize_answer(t) == normalize_answer(gold[m.end() :])]
+        if len(by_text) != 1 and len(gold) == 1 and gold.upper() in option_letters(len(texts)):
+            by_text = [ord(gold.upper()) - ord("A")]
+        if len(by_text) != 1:
+            raise DataError(f"{origin}: record {row} answer {gold[:60]!r} matches {len(by_text)} of the options")
+        index = by_text[0]
+    else:
+        raise DataError(f"{origin}: record {row} has no answer_index, answer_letter, answer or correct field")
+    if not 0 <= index < len(texts):
+        raise DataError(f"{origin}: record {row} answer index {index} is outside its {len(texts)} options")
+    return index
+
+
+def _choice_task(
+    bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool, seed: int | None
+) -> Task:
+    stem = _question_text(bench, rec, origin, keep_instructions)
+    if "correct" in rec:  # GPQA on the hub: one right answer and a list of wrong ones, in no order
+        wrong = rec.get("incorrect") or []
+        texts = [str(rec["correct"]).strip()] + [str(w).strip() for w in wrong]
+        index = 0
+        seed = 0 if seed is None else seed
+    else:
+        if "choices" not in rec:
+            raise DataError(f"{origin}: record {rec['_row']} has no choices; map them with columns={{'choices': ...}}")
+        texts = _option_texts(rec["choices"], origin, rec["_row"])
+        index = _correct_index(rec, texts, origin)
+    # MedQA's question text carries its options (twice in AgentFlow's file): keep the stem only
+    cut = _OPTIONS_BLOCK.search(stem)
+    if cut and normalize_answer(texts[0])[:40] in normalize_answer(stem[cut.start() :]):
+        stem = stem[: cut.start()].rstrip()
+    correct = texts[index]
+    task_id = Task.content_id(bench.name, stem, sorted(texts), correct)
+    order = list(range(len(texts)))
+    if seed is not None:  # the official GPQA protocol: a fresh option order per seed
+        random.Random(f"{seed}:{task_id}").shuffle(order)
+    shown = [texts[i] for i in order]
+    letter = option_letters(len(shown))[order.index(index)]
+    meta = _meta(rec, origin)
+    meta.update(options=shown, answer_text=correct, option_seed=seed)
+    question = f"{stem}\nChoices:\n{render_options(shown)}"
+    return Task(id=task_id, question=question, answer=letter, family=bench.family, metadata=meta)
+
+
+def rows_to_tasks(
+    bench: PaperBenchmark,
+    rows: Sequence[Mapping[str, Any]],
+    columns: ColumnMap,
+    origin: str,
+    *,
+    seed: int | None = None,
+    keep_instructions: bool = False,
+) -> list[Task]:
+    """Map ``rows`` through ``columns`` and build one task per row; exact duplicates (same id) are dropped."""
+    records = apply_columns(
+        rows,
+        columns,
+        origin,
+        required=_REQUIRED[bench.kind],
+        optional=tuple(k for k in _OPTIONAL if k not in _REQUIRED[bench.kind]),
+    )
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for rec in records:
+        if bench.kind == "choice":
+            task = _choice_task(bench, rec, origin, keep_instructions, seed)
+        else:
+            task = _BUILDERS[bench.kind](bench, rec, origin, keep_instructions)
+        if task.id in seen:
+            logger.info("%s: record %s repeats an earlier task; dropped", origin, rec["_row"])
+            continue
+        seen.add(task.id)
+        tasks.append(task)
+    return tasks
+
+
+_BUILDERS = {"qa": _qa_task, "gaia": _qa_task, "math": _math_task, "game24": _game24_task}
+
+
+# ------------------------------------------------------------------ loading
+def load_paper_tasks(
+    bench: PaperBenchmark,
+    split: str = "test",
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    source: str = "auto",
+    path: str | os.PathLike[str] | None = None,
+    columns: ColumnMap | None = None,
+    hub_dataset: str | None = None,
+    hub_config: str | None = None,
+    num_tasks: int | None = None,
+    seed: int | None = None,
+    keep_instructions: bool = False,
+) -> ListTaskSource:
+    """The tasks of ``bench`` from a local AgentFlow folder, the hub, or one file (see the module doc)."""
+    if source not in _SOURCES:
+        raise ConfigError(f"source={source!r}; choose one of {', '.join(_SOURCES)}")
+    if num_tasks is not None and num_tasks < 1:
+        raise ConfigError(f"num_tasks must be positive, got {num_tasks}")
+    if source == "auto":
+        source = "file" if path is not None else "hub" if hub_dataset is not None else "local"
+    if source == "file":
+        if path is None:
+            raise ConfigError("source='file' needs path= a .jsonl, .json or .parquet file")
+        rows, origin = read_records(path), str(path)
+        cols = columns or bench.local_columns
+    elif source == "hub":
+        hub_split = bench.hub.split if split in ("test", bench.hub.split) else split
+        rows = load_hub_rows(bench.hub, dataset=hub_dataset, config=hub_config, split=hub_split)
+        origin = f"{hub_dataset or bench.hub.dataset} [{hub_split}]"
+        cols = columns or bench.hub.columns
+    else:
+        rows, origin = _local_rows(bench, split, data_dir)
+        cols = columns or bench.local_columns
+    tasks = rows_to_tasks(bench, rows, cols, origin, seed=seed, keep_instructions=keep_instructions)
+    if not tasks:
+        raise DataError(f"{origin}: no usable {bench.name} tasks")
+    return ListTaskSource(tasks[:num_tasks] if num_tasks else tasks)
+
+
+def _local_rows(bench: PaperBenchmark, split: str, data_dir: Any) -> tuple[list[dict[str, Any]], str]:
+    folder = resolve_data_dir(data_dir)
+    if folder is None:
+        raise DataError(
+            f"{bench.name}: no data source. Pass data_dir= a folder of AgentFlow test files "
+            f"(with {bench.file}.json), set $AGENTFLOW_DATA_DIR, use source='hub' "
+            "(needs network), or path= a JSONL/Parquet file with columns="
+        )
+    if split not in ("test", bench.hub.split):
+        raise ConfigError(
+            f"{bench.name}: an AgentFlow folder holds only the evaluation split ('test'), not "
+            f"{split!r}; use source='hub' for other splits"
+        )
+    path = find_agentflow_file(folder, (bench.file, *bench.aliases))
+    return read_records(path), str(path)
+
+
+@lru_cache(maxsize=32)
+def _count_file(path: str, mtime: float, bench_name: str) -> int:
+    bench = BENCHMARKS[bench_name]
+    return len(rows_to_tasks(bench, read_records(path), bench.local_columns, path))
+
+
+def paper_size(bench: PaperBenchmark) -> int:
+    """Tasks in ``$AGENTFLOW_DATA_DIR``'s file when it is set and readable, else the AgentFlow file's count."""
+    try:
+        folder = resolve_data_dir(None)
+        if folder is not None:
+            path = find_agentflow_file(folder, (bench.file, *bench.aliases))
+            return _count_file(str(path), path.stat().st_mtime, bench.name)
+    except (DataError, OSError):
+        pass
+    return bench.known_size
+
+
+# ------------------------------------------------------------------ scoring
+def make_paper_scorer(
+    bench: PaperBenchmark,
+    scorer: str = "rule",
+    metric: str | None = None,
+    judge_engine: Any = None,
+    math_timeout_s: float = 5.0,
+) -> Scorer:
+    """The rule scorer of ``bench`` (default) or an LLM judge (``scorer='judge'``, ``judge_engine=``)."""
+    if scorer not in _SCORERS:
+        raise ConfigError(f"scorer={scorer!r}; choose one of {', '.join(_SCORERS)}")
+    if metric is not None and bench.kind not in ("qa", "gaia"):
+        raise ConfigError(f"{bench.name} has no metric= option (only the QA benchmarks do: em, f1, cover, gaia)")
+    if scorer == "judge":
+        from agentflow_env.scoring.judge import JudgeScorer
+
+        return JudgeScorer(judge_engine)
+    if bench.kind in ("qa", "gaia"):
+        return QAScorer(metric or ("gaia" if bench.kind == "gaia" else "em"))
+    if bench.kind == "math":
+        from agentflow_env.scoring.math import MathScorer
+
+        return MathScorer(timeout_s=math_timeout_s)
+    if bench.kind == "game24":
+        return Game24Scorer()
+    return ChoiceScorer()
+
+
+# ------------------------------------------------------------------ specs
+class _Loader:
+    """``load_tasks`` of one benchmark (a class, so ``make_env`` can read its keyword options)."""
+
+    def __init__(self, bench: PaperBenchmark):
+        self.bench = bench
+
+    def __call__(
+        self,
+        split: str = "test",
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        source: str = "auto",
+        path: str | os.PathLike[str] | None = None,
+        columns: ColumnMap | None = None,
+        hub_dataset: str | None = None,
+        hub_config: str | None = None,
+        num_tasks: int | None = None,
+        seed: int | None = None,
+        keep_instructions: bool = False,
+    ) -> ListTaskSource:
+        return load_paper_tasks(
+            self.bench,
+            split,
+            data_dir=data_dir,
+            source=source,
+            path=path,
+            columns=columns,
+            hub_dataset=hub_dataset,
+            hub_config=hub_config,
+            num_tasks=num_tasks,
+            seed=seed,
+            keep_instructions=keep_instructions,
+        )
+
+
+class _ScorerFactory:
+    def __init__(self, bench: PaperBenchmark):
+        self.bench = bench
+
+    def __call__(
+        self, scorer: str = "rule", metric: str | None = None, judge_engine: Any = None, math_timeout_s: float = 5.0
+    ) -> Scorer:
+        return make_paper_scorer(self.bench, scorer, metric, judge_engine, math_timeout_s)
+
+
+def _spec(bench: PaperBenchmark) -> BenchmarkSpec:
+    hub = bench.hub.describe() + (f", {bench.hub.note}" if bench.hub.note else "")
+    return BenchmarkSpec(
+        name=bench.name,
+        family=bench.family,
+        load_tasks=_Loader(bench),
+        make_scorer=_ScorerFactory(bench),
+        tools=bench.tools,
+        max_turns=PAPER_MAX_TURNS,
+        source=f"AgentFlow test file {bench.file}.json ($AGENTFLOW_DATA_DIR or data_dir=) or {hub}",
+        description=f"{bench.about}. The paper evaluates the first {bench.paper_size} of {bench.known_size}.",
+        instructions=_INSTRUCTIONS[bench.kind],
+        size=lambda: paper_size(bench),
+        env_defaults={"time_budget_s": PAPER_TIME_BUDGET_S},
+    )
+
+
+BAMBOOGLE = _spec(BENCHMARKS["Bamboogle"])
+TWOWIKI = _spec(BENCHMARKS["TwoWiki"])
+HOTPOTQA = _spec(BENCHMARKS["HotpotQA"])
+MUSIQUE = _spec(BENCHMARKS["Musique"])
+GAIA = _spec(BENCHMARKS["GAIA"])
+AIME24 = _spec(BENCHMARKS["AIME24"])
+AMC23 = _spec(BENCHMARKS["AMC23"])
+GAMEOF24 = _spec(BENCHMARKS["GameOf24"])
+GPQA = _spec(BENCHMARKS["GPQA"])
+MEDQA = _spec(BENCHMARKS["MedQA"])
+
+PAPER_SPECS: dict[str, BenchmarkSpec] = {
+    s.name: s for s in (BAMBOOGLE, TWOWIKI, HOTPOTQA, MUSIQUE, GAIA, AIME24, AMC23, GAMEOF24, GPQA, MEDQA)
+}
