@@ -1,0 +1,582 @@
+"""The fork server that runs inside the sandbox: it preloads numpy/sympy once and forks one worker per request.
+
+Run as a script (``python -I zygote.py CTL_FD CONFIG_JSON``); it imports nothing from agentflow_env. The framing
+helpers at the top are shared with the host side (``launcher``), which imports this module without running it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import ctypes
+import gc
+import io
+import json
+import linecache
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from typing import Any
+
+HEADER = struct.Struct("!I")
+CELL = "<cell>"
+MAX_CONTROL_PACKET = 1 << 16
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWNET = 0x40000000
+TRACEBACK_LINES = 12
+TRACEBACK_CHARS = 3000
+
+# Pure-Python and C modules a math/data snippet usually needs; importing them here makes them free in workers.
+PRELOAD = (
+    "math",
+    "cmath",
+    "fractions",
+    "decimal",
+    "itertools",
+    "functools",
+    "collections",
+    "re",
+    "random",
+    "statistics",
+    "string",
+    "json",
+    "datetime",
+    "heapq",
+    "bisect",
+    "operator",
+    "copy",
+    "textwrap",
+    "unicodedata",
+    "typing",
+    "dataclasses",
+    "numpy",
+    "sympy",
+)
+
+
+# ---------------------------------------------------------------------------------------------------- framing
+def send_frame(sock: socket.socket, obj: Any) -> None:
+    """Send one JSON message with a 4-byte length prefix (stream sockets)."""
+    body = json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace")
+    sock.sendall(HEADER.pack(len(body)) + body)
+
+
+def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
+    """Read exactly ``n`` bytes; ``EOFError`` when the peer closed first, ``TimeoutError`` past ``deadline``."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no reply before the deadline")
+            sock.settimeout(left)
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise EOFError("peer closed the channel")
+        got += k
+    return bytes(buf)
+
+
+def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -> Any:
+    """Read one length-prefixed JSON message of at most ``limit`` bytes (JSON only: never unpickle peer data)."""
+    (size,) = HEADER.unpack(recv_exact(sock, HEADER.size, deadline))
+    if size > limit:
+        raise ValueError(f"message of {size} bytes exceeds the limit of {limit}")
+    return json.loads(recv_exact(sock, size, deadline).decode("utf-8", "replace"))
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates and other unencodable code points so the text is valid UTF-8."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+# ---------------------------------------------------------------------------------------------------- cells
+class CappedStream(io.TextIOBase):
+    """A text sink that keeps the first ``limit`` characters and counts the rest (stdout and stderr share it)."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def write(self, s: str) -> int:  # type: ignore[override]
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        room = self.limit - self.kept
+        if room > 0:
+            piece = s[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+            self.dropped += len(s) - len(piece)
+        else:
+            self.dropped += len(s)
+        return len(s)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _compile_cell(code: str) -> tuple[Any, Any]:
+    """Compile a cell: every statement, then the trailing expression (if any) separately so its value is shown."""
+    tree = ast.parse(code, CELL, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, CELL, "exec")
+    tail = compile(last, CELL, "eval") if last is not None else None
+    return body, tail
+
+
+def _format_error(exc: BaseException) -> str:
+    """The last lines of the traceback, with the worker's own frames dropped."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != CELL:
+        tb = tb.tb_next
+    lines = "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n").split("\n")
+    if len(lines) > TRACEBACK_LINES:
+        lines = ["Traceback (most recent call last, earlier lines cut):", *lines[-TRACEBACK_LINES + 1 :]]
+    text = "\n".join(lines)
+    return text if len(text) <= TRACEBACK_CHARS else "..." + text[-TRACEBACK_CHARS:]
+
+
+_PRISTINE_BUILTINS = dict(builtins.__dict__)
+
+
+def _restore_builtins() -> None:
+    """Undo ``builtins.print = None`` and the like, so one cell cannot break the next."""
+    current = builtins.__dict__
+    if current != _PRISTINE_BUILTINS:
+        current.clear()
+        current.update(_PRISTINE_BUILTINS)
+
+
+def run_cell(code: str, limit: int) -> dict[str, Any]:
+    """Run ``code`` in fresh globals; returns printed output, the trailing value's repr, and any error."""
+    stream = CappedStream(limit)
+    saved = (sys.stdout, sys.stderr, sys.stdin, sys.getrecursionlimit(), os.getcwd())
+    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+    scope: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    error = exc_name = None
+    sys.stdout = sys.stderr = stream
+    sys.stdin = io.StringIO("")
+    try:
+        body, tail = _compile_cell(code)
+        exec(body, scope)
+        if tail is not None:
+            value = eval(tail, scope)
+            if value is not None:
+                stream.write(repr(value) + "\n")
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt are the user's, not ours
+        exc_name = type(exc).__name__
+        try:
+            error = _format_error(exc)
+        except BaseException as inner:  # a hostile __str__ must not kill the worker
+            error = f"{exc_name} (its message could not be shown: {type(inner).__name__})"
+    finally:
+        sys.stdout, sys.stderr, sys.stdin = saved[0], saved[1], saved[2]
+        sys.settrace(None)
+        sys.setprofile(None)
+        _restore_builtins()
+        sys.setrecursionlimit(saved[3])
+        try:
+            os.chdir(saved[4])
+        except OSError:
+            pass
+    return {"output": stream.text(), "dropped": stream.dropped, "error": error, "exc": exc_name}
+
+
+# ---------------------------------------------------------------------------------------------------- worker
+class _FdOutput:
+    """Output written to file descriptors 1 and 2 (subprocesses, C code) lands in a file that is drained per call."""
+
+    def __init__(self, path: str):
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        os.dup2(self.fd, 1)
+        os.dup2(self.fd, 2)
+
+    def drain(self, limit: int) -> tuple[str, int]:
+        try:
+            size = os.fstat(self.fd).st_size
+            if size == 0:
+                return "", 0
+            data = os.pread(self.fd, limit * 4, 0)
+            os.ftruncate(self.fd, 0)
+        except OSError:
+            return "", 0
+        text = data.decode("utf-8", "replace")[:limit]
+        return text, max(size - len(text.encode("utf-8", "replace")), 0)
+
+
+def _set_limits(limits: dict[str, Any]) -> None:
+    def cap(which: int, value: int) -> None:
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            soft, hard = resource.getrlimit(which)
+            resource.setrlimit(which, (min(value, hard) if hard != resource.RLIM_INFINITY else value, hard))
+
+    cap(resource.RLIMIT_AS, int(limits["as_bytes"]))
+    cap(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
+    cap(resource.RLIMIT_NOFILE, int(limits["nofile"]))
+    cap(resource.RLIMIT_NPROC, int(limits["nproc"]))
+    cap(resource.RLIMIT_CORE, 0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    total = int(limits["cpu_total_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (total, total if hard == resource.RLIM_INFINITY else min(total, hard)))
+
+
+def _cpu_budget(seconds: float) -> None:
+    """Per call: the soft CPU limit is what was used so far plus this call's budget (SIGXCPU past it)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    want = int(usage.ru_utime + usage.ru_stime + seconds) + 2
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _become_worker(sock: socket.socket, wdir: str, uid: int | None, limits: dict[str, Any]) -> _FdOutput:
+    zygote_pid = os.getppid()
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    libc = _libc()
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)  # also drops every capability the zygote held
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != zygote_pid:
+        os._exit(0)  # the zygote died between fork and prctl
+    os.chdir(wdir)
+    out = _FdOutput(os.path.join(wdir, ".fd-output"))
+    keep = sorted({sock.fileno(), out.fd})
+    os.closerange(3, keep[0])
+    os.closerange(keep[0] + 1, keep[1])
+    os.closerange(keep[1] + 1, 65536)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write gets EFBIG instead of killing the worker
+    os.environ["HOME"] = os.environ["TMPDIR"] = wdir
+    import tempfile
+
+    tempfile.tempdir = wdir
+    _set_limits(limits)
+    return out
+
+
+def worker_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[str, Any]) -> None:
+    """Serve cells until the host closes the channel. Never returns normally (``os._exit``)."""
+    out = _become_worker(sock, wdir, uid, limits)
+    # bind what the loop needs now, so a cell that rebinds module attributes cannot break the protocol
+    recv, send, run, drain, budget, exit_ = recv_frame, send_frame, run_cell, out.drain, _cpu_budget, os._exit
+    while True:
+        try:
+            req = recv(sock, 1 << 26)
+        except BaseException:  # EOF or garbage: the host is gone or confused; leave
+            exit_(0)
+        budget(float(req.get("timeout", 30.0)))
+        limit = int(req.get("limit", 8000))
+        reply = run(str(req.get("code", "")), limit)
+        extra, extra_dropped = drain(limit)
+        if extra:
+            reply["output"] = extra + reply["output"] if reply["output"] else extra
+            reply["dropped"] += extra_dropped
+        reply["n"] = req.get("n")
+        reply["output"] = clean_text(reply["output"])
+        if reply["error"] is not None:
+            reply["error"] = clean_text(reply["error"])
+        try:
+            send(sock, reply)
+        except BaseException:
+            exit_(0)
+
+
+# ---------------------------------------------------------------------------------------------------- zygote
+def _proc_uids() -> dict[int, tuple[int, str]]:
+    """pid -> (real uid, state letter) of every live process visible in /proc."""
+    table: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as fh:
+                uid, state = -1, "?"
+                for line in fh:
+                    if line.startswith("State:"):
+                        state = line.split()[1]
+                    elif line.startswith("Uid:"):
+                        uid = int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+        table[int(entry)] = (uid, state)
+    return table
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it, by parent links in /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+class Zygote:
+    """Owns the workers it forked; each worker gets an id, a uid (when running as root) and a temp directory."""
+
+    def __init__(self, ctl: socket.socket, config: dict[str, Any]):
+        self.ctl = ctl
+        self.tmp_root = config["tmp_root"]
+        self.uid_base = config.get("uid_base")
+        self.max_workers = int(config.get("max_workers", 1024))
+        self.workers: dict[int, dict[str, Any]] = {}
+        self.statuses: dict[int, int] = {}
+        self.free_slots = list(range(self.max_workers - 1, -1, -1))
+        self.next_id = 1
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.statuses[pid] = status
+
+    def spawn(self, limits: dict[str, Any]) -> None:
+        if not self.free_slots:
+            send_frame_packet(self.ctl, {"ok": False, "error": f"more than {self.max_workers} live workers"})
+            return
+        slot = self.free_slots.pop()
+        wid, self.next_id = self.next_id, self.next_id + 1
+        uid = None if self.uid_base is None else int(self.uid_base) + slot
+        wdir = os.path.join(self.tmp_root, f"w{wid}")
+        os.mkdir(wdir, 0o700)
+        if uid is not None:
+            os.chown(wdir, uid, uid)
+        host_end, child_end = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 70
+            try:
+                self.ctl.close()
+                host_end.close()
+                worker_main(child_end, wdir, uid, limits)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        child_end.close()
+        self.workers[wid] = {"pid": pid, "uid": uid, "dir": wdir, "slot": slot}
+        payload = json.dumps({"ok": True, "wid": wid, "pid": pid, "uid": uid, "dir": wdir}).encode()
+        socket.send_fds(self.ctl, [payload], [host_end.fileno()])
+        host_end.close()
+
+    def kill(self, wid: int) -> None:
+        info = self.workers.pop(wid, None)
+        if info is None:
+            send_frame_packet(self.ctl, {"ok": False, "error": f"no worker {wid}"})
+            return
+        pid, uid = info["pid"], info["uid"]
+        try:
+            os.kill(pid, signal.SIGKILL)  # first, in case it has not dropped to its uid yet
+        except OSError:
+            pass
+        if uid is not None:
+            self._sweep_uid(uid)
+        else:
+            self._kill_tree(pid)
+        status = self._wait(pid)
+        shutil.rmtree(info["dir"], ignore_errors=True)
+        self.free_slots.append(info["slot"])
+        send_frame_packet(self.ctl, {"ok": True, "status": status})
+
+    def _wait(self, pid: int) -> int | None:
+        if pid in self.statuses:
+            return self.statuses.pop(pid)
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            return None
+
+    def _sweep_uid(self, uid: int) -> None:
+        """Kill every process of the worker's private uid: a helper becomes that uid and signals ``-1``."""
+        for _ in range(100):
+            left = [p for p, (u, state) in _proc_uids().items() if u == uid and state != "Z"]
+            if not left:
+                return
+            helper = os.fork()
+            if helper == 0:
+                try:
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    os.kill(-1, signal.SIGKILL)  # every process this uid can signal, i.e. its own
+                finally:
+                    os._exit(0)
+            os.waitpid(helper, 0)
+            for p in left:  # belt and braces (e.g. a process that changed its uid is still ours by pid)
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            self.reap()
+
+    def _kill_tree(self, pid: int) -> None:
+        """Without a private uid: freeze the worker's process tree, then kill it (best effort)."""
+        for _ in range(20):
+            tree = [p for p in _descendants(pid) if p not in self.statuses]
+            if not tree:
+                break
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for p in tree:
+                    try:
+                        os.kill(p, sig)
+                    except OSError:
+                        pass
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.reap()
+            if pid in self.statuses or len(tree) == 1:
+                break
+
+    def shutdown(self) -> None:
+        for wid in list(self.workers):
+            info = self.workers.pop(wid)
+            if info["uid"] is not None:
+                self._sweep_uid(info["uid"])
+            else:
+                self._kill_tree(info["pid"])
+            shutil.rmtree(info["dir"], ignore_errors=True)
+        self.reap()
+
+    def serve(self) -> None:
+        while True:
+            ready, _, _ = select.select([self.ctl], [], [], 1.0)
+            self.reap()
+            if not ready:
+                continue
+            try:
+                data = self.ctl.recv(MAX_CONTROL_PACKET)
+            except OSError:
+                data = b""
+            if not data:
+                return
+            msg = json.loads(data)
+            op = msg.get("op")
+            if op == "spawn":
+                self.spawn(msg["limits"])
+            elif op == "kill":
+                self.kill(int(msg["wid"]))
+            elif op == "ping":
+                send_frame_packet(self.ctl, {"ok": True, "workers": len(self.workers)})
+            else:
+                send_frame_packet(self.ctl, {"ok": False, "error": f"unknown op {op!r}"})
+
+
+def send_frame_packet(sock: socket.socket, obj: Any) -> None:
+    """One JSON message per packet (the control channel is SOCK_SEQPACKET)."""
+    sock.send(json.dumps(obj).encode())
+
+
+def _network_interfaces() -> list[str]:
+    try:
+        return sorted(name for _, name in socket.if_nameindex())
+    except OSError:
+        return []
+
+
+def _isolate_network_self() -> bool:
+    """Root without bubblewrap: move this process into a fresh network namespace (only a down loopback)."""
+    try:
+        return _libc().unshare(CLONE_NEWNET) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def main(argv: list[str]) -> int:
+    ctl = socket.socket(fileno=int(argv[1]))
+    config = json.loads(argv[2])
+    if config.get("unshare_net"):
+        _isolate_network_self()
+    if not config.get("pid_namespace"):
+        _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal ^C goes to the host; it closes us
+    missing = []
+    for name in list(PRELOAD) + list(config.get("preload", ())):
+        try:
+            __import__(name)
+        except Exception:  # an optional module that is absent or broken is simply not preloaded
+            missing.append(name)
+    gc.collect()
+    gc.freeze()  # keep the preloaded heap shared copy-on-write with every worker
+    with open("/proc/self/status", encoding="ascii") as fh:
+        vm_kb = next((int(line.split()[1]) for line in fh if line.startswith("VmSize:")), 0)
+    zygote = Zygote(ctl, config)
+    send_frame_packet(
+        ctl,
+        {
+            "ok": True,
+            "pid": os.getpid(),
+            "interfaces": _network_interfaces(),
+            "missing": missing,
+            "vm_kb": vm_kb,
+            "euid": os.geteuid(),
+            "python": sys.version.split()[0],
+        },
+    )
+    try:
+        zygote.serve()
+    finally:
+        zygote.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,267 @@
+"""The Python coder tool: runs model-written code in pre-forked, sandboxed workers with notebook-cell semantics.
+
+A shared zygote (see ``_sandbox``) preloads numpy/sympy once per process; each tool owns its workers,
+recycled at every episode start, killed on timeout and respawned.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from agentflow_env.tools._sandbox.launcher import (
+    SANDBOX_MODES,
+    SandboxInfo,
+    SandboxLimits,
+    Worker,
+    WorkerLost,
+    acquire_zygote,
+    current_zygote,
+    release_zygote,
+)
+from agentflow_env.tools.base import BaseTool
+from agentflow_env.types import ToolResult
+
+__all__ = ["PythonCoderTool", "strip_code_fences"]
+
+_FENCE = re.compile(r"^\s*```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)\n?```\s*$", re.DOTALL | re.IGNORECASE)
+_NO_OUTPUT = "(no output: the code ran without printing; use print() or end the code with an expression)"
+
+
+def strip_code_fences(command: str) -> str:
+    """Accept code wrapped in a Markdown fence (```python ... ```), as models often write it."""
+    match = _FENCE.match(command)
+    return match.group(1) if match else command
+
+
+def describe_status(status: int | None) -> str:
+    """A wait status in words, with the likely cause."""
+    if status is None:
+        return "exit status unknown"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        cause = {
+            "SIGSEGV": "a crash, often recursion too deep for the C stack",
+            "SIGXCPU": "the CPU time limit",
+            "SIGKILL": "killed by a limit",
+            "SIGABRT": "an abort",
+            "SIGXFSZ": "the file size limit",
+        }.get(name)
+        return f"killed by {name}" + (f": {cause}" if cause else "")
+    if os.WIFEXITED(status):
+        return f"exited with code {os.WEXITSTATUS(status)}"
+    return f"wait status {status}"
+
+
+class _State:
+    """What the finalizer needs, kept apart from the tool so the tool can be garbage-collected."""
+
+    def __init__(self, key: tuple[str, tuple[str, ...]]):
+        self.key = key
+        self.lock = threading.Condition()
+        self.idle: list[Worker] = []
+        self.busy = 0
+        self.registered = False
+        self.epoch = 0
+
+
+def _release(state: _State) -> None:
+    """Kill every worker of a tool and drop its claim on the shared zygote (close, GC, or interpreter exit)."""
+    with state.lock:
+        workers, state.idle = state.idle, []
+        registered, state.registered = state.registered, False
+        state.epoch += 1
+    for worker in workers:
+        worker.kill()
+    if registered:
+        release_zygote(state.key)
+
+
+class PythonCoderTool(BaseTool):
+    """Runs Python code in a sandboxed, pre-forked worker; returns printed output plus the last expression's value.
+
+    Each call gets fresh globals; numpy and sympy are already imported in the worker process, so
+    ``import sympy`` is free. Workers are recycled at every ``reset()`` (episode start), so no state
+    leaks between episodes. Isolation: bubblewrap (no network, read-only root, private /tmp, own pid
+    namespace) when it works here, a private uid per worker when running as root, and rlimits
+    (address space, CPU, processes, file size, open files); the host kills a worker past its timeout.
+    """
+
+    name = "Python_Coder_Tool"
+    description = (
+        "Runs Python 3 code and returns what it prints plus the value of the last expression, like a notebook "
+        "cell. numpy and sympy are available (also math, fractions, itertools, collections, re). No network, no "
+        "input(), nothing persists between calls. Use it for exact arithmetic, algebra, counting and simulation."
+    )
+    input_spec = "Python source code (a ```python fence is accepted); print() what you need or end with an expression"
+    examples = ("import sympy as sp; x = sp.symbols('x'); sp.solve(x**2 - 5*x + 6, x)",)
+
+    def __init__(
+        self,
+        *,
+        max_output_chars: int = 8000,
+        memory_mb: int = 1024,
+        nproc: int = 16,
+        fsize_mb: int = 64,
+        nofile: int = 64,
+        pool_size: int = 1,
+        recycle: str = "episode",
+        sandbox: str = "auto",
+        preload: Sequence[str] = (),
+        max_code_chars: int = 200_000,
+    ):
+        if sandbox not in SANDBOX_MODES:
+            raise ConfigError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
+        if recycle not in ("episode", "call"):
+            raise ConfigError(f"recycle={recycle!r}; choose 'episode' (reuse a worker within an episode) or 'call'")
+        if min(max_output_chars, memory_mb, nproc, fsize_mb, nofile, pool_size, max_code_chars) < 1:
+            raise ConfigError(
+                "max_output_chars, memory_mb, nproc, fsize_mb, nofile, pool_size and max_code_chars "
+                "must all be positive"
+            )
+        if nofile < 16:
+            raise ConfigError(f"nofile={nofile} is too small for Python to run; use at least 16")
+        self.limits = SandboxLimits(memory_mb=memory_mb, nproc=nproc, fsize_mb=fsize_mb, nofile=nofile)
+        self.max_output_chars = int(max_output_chars)
+        self.max_code_chars = int(max_code_chars)
+        self.pool_size = int(pool_size)
+        self.recycle = recycle
+        self._state = _State((sandbox, tuple(preload)))
+        self._finalizer = weakref.finalize(self, _release, self._state)
+
+    # ------------------------------------------------------------------ public
+    @property
+    def sandbox_info(self) -> SandboxInfo:
+        """The isolation actually in force (starts the shared zygote if needed)."""
+        return self._zygote().info
+
+    def warm_up(self) -> None:
+        """Start the zygote and one worker now, so the first call does not pay for it."""
+        worker = self._checkout()
+        self._checkin(worker, self._state.epoch)
+
+    def reset(self) -> None:
+        """Episode start: workers that ran code are killed (with anything they started) and replaced lazily."""
+        state = self._state
+        with state.lock:
+            state.epoch += 1
+            used = [w for w in state.idle if w.calls]
+            state.idle = [w for w in state.idle if not w.calls]
+        for worker in used:
+            worker.kill()
+
+    def close(self) -> None:
+        """Kill this tool's workers; the shared zygote stops when its last tool closes. Safe to call twice."""
+        _release(self._state)
+
+    # ------------------------------------------------------------------ internals
+    def _zygote(self) -> Any:
+        state = self._state
+        with state.lock:
+            register = not state.registered
+            state.registered = True
+        try:
+            return acquire_zygote(state.key, register)
+        except BaseException:
+            if register:
+                with state.lock:
+                    state.registered = False
+            raise
+
+    def _checkout(self) -> Worker:
+        state = self._state
+        with state.lock:
+            while not state.idle and state.busy >= self.pool_size:
+                state.lock.wait()
+            worker = state.idle.pop() if state.idle else None
+            state.busy += 1
+        try:
+            if worker is not None and worker.zygote is current_zygote(state.key) and worker.zygote.alive():
+                return worker
+            if worker is not None:
+                worker.kill()
+            return self._zygote().spawn(self.limits)
+        except BaseException:
+            with state.lock:
+                state.busy -= 1
+                state.lock.notify()
+            raise
+
+    def _checkin(self, worker: Worker | None, epoch: int) -> int | None:
+        """Return a worker to the pool, or kill it (``None`` = it is already gone); returns a kill's wait status."""
+        state = self._state
+        status = None
+        keep = worker is not None and epoch == state.epoch and self.recycle == "episode"
+        if worker is not None and not keep:
+            status = worker.kill()
+        with state.lock:
+            state.busy -= 1
+            if keep and worker is not None:
+                state.idle.append(worker)
+            state.lock.notify()
+        return status
+
+    def _run(self, command: str, timeout: float) -> ToolResult:
+        code = strip_code_fences(command)
+        if not code.strip():
+            return ToolResult(
+                text="Error: empty command; give Python code to run, e.g. print(2**10)", ok=False, error="empty command"
+            )
+        if len(code) > self.max_code_chars:
+            return ToolResult(
+                text=f"Error: the code is {len(code)} characters; send at most {self.max_code_chars}",
+                ok=False,
+                error="code too long",
+            )
+        timeout = max(float(timeout), 0.05)
+        epoch = self._state.epoch
+        worker = self._checkout()
+        try:
+            reply = worker.call(code, timeout, self.max_output_chars)
+        except TimeoutError:
+            self._checkin(worker, -1)
+            return ToolResult(
+                text=f"Error: TimeoutError: the code did not finish within {timeout:g} s and was "
+                "stopped; the Python worker was restarted.",
+                ok=False,
+                error="timeout",
+            )
+        except WorkerLost as exc:
+            status = self._checkin(worker, -1)
+            how = describe_status(status)
+            return ToolResult(
+                text=f"Error: the Python process died ({how}); it was restarted. Common causes: "
+                "os._exit or abort, recursion too deep, or a resource limit.",
+                ok=False,
+                error=f"worker died: {how}; {exc}",
+            )
+        except BaseException:
+            self._checkin(worker, -1)
+            raise
+        self._checkin(worker, epoch)
+        return self._result(reply)
+
+    def _result(self, reply: dict[str, Any]) -> ToolResult:
+        output = str(reply.get("output", ""))
+        dropped = int(reply.get("dropped", 0) or 0)
+        if dropped:
+            output = (
+                output.rstrip("\n") + f"\n[output cut: {dropped} more characters were not shown; "
+                "print less, e.g. a summary or a slice]\n"
+            )
+        error = reply.get("error")
+        if error:
+            text = (output.rstrip("\n") + "\n" if output.strip() else "") + f"Error: {error}"
+            last = str(error).strip().splitlines()[-1] if str(error).strip() else str(reply.get("exc"))
+            return ToolResult(text=text, ok=False, error=last)
+        return ToolResult(text=output.rstrip("\n") if output.strip() else _NO_OUTPUT, ok=True)
