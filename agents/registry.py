@@ -1,0 +1,165 @@
+"""Policy specs -> planner policies: ``random``, ``scripted``, ``hf:PATH``, ``engine:SPEC``, ``openai:...``,
+``module:attr``.
+
+Backends import only when their spec is used: ``random`` and ``scripted`` never load torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from agents.policy import Policy
+
+__all__ = ["POLICY_SPECS", "is_env_specific", "make_policies", "make_policy"]
+
+POLICY_SPECS = {
+    "random[:SEED]": "uniformly random well-formed actions (agents.baselines.RandomPlanner)",
+    "scripted": "the env's scripted planner (agents.scripted.scripted_planner_for)",
+    "hf:PATH": "a Hugging Face checkpoint as planner (agents.hf_policy.HFPlanner.from_pretrained)",
+    "engine:ENGINE_SPEC": "any engine as planner (agents.llm_planner.LLMPlanner, agentflow_env.engines.make_engine)",
+    "openai:MODEL[@URL]": "shorthand for engine:openai:MODEL[@URL]",
+    "module:attr": "your own policy: an object with act(), or a class/factory (called with env_id if it takes one)",
+}
+
+_ENGINE_PREFIXES = ("openai:",)
+
+
+def is_env_specific(spec: str) -> bool:
+    """Whether the spec builds a different policy per env id (so one instance cannot serve all envs):
+    ``scripted``, and ``module:attr`` factories that take an ``env_id`` argument."""
+    spec = spec.strip()
+    if spec == "scripted":
+        return True
+    module_name, sep, attr = spec.partition(":")
+    if not sep or spec.startswith(("random:", "hf:", "engine:", *_ENGINE_PREFIXES)):
+        return False
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return callable(obj) and "env_id" in inspect.signature(obj).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False  # make_policy reports the problem with a clear message
+
+
+def make_policy(spec: str, env_id: str | None = None, sampling: Mapping[str, Any] | None = None) -> Policy:
+    """Build the planner policy named by ``spec`` (see ``POLICY_SPECS``); ``env_id`` picks scripted planners.
+
+    ``sampling`` (temperature, top_p, max_tokens, seed, ...) goes to LLM-backed planners.
+    """
+    spec = spec.strip()
+    if not spec:
+        raise ConfigError("empty policy spec; use one of: " + ", ".join(POLICY_SPECS))
+    if spec == "random" or spec.startswith("random:"):
+        return _random(spec)
+    if spec == "scripted":
+        return _scripted(env_id)
+    if spec.startswith("hf:"):
+        return _hf(spec[3:], sampling)
+    if spec.startswith("engine:"):
+        return _engine(spec[len("engine:") :], sampling)
+    if spec.startswith(_ENGINE_PREFIXES):
+        return _engine(spec, sampling)
+    if ":" in spec:
+        return _user(spec, env_id)
+    raise ConfigError(f"unknown policy spec {spec!r}; use one of: " + ", ".join(POLICY_SPECS))
+
+
+def make_policies(spec: str, env_ids: Iterable[str], sampling: Mapping[str, Any] | None = None) -> dict[str, Policy]:
+    """One policy per env id; env-independent specs share a single instance, so batches can span envs."""
+    ids = list(env_ids)
+    if is_env_specific(spec):
+        return {env_id: make_policy(spec, env_id, sampling) for env_id in ids}
+    shared = make_policy(spec, None, sampling)
+    return dict.fromkeys(ids, shared)
+
+
+def _random(spec: str) -> Policy:
+    from agents.baselines import RandomPlanner
+
+    _, _, seed = spec.partition(":")
+    try:
+        return RandomPlanner(seed=int(seed) if seed else 0)
+    except ValueError:
+        raise ConfigError(f"random policy seed must be an integer, got {seed!r} (e.g. random:3)") from None
+
+
+def _scripted(env_id: str | None) -> Policy:
+    if env_id is None:
+        raise ConfigError("the scripted policy is per env: pass env_id (e.g. agentflow/Gen-GameOf24-v0)")
+    name = env_id.split("/")[-1].rsplit("-v", 1)[0]
+    try:
+        scripted = importlib.import_module("agents.scripted")
+    except ImportError:
+        scripted = None
+    if scripted is not None and hasattr(scripted, "scripted_planner_for"):
+        try:
+            return scripted.scripted_planner_for(env_id)
+        except (KeyError, ValueError, ConfigError):
+            if name != "Gen-GameOf24":
+                raise
+    if name == "Gen-GameOf24":
+        from agents.baselines import ScriptedGameOf24Planner
+
+        return ScriptedGameOf24Planner()
+    raise ConfigError(f"no scripted planner for {env_id}; scripted planners exist for the generated families")
+
+
+def _sampling(sampling: Mapping[str, Any] | None) -> Any:
+    from agentflow_env.engines.base import SamplingParams
+
+    known = {f for f in SamplingParams.__dataclass_fields__}
+    return SamplingParams(**{k: v for k, v in (sampling or {}).items() if k in known})
+
+
+def _hf(path: str, sampling: Mapping[str, Any] | None) -> Policy:
+    if not path:
+        raise ConfigError("hf: needs a path, e.g. hf:runs/tiny-sft/checkpoint")
+    try:
+        from agents.hf_policy import HFPlanner
+    except ImportError as exc:
+        from agentflow_env.error import DependencyNotInstalled
+
+        raise DependencyNotInstalled(
+            f"hf: policies need agents.hf_policy and torch/transformers (pip install 'agentflow-env[train]'): {exc}"
+        ) from exc
+    # the protocol's sampling (greedy for the leaderboards) replaces the planner's training default
+    return HFPlanner.from_pretrained(path, **({"sampling": _sampling(sampling)} if sampling else {}))
+
+
+def _engine(engine_spec: str, sampling: Mapping[str, Any] | None) -> Policy:
+    from agentflow_env.engines import make_engine  # type: ignore[attr-defined]
+    from agents.llm_planner import LLMPlanner
+
+    return LLMPlanner(make_engine(engine_spec), _sampling(sampling))
+
+
+def _user(spec: str, env_id: str | None) -> Policy:
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"policy spec {spec!r}: cannot import module {module_name!r} ({exc}); "
+            f"built-in specs are: {', '.join(POLICY_SPECS)}"
+        ) from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"policy spec {spec!r}: {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if callable(getattr(obj, "act", None)) and not inspect.isclass(obj):
+        return obj
+    if not callable(obj):
+        raise ConfigError(f"policy spec {spec!r} is neither a policy (with act()) nor a callable that makes one")
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        params = {}
+    policy = obj(env_id=env_id) if "env_id" in params else obj()
+    if not callable(getattr(policy, "act", None)):
+        raise ConfigError(f"policy spec {spec!r} made {type(policy).__name__}, which has no act(observations)")
+    return policy

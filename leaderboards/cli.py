@@ -1,0 +1,162 @@
+"""The ``eval`` and ``leaderboard`` subcommands of ``agentflow-env`` (argument parsing and terminal output).
+
+The work is done by :mod:`leaderboards.runner` and :mod:`leaderboards.render`; this module only wires them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from leaderboards.store import RESULTS_DIR
+
+__all__ = ["configure_eval", "configure_leaderboard", "print_result"]
+
+SITE_DIR = Path(__file__).resolve().parent / "site"
+
+
+def configure_eval(parser: argparse.ArgumentParser) -> None:
+    from agents.registry import POLICY_SPECS
+    from leaderboards.protocol import list_protocols
+
+    specs = "; ".join(f"{k}: {v}" for k, v in POLICY_SPECS.items())
+    parser.add_argument("--policy", required=True, help=f"policy spec. {specs}")
+    parser.add_argument(
+        "--protocol",
+        default="offline-v0",
+        help=f"protocol name ({', '.join(list_protocols())}) or path to a .toml file",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS_DIR,
+        help="results folder; the run goes to OUT/PROTOCOL/NAME (default: the committed results)",
+    )
+    parser.add_argument("--name", default=None, help="run name (default: from the policy spec), e.g. tiny-lm-sft")
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get("AGENTFLOW_DATA_DIR"),
+        help="folder of the paper benchmarks' test sets (default: $AGENTFLOW_DATA_DIR)",
+    )
+    parser.add_argument(
+        "--engine",
+        default=None,
+        help="engine spec for llm env modes, overriding the protocol's (recorded in the result)",
+    )
+    parser.add_argument("--batch-size", type=int, default=16, help="episodes stepped together (one act() per turn)")
+    parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
+    parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
+    parser.add_argument("--notes", default="", help="free text kept in the result record")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    parser.set_defaults(func=_run_eval)
+
+
+def _run_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from agentflow_env.error import ConfigError
+    from leaderboards.runner import EvalConfig, evaluate
+
+    config = EvalConfig(
+        policy=args.policy,
+        protocol=args.protocol,
+        out=args.out,
+        name=args.name,
+        data_dir=args.data_dir,
+        engine=args.engine,
+        batch_size=args.batch_size,
+        fast=args.fast,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        notes=args.notes,
+    )
+    try:
+        result = evaluate(config)
+    except ConfigError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted: finished tasks are saved; run the same command again to resume\n")
+        return 130
+    if args.json:
+        sys.stdout.write(json.dumps({"run": str(result.path), **result.summary()}, indent=2) + "\n")
+    else:
+        print_result(result)
+    return 0
+
+
+def print_result(result: Any) -> None:
+    """A rich table: accuracy per benchmark with 95% Wilson intervals, then the paper's category averages."""
+    from rich.console import Console
+    from rich.table import Table
+
+    rec = result.record
+    table = Table(title=f"{rec.policy} on {rec.protocol}{' (fast)' if rec.fast else ''} [{rec.protocol_hash}]")
+    for col, just in (
+        ("benchmark", "left"),
+        ("category", "left"),
+        ("n", "right"),
+        ("accuracy %", "right"),
+        ("95% CI", "right"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for env_id, s in result.scores().items():
+        meta = rec.benchmarks.get(env_id, {})
+        ci = f"[{100 * s.interval[0]:.1f}, {100 * s.interval[1]:.1f}]" if s.n else "-"
+        table.add_row(
+            meta.get("label", env_id), meta.get("category", ""), str(s.n), f"{100 * s.accuracy:.1f}" if s.n else "-", ci
+        )
+    table.add_section()
+    for cat, acc in result.categories().items():
+        table.add_row(f"{cat} avg", cat, "", f"{100 * acc:.1f}", "")
+    overall = result.overall()
+    if overall is not None:
+        table.add_row("overall avg", "", str(len(result.outcomes)), f"{100 * overall:.1f}", "")
+    console = Console(width=120)
+    console.print(table)
+    tokens = result.tokens()
+    console.print(
+        f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
+        f"{tokens if tokens is not None else 'not reported by the policy'}; commit {rec.git_commit}"
+        f"{' (dirty)' if rec.git_dirty else ''}; stored in {result.path}"
+    )
+
+
+def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+    render = sub.add_parser("render", help="write Markdown, HTML and bar charts from stored results")
+    render.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder to read")
+    render.add_argument("--out", type=Path, default=SITE_DIR, help="site folder to (re)write")
+    render.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib needed)")
+    render.set_defaults(func=_run_render)
+    show = sub.add_parser("show", help="print the stored results as tables")
+    show.add_argument("--results", type=Path, default=RESULTS_DIR)
+    show.add_argument("--protocol", default=None, help="only this protocol")
+    show.set_defaults(func=_run_show)
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+
+def _run_render(args: argparse.Namespace) -> int:
+    from leaderboards.render import render_site
+
+    written = render_site(args.results, args.out, charts=not args.no_charts)
+    sys.stdout.write(f"wrote {len(written)} files to {args.out}\n")
+    return 0
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from leaderboards.render import board_rows, group_by_protocol, markdown_table
+
+    console = Console(width=200)
+    for protocol, runs in group_by_protocol(args.results).items():
+        if args.protocol and protocol != args.protocol:
+            continue
+        console.print(f"[bold]{protocol}[/bold]")
+        console.print(markdown_table(board_rows(runs)), markup=False)
+    return 0

@@ -1,0 +1,212 @@
+"""Evaluation protocols: what a leaderboard row was measured on, loaded from ``protocols/*.toml``.
+
+A protocol fixes env ids and splits, task counts, seeds, samples per task, the turn budget, the
+env modes (offline or the paper's llm/llm/llm with engine specs) and the scorer; its hash keys results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import ConfigError
+
+__all__ = [
+    "CATEGORIES",
+    "PROTOCOL_DIR",
+    "BenchmarkEntry",
+    "Protocol",
+    "WorkUnit",
+    "list_protocols",
+    "load_protocol",
+]
+
+PROTOCOL_DIR = Path(__file__).resolve().parent / "protocols"
+# The paper's four categories, in the order its tables report them.
+CATEGORIES = ("search", "agentic", "math", "science")
+MODES = ("offline", "paper")
+
+
+def _toml_loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError as exc:
+            from agentflow_env.error import DependencyNotInstalled
+
+            raise DependencyNotInstalled("reading protocols on Python 3.10 needs tomli: pip install tomli") from exc
+    return tomllib.loads(text)
+
+
+@dataclass(frozen=True)
+class BenchmarkEntry:
+    """One benchmark of a protocol: which env, which split, how many tasks, how it is scored."""
+
+    env_id: str
+    label: str
+    category: str
+    split: str = "test"
+    num_tasks: int | None = None  # None: every task of the split
+    scorer: str = "default"  # "default": the benchmark's own scorer
+    options: dict[str, Any] = field(default_factory=dict)  # loader/tool kwargs given to gymnasium.make
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One episode to run: task ``index`` of ``benchmark`` under trial ``seed``, sample ``sample``."""
+
+    env_id: str
+    index: int
+    seed: int
+    sample: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.env_id}#{self.index}#s{self.seed}#k{self.sample}"
+
+    def episode_seed(self) -> int:
+        """A reset seed that differs per task, trial and sample, and never depends on run order."""
+        digest = hashlib.sha256(self.key.encode("utf-8")).hexdigest()
+        return int(digest[:8], 16)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A parsed protocol file (see ``leaderboards/protocols/offline-v0.toml`` for every field)."""
+
+    name: str
+    description: str
+    mode: str
+    max_turns: int
+    seeds: tuple[int, ...]
+    samples_per_task: int
+    fast_tasks: int
+    env: dict[str, Any]
+    sampling: dict[str, Any]
+    benchmarks: tuple[BenchmarkEntry, ...]
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def hash(self) -> str:
+        """sha256 (first 16 hex digits) of the canonical JSON of the parsed file: comments and layout don't count."""
+        blob = json.dumps(self.raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    def benchmark(self, env_id: str) -> BenchmarkEntry:
+        for entry in self.benchmarks:
+            if entry.env_id == env_id:
+                return entry
+        raise ConfigError(f"{env_id} is not in protocol {self.name}; it has {', '.join(self.env_ids)}")
+
+    @property
+    def env_ids(self) -> list[str]:
+        return [b.env_id for b in self.benchmarks]
+
+    def env_kwargs(self, engine: str | None = None) -> dict[str, Any]:
+        """Env constructor kwargs of this protocol (modes, turn budget, engine) for ``gymnasium.make``."""
+        kwargs = {k: v for k, v in self.env.items() if k != "engine"}
+        kwargs["max_turns"] = self.max_turns
+        chosen = engine or self.env.get("engine")
+        if chosen and "llm" in (kwargs.get("executor"), kwargs.get("verifier"), kwargs.get("generator")):
+            kwargs["engine"] = chosen
+        return kwargs
+
+    def units(self, env_id: str, num_tasks: int, fast: bool = False) -> list[WorkUnit]:
+        """The episodes of one benchmark with ``num_tasks`` tasks available (``fast``: the first ``fast_tasks``)."""
+        entry = self.benchmark(env_id)
+        n = num_tasks if entry.num_tasks is None else min(entry.num_tasks, num_tasks)
+        if fast:
+            n = min(n, self.fast_tasks)
+        return [WorkUnit(env_id, i, s, k) for s in self.seeds for i in range(n) for k in range(self.samples_per_task)]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("raw")
+        d["hash"] = self.hash
+        return d
+
+
+def list_protocols(directory: Path = PROTOCOL_DIR) -> list[str]:
+    return sorted(p.stem for p in Path(directory).glob("*.toml"))
+
+
+def load_protocol(name_or_path: str | Path) -> Protocol:
+    """A protocol by name (``offline-v0``) from ``leaderboards/protocols`` or by path to a ``.toml`` file."""
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = PROTOCOL_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise ConfigError(
+            f"no protocol {name_or_path!r}; known: {', '.join(list_protocols())} (or give the path of a .toml file)"
+        )
+    try:
+        raw = _toml_loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    return _parse(raw, str(path))
+
+
+def _require(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in raw:
+        raise ConfigError(f"{where}: missing required field {key!r}")
+    value = raw[key]
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where}: field {key!r} must be {kind}, got {type(value).__name__}")
+    return value
+
+
+def _parse(raw: dict[str, Any], source: str) -> Protocol:
+    name = _require(raw, "name", str, source)
+    mode = raw.get("mode", "offline")
+    if mode not in MODES:
+        raise ConfigError(f"{source}: mode={mode!r}; choose one of {', '.join(MODES)}")
+    max_turns = int(_require(raw, "max_turns", int, source))
+    seeds = tuple(int(s) for s in raw.get("seeds", [0]))
+    samples = int(raw.get("samples_per_task", 1))
+    if max_turns < 1 or samples < 1 or not seeds:
+        raise ConfigError(f"{source}: max_turns and samples_per_task must be >= 1 and seeds non-empty")
+    entries = []
+    for i, b in enumerate(_require(raw, "benchmarks", list, source)):
+        where = f"{source} benchmarks[{i}]"
+        env_id = _require(b, "env_id", str, where)
+        category = _require(b, "category", str, where)
+        if category not in CATEGORIES:
+            raise ConfigError(f"{where}: category={category!r}; choose one of {', '.join(CATEGORIES)}")
+        num = b.get("num_tasks")
+        if num is not None and (not isinstance(num, int) or num < 1):
+            raise ConfigError(f"{where}: num_tasks must be a positive integer or absent (all tasks)")
+        entries.append(
+            BenchmarkEntry(
+                env_id=env_id,
+                label=str(b.get("label", env_id.split("/")[-1])),
+                category=category,
+                split=str(b.get("split", "test")),
+                num_tasks=num,
+                scorer=str(b.get("scorer", "default")),
+                options=dict(b.get("options", {})),
+            )
+        )
+    if len({e.env_id for e in entries}) != len(entries):
+        raise ConfigError(f"{source}: an env id is listed twice")
+    return Protocol(
+        name=name,
+        description=str(raw.get("description", "")),
+        mode=mode,
+        max_turns=max_turns,
+        seeds=seeds,
+        samples_per_task=samples,
+        fast_tasks=int(raw.get("fast_tasks", 10)),
+        env=dict(raw.get("env", {})),
+        sampling=dict(raw.get("sampling", {})),
+        benchmarks=tuple(entries),
+        source=source,
+        raw=raw,
+    )

@@ -1,0 +1,387 @@
+"""Runs a policy over a protocol: batched episodes across envs, one ``act`` per policy per turn, resumable.
+
+Each finished episode appends its trajectory, then its outcome line; a rerun skips every unit whose
+outcome line is on disk, so an interrupted evaluation never redoes finished tasks.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import shutil
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from leaderboards.protocol import Protocol, WorkUnit, load_protocol
+from leaderboards.store import (
+    RESULTS_DIR,
+    RUN_FILE,
+    TASKS_FILE,
+    TRAJECTORIES_FILE,
+    EvalResult,
+    JsonlAppender,
+    RunRecord,
+    TaskOutcome,
+    git_state,
+    load_run,
+    read_jsonl,
+    run_name_for,
+    write_json_atomic,
+)
+
+__all__ = ["EvalConfig", "build_env", "evaluate", "normalize_actions"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EvalConfig:
+    """What ``agentflow-env eval`` runs and where it writes."""
+
+    policy: str
+    protocol: str = "offline-v0"
+    out: Path = RESULTS_DIR
+    name: str | None = None  # run folder name; default from the policy spec
+    data_dir: str | None = None
+    engine: str | None = None  # overrides the protocol's engine for llm modes (recorded in the result)
+    batch_size: int = 16
+    fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
+    overwrite: bool = False
+    progress: bool = True
+    notes: str = ""
+    policy_factory: Callable[[str], Any] | None = field(default=None, repr=False)  # env_id -> policy (tests)
+
+    @property
+    def run_name(self) -> str:
+        return self.name or run_name_for(self.policy) + ("-fast" if self.fast else "")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    params = inspect.signature(fn).parameters.values()
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def build_env(protocol: Protocol, env_id: str, data_dir: str | None = None, engine: str | None = None) -> Any:
+    """The env of one protocol benchmark, with the protocol's split, options, modes and turn budget."""
+    import gymnasium as gym
+
+    if env_id not in gym.registry:
+        from agentflow_env.registration import registered_ids
+
+        raise ConfigError(
+            f"protocol {protocol.name} needs {env_id}, which is not registered here; "
+            f"registered: {', '.join(registered_ids())}"
+        )
+    entry = protocol.benchmark(env_id)
+    kwargs: dict[str, Any] = {**entry.options, **protocol.env_kwargs(engine)}
+    kwargs["split"] = entry.split
+    spec_kwargs = gym.spec(env_id).kwargs or {}
+    bench = spec_kwargs.get("benchmark")
+    if data_dir and bench is not None:
+        from benchmarks.specs import get_spec
+
+        if _accepts(get_spec(bench).load_tasks, "data_dir"):
+            kwargs["data_dir"] = data_dir
+    if entry.scorer != "default":
+        kwargs["scorer"] = _make_scorer(entry.scorer)
+    return gym.make(env_id, disable_env_checker=True, **kwargs)
+
+
+def _make_scorer(name: str) -> Any:
+    try:
+        from agentflow_env.scoring import make_scorer  # type: ignore[attr-defined]
+    except ImportError:
+        raise ConfigError(
+            f'scorer {name!r} needs agentflow_env.scoring.make_scorer, which this install lacks; use scorer = "default"'
+        ) from None
+    return make_scorer(name)
+
+
+def normalize_actions(policy: Any, raw: Sequence[Any], n: int) -> tuple[list[str], list[dict[str, int] | None]]:
+    """Action texts and per-action token counts from whatever ``act`` returned.
+
+    Items may be strings, dicts with ``text``/``action``, or objects with ``.text`` (trainable
+    policies); token counts come from ``prompt_ids``/``action_ids`` lengths, ``prompt_tokens``/
+    ``completion_tokens``, or the policy's ``last_usage`` list. Missing counts are ``None``.
+    """
+    if not isinstance(raw, Sequence) or isinstance(raw, str) or len(raw) != n:
+        raise ConfigError(
+            f"{type(policy).__name__}.act returned {type(raw).__name__} of length "
+            f"{len(raw) if hasattr(raw, '__len__') else '?'}; it must return one action per observation ({n})"
+        )
+    usage = getattr(policy, "last_usage", None)
+    texts, tokens = [], []
+    for i, item in enumerate(raw):
+        get = item.get if isinstance(item, dict) else lambda k, d=None, it=item: getattr(it, k, d)
+        text = item if isinstance(item, str) else get("text", get("action"))
+        texts.append(text if isinstance(text, str) else str(text))
+        count = _token_count(get) if not isinstance(item, str) else None
+        if count is None and isinstance(usage, Sequence) and len(usage) == n and isinstance(usage[i], dict):
+            count = _token_count(usage[i].get)
+        tokens.append(count)
+    return texts, tokens
+
+
+def _token_count(get: Callable[..., Any]) -> dict[str, int] | None:
+    prompt, completion = get("prompt_tokens", None), get("completion_tokens", None)
+    if prompt is None and completion is None:
+        pids, aids = get("prompt_ids", None), get("action_ids", get("response_ids", None))
+        prompt = len(pids) if pids is not None else None
+        completion = len(aids) if aids is not None else None
+    if prompt is None and completion is None:
+        return None
+    return {"prompt": int(prompt or 0), "completion": int(completion or 0)}
+
+
+@dataclass
+class _Episode:
+    unit: WorkUnit
+    env: Any
+    obs: dict[str, str]
+    started: float
+    turns: int = 0
+    tokens: dict[str, int] | None = None
+    token_known: bool = True
+
+
+class _EnvPool:
+    """Reusable env instances per env id; a benchmark's envs close once its last episode ends."""
+
+    def __init__(self, protocol: Protocol, data_dir: str | None, engine: str | None):
+        self.protocol, self.data_dir, self.engine = protocol, data_dir, engine
+        self.free: dict[str, list[Any]] = {}
+        self.all: dict[str, list[Any]] = {}
+
+    def acquire(self, env_id: str) -> Any:
+        free = self.free.setdefault(env_id, [])
+        if free:
+            return free.pop()
+        env = build_env(self.protocol, env_id, self.data_dir, self.engine)
+        self.all.setdefault(env_id, []).append(env)
+        return env
+
+    def release(self, env_id: str, env: Any) -> None:
+        self.free.setdefault(env_id, []).append(env)
+
+    def close_env_id(self, env_id: str) -> None:
+        for env in self.all.pop(env_id, []):
+            env.close()
+        self.free.pop(env_id, None)
+
+    def close(self) -> None:
+        for env_id in list(self.all):
+            self.close_env_id(env_id)
+
+
+def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord]:
+    from agentflow_env import __version__
+
+    run_dir = Path(config.out) / protocol.name / config.run_name
+    if config.overwrite and run_dir.exists():
+        shutil.rmtree(run_dir)
+    commit, dirty = git_state()
+    env = dict(protocol.env)
+    if config.engine:
+        env["engine"] = config.engine
+    fresh = RunRecord(
+        name=config.run_name,
+        protocol=protocol.name,
+        protocol_hash=protocol.hash,
+        policy=config.policy,
+        fast=config.fast,
+        package_version=__version__,
+        git_commit=commit,
+        git_dirty=dirty,
+        seeds=list(protocol.seeds),
+        samples_per_task=protocol.samples_per_task,
+        max_turns=protocol.max_turns,
+        env=env,
+        sampling=dict(protocol.sampling),
+        benchmarks={
+            b.env_id: {"label": b.label, "category": b.category, "split": b.split} for b in protocol.benchmarks
+        },
+        started_at=_now(),
+        notes=config.notes,
+    )
+    if (run_dir / RUN_FILE).exists():
+        old = load_run(run_dir).record
+        clash = [
+            f"{k}: stored {a!r}, now {b!r}"
+            for k, a, b in (
+                ("protocol_hash", old.protocol_hash, fresh.protocol_hash),
+                ("policy", old.policy, fresh.policy),
+                ("fast", old.fast, fresh.fast),
+                ("engine", old.env.get("engine"), fresh.env.get("engine")),
+            )
+            if a != b
+        ]
+        if old.kind != "measured" or clash:
+            raise ConfigError(
+                f"{run_dir} holds a different run ({'; '.join(clash) or old.kind}); "
+                "pass --name NEW to keep both or --overwrite to replace it"
+            )
+        fresh.started_at, fresh.wall_s, fresh.sessions = old.started_at, old.wall_s, old.sessions
+        if (old.git_commit, old.package_version) != (commit, fresh.package_version):
+            fresh.notes = (fresh.notes + f" resumed across code versions (first {old.git_commit}).").strip()
+    fresh.sessions += 1
+    write_json_atomic(run_dir / RUN_FILE, fresh.to_dict())
+    return run_dir, fresh
+
+
+def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool) -> list[WorkUnit]:
+    units: list[WorkUnit] = []
+    for entry in protocol.benchmarks:
+        env = pool.acquire(entry.env_id)
+        num = len(env.unwrapped.tasks)
+        pool.release(entry.env_id, env)
+        units.extend(protocol.units(entry.env_id, num, fast=config.fast))
+    return units
+
+
+def evaluate(config: EvalConfig) -> EvalResult:
+    """Run (or resume) ``config.policy`` on ``config.protocol``; returns the stored result."""
+    if config.batch_size < 1:
+        raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
+    protocol = load_protocol(config.protocol)
+    run_dir, record = _prepare_run_dir(config, protocol)
+    pool = _EnvPool(protocol, config.data_dir, config.engine)
+    session_start = time.monotonic()
+    try:
+        units = _plan(protocol, config, pool)
+        done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
+        todo = deque(u for u in units if u.key not in done)
+        policies = _policies(config, protocol)
+        with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
+            _loop(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
+        record.complete = True
+    finally:
+        pool.close()
+        record.wall_s += time.monotonic() - session_start
+        record.updated_at = _now()
+        write_json_atomic(run_dir / RUN_FILE, record.to_dict())
+    return load_run(run_dir)
+
+
+def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
+    if config.policy_factory is not None:
+        return {e: config.policy_factory(e) for e in protocol.env_ids}
+    from agents.registry import make_policies
+
+    return make_policies(config.policy, protocol.env_ids, protocol.sampling)
+
+
+def _loop(
+    todo: deque[WorkUnit],
+    total: int,
+    initial: int,
+    policies: dict[str, Any],
+    pool: _EnvPool,
+    config: EvalConfig,
+    traj: JsonlAppender,
+    tasks: JsonlAppender,
+) -> None:
+    from tqdm.auto import tqdm
+
+    remaining = {e: 0 for e in policies}
+    for u in todo:
+        remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
+    for env_id, count in remaining.items():
+        if count == 0:
+            pool.close_env_id(env_id)
+    active: list[_Episode] = []
+    bar = tqdm(
+        total=total,
+        initial=initial,
+        desc=f"eval {config.policy}",
+        unit="task",
+        disable=not config.progress,
+        dynamic_ncols=True,
+    )
+    try:
+        while todo or active:
+            while todo and len(active) < config.batch_size:
+                unit = todo.popleft()
+                env = pool.acquire(unit.env_id)
+                obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
+                active.append(_Episode(unit, env, obs, time.perf_counter()))
+            finished = _turn(active, policies)
+            for ep, reward, info in finished:
+                _record(ep, reward, info, traj, tasks)
+                active.remove(ep)
+                pool.release(ep.unit.env_id, ep.env)
+                remaining[ep.unit.env_id] -= 1
+                if remaining[ep.unit.env_id] == 0:
+                    pool.close_env_id(ep.unit.env_id)
+                bar.update(1)
+    finally:
+        bar.close()
+
+
+def _turn(active: list[_Episode], policies: dict[str, Any]) -> list[tuple[_Episode, float, dict[str, Any]]]:
+    """One planner turn for every active episode: one ``act`` call per distinct policy object."""
+    groups: dict[int, list[_Episode]] = {}
+    for ep in active:
+        groups.setdefault(id(policies[ep.unit.env_id]), []).append(ep)
+    finished = []
+    for eps in groups.values():
+        policy = policies[eps[0].unit.env_id]
+        # trainable policies also return token ids (counted, not stored); plain ones return strings
+        act = getattr(policy, "act_with_samples", None) or policy.act
+        texts, tokens = normalize_actions(policy, act([ep.obs for ep in eps]), len(eps))
+        for ep, text, count in zip(eps, texts, tokens):
+            ep.turns += 1
+            if count is None:
+                ep.token_known = False
+            else:
+                ep.tokens = {k: (ep.tokens or {}).get(k, 0) + v for k, v in count.items()}
+            ep.obs, reward, terminated, truncated, info = ep.env.step(text)
+            if terminated or truncated:
+                info["_terminated"] = bool(terminated)
+                finished.append((ep, float(reward), info))
+    return finished
+
+
+def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppender, tasks: JsonlAppender) -> None:
+    task = info.get("task") or {}
+    unit = ep.unit
+    offset, length = traj.append(
+        {
+            "key": unit.key,
+            "env_id": unit.env_id,
+            "task_id": info.get("task_id"),
+            "question": task.get("question"),
+            "gold": info.get("gold"),
+            "answer": info.get("answer"),
+            "score": info.get("score", reward),
+            "trajectory": info.get("trajectory", []),
+        }
+    )
+    outcome = TaskOutcome(
+        key=unit.key,
+        env_id=unit.env_id,
+        index=unit.index,
+        seed=unit.seed,
+        sample=unit.sample,
+        task_id=str(info.get("task_id")),
+        score=float(info.get("score", reward)),
+        answer=str(info.get("answer", "")),
+        gold=info.get("gold"),
+        turns=ep.turns,
+        terminated=info["_terminated"],
+        truncated=not info["_terminated"],
+        wall_s=round(time.perf_counter() - ep.started, 4),
+        tokens=ep.tokens if ep.token_known else None,
+        trajectory={"file": TRAJECTORIES_FILE, "offset": offset, "length": length},
+        error=info.get("score_error"),
+    )
+    tasks.append(outcome.to_dict())

@@ -1,0 +1,69 @@
+"""Interval statistics for leaderboard scores: Wilson intervals and the paper's category averages.
+
+Pure functions on counts and per-benchmark accuracies; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Z95", "BenchmarkScore", "category_averages", "score_of", "wilson_interval"]
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion (``successes`` may be fractional for partial credit).
+
+    With ``n == 0`` it is the uninformative ``(0, 1)``.
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    p = min(max(successes / n, 0.0), 1.0)
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    # at p = 0 or 1 one bound is exact; rounding must not push the observed value outside its interval
+    lo = 0.0 if p <= 0.0 else max(0.0, min(p, centre - half))
+    hi = 1.0 if p >= 1.0 else min(1.0, max(p, centre + half))
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class BenchmarkScore:
+    """Accuracy on one benchmark over ``n`` episodes (``total`` is the sum of scores in [0, 1])."""
+
+    n: int
+    total: float
+
+    @property
+    def accuracy(self) -> float:
+        return self.total / self.n if self.n else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.total, self.n)
+
+
+def score_of(scores: Sequence[float]) -> BenchmarkScore:
+    return BenchmarkScore(n=len(scores), total=float(sum(scores)))
+
+
+def category_averages(
+    accuracies: Mapping[str, float | None],
+    categories: Mapping[str, str],
+    order: Sequence[str] = ("search", "agentic", "math", "science"),
+) -> dict[str, float]:
+    """Mean of the per-benchmark accuracies within each category, as the paper's Avg. columns.
+
+    Benchmarks with no value (``None``) are left out; a category with none is absent.
+    """
+    out: dict[str, float] = {}
+    for cat in order:
+        vals = [a for b, a in accuracies.items() if categories.get(b) == cat and a is not None]
+        if vals:
+            out[cat] = sum(vals) / len(vals)
+    return out

@@ -1,0 +1,305 @@
+"""The results store: one folder per run with ``run.json``, ``tasks.jsonl`` and ``trajectories.jsonl``.
+
+Task lines are appended one per finished episode with write+flush+fsync, so an interrupted run
+resumes from what is on disk; a torn last line (a crash mid-write) is dropped and cut off on reopen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaderboards.stats import BenchmarkScore, category_averages
+
+__all__ = [
+    "RESULTS_DIR",
+    "RUN_FILE",
+    "TASKS_FILE",
+    "TRAJECTORIES_FILE",
+    "EvalResult",
+    "JsonlAppender",
+    "RunRecord",
+    "TaskOutcome",
+    "git_state",
+    "iter_runs",
+    "load_run",
+    "read_jsonl",
+    "read_trajectory",
+    "run_name_for",
+    "write_json_atomic",
+]
+
+logger = logging.getLogger(__name__)
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RUN_FILE = "run.json"
+TASKS_FILE = "tasks.jsonl"
+TRAJECTORIES_FILE = "trajectories.jsonl"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary file, fsync it, then rename over ``path`` (readers never see half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Records of a JSONL file. A last line without its newline, or that does not parse, is torn:
+    it is skipped, and with ``repair`` cut off the file so later appends start on a clean line."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    records: list[dict[str, Any]] = []
+    good_end = 0
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:  # no newline: a torn final write
+            break
+        line = data[pos:nl]
+        try:
+            if line.strip():
+                records.append(json.loads(line))
+            good_end = nl + 1
+        except ValueError:
+            if data.find(b"\n", nl + 1) >= 0:  # a bad line in the middle: keep going, say so
+                logger.warning("%s: skipping an unreadable line at byte %d", path, pos)
+                good_end = nl + 1
+            else:
+                break
+        pos = nl + 1
+    if repair and good_end < len(data):
+        logger.warning("%s: dropping a torn last line (%d bytes)", path, len(data) - good_end)
+        with open(path, "r+b") as fh:
+            fh.truncate(good_end)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return records
+
+
+class JsonlAppender:
+    """Appends JSON lines durably: each ``append`` is one write, flushed and fsynced before it returns."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        read_jsonl(path, repair=True)
+        self._fh = open(path, "ab")
+
+    def append(self, record: dict[str, Any]) -> tuple[int, int]:
+        """Write one record; returns its ``(byte offset, byte length)`` in the file."""
+        line = (json.dumps(record, ensure_ascii=False, sort_keys=True, default=str) + "\n").encode("utf-8")
+        offset = self._fh.seek(0, os.SEEK_END)
+        self._fh.write(line)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        return offset, len(line)
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class TaskOutcome:
+    """One finished episode: what was asked, what came back, its score and where its trajectory is."""
+
+    key: str
+    env_id: str
+    index: int
+    seed: int
+    sample: int
+    task_id: str
+    score: float
+    answer: str
+    gold: Any
+    turns: int
+    terminated: bool
+    truncated: bool
+    wall_s: float
+    tokens: dict[str, int] | None = None
+    trajectory: dict[str, Any] | None = None  # {"file", "offset", "length"} in trajectories.jsonl
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TaskOutcome:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class RunRecord:
+    """``run.json``: what was run, by which code, and (for ``kind="reported"``) the published numbers."""
+
+    name: str
+    protocol: str
+    protocol_hash: str
+    policy: str
+    kind: str = "measured"  # "measured" (tasks.jsonl beside) or "reported" (published numbers)
+    fast: bool = False
+    package_version: str | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    seeds: list[int] = field(default_factory=list)
+    samples_per_task: int = 1
+    max_turns: int | None = None
+    env: dict[str, Any] = field(default_factory=dict)  # modes and engine specs as run
+    sampling: dict[str, Any] = field(default_factory=dict)
+    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)  # env_id -> {label, category, split}
+    started_at: str | None = None
+    updated_at: str | None = None
+    wall_s: float = 0.0
+    sessions: int = 0
+    complete: bool = False
+    reported: dict[str, float | None] = field(default_factory=dict)  # env_id -> accuracy in [0, 1]
+    source: str | None = None
+    notes: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class EvalResult:
+    """A run's record with its outcomes, and the leaderboard numbers computed from them."""
+
+    record: RunRecord
+    outcomes: list[TaskOutcome] = field(default_factory=list)
+    path: Path | None = None
+
+    def scores(self, keys: set[str] | None = None) -> dict[str, BenchmarkScore]:
+        """Per-benchmark scores over the outcomes (only ``keys`` when given), in the protocol's order."""
+        by_env: dict[str, list[float]] = {env_id: [] for env_id in self.record.benchmarks}
+        for o in self.outcomes:
+            if keys is None or o.key in keys:
+                by_env.setdefault(o.env_id, []).append(o.score)
+        return {e: BenchmarkScore(n=len(v), total=float(sum(v))) for e, v in by_env.items()}
+
+    def accuracies(self) -> dict[str, float | None]:
+        if self.record.kind == "reported":
+            return {e: self.record.reported.get(e) for e in self.record.benchmarks}
+        return {e: (s.accuracy if s.n else None) for e, s in self.scores().items()}
+
+    def categories(self) -> dict[str, float]:
+        cats = {e: b.get("category", "") for e, b in self.record.benchmarks.items()}
+        return category_averages(self.accuracies(), cats)
+
+    def overall(self) -> float | None:
+        """Mean accuracy over all benchmarks; ``None`` while any benchmark has no number."""
+        vals = list(self.accuracies().values())
+        if not vals or any(a is None for a in vals):
+            return None
+        return sum(vals) / len(vals)  # type: ignore[arg-type]
+
+    def tokens(self) -> dict[str, int] | None:
+        """Summed token counts, or ``None`` when any episode lacks them (the policy did not report)."""
+        if not self.outcomes or any(o.tokens is None for o in self.outcomes):
+            return None
+        total: dict[str, int] = {}
+        for o in self.outcomes:
+            for k, v in (o.tokens or {}).items():
+                total[k] = total.get(k, 0) + int(v)
+        return total
+
+    def summary(self) -> dict[str, Any]:
+        bench = {}
+        if self.record.kind == "reported":
+            for e, acc in self.accuracies().items():
+                bench[e] = {"accuracy": acc, "n": None, "ci95": None}
+        else:
+            for e, s in self.scores().items():
+                bench[e] = {
+                    "accuracy": s.accuracy if s.n else None,
+                    "n": s.n,
+                    "ci95": list(s.interval) if s.n else None,
+                }
+        return {
+            "benchmarks": bench,
+            "categories": self.categories(),
+            "overall": self.overall(),
+            "tokens": self.tokens(),
+            "wall_s": self.record.wall_s,
+            "episodes": len(self.outcomes),
+        }
+
+
+def load_run(run_dir: Path) -> EvalResult:
+    """A run folder's record and outcomes (a torn last task line is ignored, never repaired here)."""
+    record = RunRecord.from_dict(json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8")))
+    outcomes = []
+    seen: set[str] = set()
+    for d in read_jsonl(run_dir / TASKS_FILE):
+        o = TaskOutcome.from_dict(d)
+        if o.key not in seen:  # a unit re-run after a crash between its two writes counts once
+            seen.add(o.key)
+            outcomes.append(o)
+    return EvalResult(record=record, outcomes=outcomes, path=run_dir)
+
+
+def iter_runs(results_dir: Path = RESULTS_DIR) -> Iterator[EvalResult]:
+    """Every run under ``results_dir`` (any depth), sorted by path."""
+    for run_file in sorted(Path(results_dir).rglob(RUN_FILE)):
+        try:
+            yield load_run(run_file.parent)
+        except (ValueError, TypeError, KeyError) as exc:
+            logger.warning("skipping %s: %s", run_file, exc)
+
+
+def read_trajectory(run_dir: Path, ref: dict[str, Any]) -> dict[str, Any]:
+    """The trajectory record that a task outcome's ``trajectory`` reference points at."""
+    with open(run_dir / ref["file"], "rb") as fh:
+        fh.seek(int(ref["offset"]))
+        return json.loads(fh.read(int(ref["length"])))
+
+
+def git_state(path: Path | None = None) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the checkout holding ``path`` (default: the package); ``(None, None)`` outside git."""
+    cwd = Path(path or Path(__file__).resolve().parents[1])
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return commit or None, bool(status.strip())
+
+
+def run_name_for(policy: str) -> str:
+    """A folder-safe run name from a policy spec (``hf:runs/x`` -> ``hf-runs-x``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", policy.strip()).strip("-.")
+    return name[:80] or "run"
