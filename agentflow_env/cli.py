@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "leaderboard": ("leaderboards.cli:configure_leaderboard", "render or show the leaderboard from stored results"),
     "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
     "train": ("agents.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
+    "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
 }
 
 

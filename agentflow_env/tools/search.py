@@ -5,6 +5,7 @@ Scores are precomputed into a term-major sparse matrix in bm25s's on-disk layout
 
 from __future__ import annotations
 
+import array
 import json
 import logging
 import mmap
@@ -30,6 +31,7 @@ __all__ = [
     "SearchHit",
     "format_hits",
     "iter_dataset",
+    "iter_dataset_rows",
     "iter_jsonl",
     "iter_parquet",
     "tokenize",
@@ -203,6 +205,32 @@ def iter_parquet(
             )
 
 
+def iter_dataset_rows(
+    source: Any, *, split: str = "train", streaming: bool = True, **load_kwargs: Any
+) -> Iterator[dict[str, Any]]:
+    """Raw rows of a ``datasets`` corpus: a Dataset/IterableDataset(Dict), a ``save_to_disk`` folder, or a hub id."""
+    rows: Iterable[dict[str, Any]]
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            import datasets
+        except ImportError:  # pragma: no cover - depends on the install
+            raise DependencyNotInstalled("datasets", "datasets") from None
+        local = Path(source)
+        if (local / "dataset_info.json").is_file() or (local / "dataset_dict.json").is_file():
+            loaded = datasets.load_from_disk(str(local))
+            rows = loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
+        elif local.is_file() and local.suffix in (".parquet", ".jsonl", ".json", ".csv"):
+            builder = {".parquet": "parquet", ".csv": "csv"}.get(local.suffix, "json")
+            rows = datasets.load_dataset(builder, data_files=str(local), split="train", streaming=streaming)
+        else:
+            rows = datasets.load_dataset(str(source), split=split, streaming=streaming, **load_kwargs)
+    elif hasattr(source, "keys") and split in source.keys():  # a DatasetDict
+        rows = source[split]
+    else:
+        rows = source
+    yield from rows
+
+
 def iter_dataset(
     source: Any,
     *,
@@ -214,23 +242,7 @@ def iter_dataset(
     **load_kwargs: Any,
 ) -> Iterator[dict[str, str]]:
     """Stream passages from a ``datasets`` corpus: a Dataset/IterableDataset, a saved folder, or a hub id."""
-    rows: Iterable[dict[str, Any]]
-    if isinstance(source, (str, os.PathLike)):
-        try:
-            import datasets
-        except ImportError:  # pragma: no cover - depends on the install
-            raise DependencyNotInstalled("datasets", "datasets") from None
-        local = Path(source)
-        if (local.is_dir() and (local / "dataset_info.json").exists()) or (local / "dataset_dict.json").exists():
-            loaded = datasets.load_from_disk(str(local))
-            rows = loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
-        else:
-            rows = datasets.load_dataset(str(source), split=split, streaming=streaming, **load_kwargs)
-    else:
-        rows = source
-        if hasattr(source, "keys") and split in source:  # a DatasetDict
-            rows = source[split]
-    for row in rows:
+    for row in iter_dataset_rows(source, split=split, streaming=streaming, **load_kwargs):
         yield _passage(row, text_field, title_field, id_field)
 
 
@@ -246,7 +258,8 @@ class _PassageStore:
         self._fh = None
         self._offsets: np.ndarray | None = None
         if path is not None:
-            self._offsets = np.load(path / OFFSETS_FILE, mmap_mode="r")
+            # a plain ndarray view of the mapped file: indexing an np.memmap costs a Python object per lookup
+            self._offsets = np.asarray(np.load(path / OFFSETS_FILE, mmap_mode="r"))
             self._fh = open(path / PASSAGES_FILE, "rb")
             if self._offsets[-1] > 0:
                 self._mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -330,7 +343,7 @@ class _IndexWriter:
         self._tmp = tempfile.mkdtemp(prefix="bm25spool-", dir=out_dir) if out_dir is not None else None
         self.spool = _Spool(Path(self._tmp) if self._tmp else None)
         self.records: list[dict[str, str]] = []
-        self._offsets: list[int] = [0]
+        self._offsets = array.array("q", [0])  # 8 bytes a passage, not a Python int each
         self._fh = open(out_dir / PASSAGES_FILE, "wb") if out_dir is not None else None
 
     def add_chunk(self, passages: Sequence[dict[str, Any]]) -> None:
@@ -354,7 +367,7 @@ class _IndexWriter:
         self.spool.add(
             (docs[order] + self.n_docs).astype(np.int32), terms[order].astype(np.int32), tfs[order].astype(np.float32)
         )
-        self.doc_lens.append(lens)
+        self.doc_lens.append(lens.astype(np.int32))
         self.n_docs += len(passages)
 
     def _record(self, p: dict[str, Any], row: int) -> dict[str, str]:
@@ -419,7 +432,7 @@ class _IndexWriter:
             self._fh = None
         data.flush()
         indices.flush()
-        np.save(self.out_dir / OFFSETS_FILE, np.asarray(self._offsets, dtype=np.int64))
+        np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
         del data, indices
         _write_meta(self.out_dir, self.vocab, params)
         return BM25Index.load(self.out_dir, mmap=True)
@@ -625,14 +638,16 @@ class BM25Index:
         qptr = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum([len(q) for q in ids], out=qptr[1:])
         qflat = np.fromiter((t for q in ids for t in q), dtype=np.int64, count=int(qptr[-1]))
-        scratch, touched = self._buffers()
-        scores, docs = _kernel()(qflat, qptr, self.data, self.indices, self.indptr, scratch, touched, k)
+        scores, docs = _kernel()(qflat, qptr, self.data, self.indices, self.indptr, *self._buffers(), k)
         return [self._hits(d, s) for d, s in zip(docs, scores, strict=True)]
 
-    def _buffers(self) -> tuple[np.ndarray, np.ndarray]:
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Scratch scores (kept all-zero between calls), touched doc ids and their scores, one set per thread."""
         bufs = getattr(self._local, "bufs", None)
         if bufs is None:
-            bufs = self._local.bufs = (np.zeros(len(self), dtype=np.float32), np.zeros(len(self), dtype=np.int64))
+            n = len(self)
+            bufs = (np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.float32))
+            self._local.bufs = bufs
         return bufs
 
     def _hits(self, docs: np.ndarray, scores: np.ndarray) -> list[SearchHit]:
@@ -660,36 +675,50 @@ _sorted_top_k: Any = None  # bm25s's numba heap top-k, bound when the kernel is 
 _KERNEL: Any = None
 
 
-def _retrieve_kernel(qflat, qptr, data, indices, indptr, scratch, touched, k):  # type: ignore[no-untyped-def]
-    """Score each query over the posting lists of its terms only, then take the top ``k`` of the touched docs.
+def _retrieve_kernel(qflat, qptr, data, indices, indptr, scratch, touched, values, k):  # type: ignore[no-untyped-def]
+    """Score each query by scattering its terms' posting lists into ``scratch``, then take the top ``k``.
 
-    bm25s's own path zero-fills and scans a dense ``num_docs`` vector per query; here ``scratch`` (all zeros on
-    entry and on exit) accumulates scores and ``touched`` lists the documents hit, so the cost follows the
-    postings, not the corpus size. Every BM25 weight is > 0, so a zero in ``scratch`` means "not touched yet".
+    bm25s's own path zero-fills and scans a dense ``num_docs`` vector per query. Here, when the postings are few
+    next to the corpus, a second pass over them collects just the touched documents for the top-k (cost follows
+    the postings, not the corpus size); otherwise the dense vector goes to the top-k. ``scratch`` is all zeros
+    on entry and on exit; every BM25 weight is > 0, so a zero means "not touched".
     """
     nq = len(qptr) - 1
+    num_docs = len(scratch)
     out_scores = np.zeros((nq, k), dtype=np.float32)
     out_docs = np.full((nq, k), -1, dtype=np.int64)
     for q in range(nq):
-        n = 0
+        total = 0
         for t in range(qptr[q], qptr[q + 1]):
             term = qflat[t]
+            total += indptr[term + 1] - indptr[term]
             for j in range(indptr[term], indptr[term + 1]):
-                doc = indices[j]
-                if scratch[doc] == 0.0:
-                    touched[n] = doc
-                    n += 1
-                scratch[doc] += data[j]
-        values = np.empty(n, dtype=np.float32)
-        for m in range(n):
-            values[m] = scratch[touched[m]]
-            scratch[touched[m]] = 0.0
-        kk = min(k, n)
-        if kk > 0:
-            top_values, top_pos = _sorted_top_k(values, kk, True)
+                scratch[indices[j]] += data[j]
+        if total == 0:
+            continue
+        if total * 8 < num_docs:
+            n = 0
+            for t in range(qptr[q], qptr[q + 1]):
+                term = qflat[t]
+                for j in range(indptr[term], indptr[term + 1]):
+                    doc = indices[j]
+                    if scratch[doc] != 0.0:
+                        values[n] = scratch[doc]
+                        touched[n] = doc
+                        scratch[doc] = 0.0
+                        n += 1
+            kk = min(k, n)
+            top_values, top_pos = _sorted_top_k(values[:n], kk, True)
             for r in range(kk):
                 out_scores[q, r] = top_values[r]
                 out_docs[q, r] = touched[top_pos[r]]
+        else:
+            kk = min(k, num_docs)
+            top_values, top_pos = _sorted_top_k(scratch, kk, True)
+            for r in range(kk):
+                out_scores[q, r] = top_values[r]
+                out_docs[q, r] = top_pos[r]
+            scratch[:] = 0.0
     return out_scores, out_docs
 
 
