@@ -49,6 +49,10 @@ BUILTIN: tuple[EnvEntry, ...] = (
     EnvEntry("GPQA", kwargs={"benchmark": "GPQA"}),
     EnvEntry("MedQA", kwargs={"benchmark": "MedQA"}),
     EnvEntry("Gen-GameOf24", kwargs={"benchmark": "Gen-GameOf24"}),
+    EnvEntry("Gen-MultiHop", kwargs={"benchmark": "Gen-MultiHop"}),
+    EnvEntry("Gen-Math", kwargs={"benchmark": "Gen-Math"}),
+    EnvEntry("Gen-Science", kwargs={"benchmark": "Gen-Science"}),
+    EnvEntry("Gen-Agentic", kwargs={"benchmark": "Gen-Agentic"}),
 )
 
 

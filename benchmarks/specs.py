@@ -60,6 +60,10 @@ SPEC_TABLE: dict[str, str] = {
     "GPQA": "benchmarks.paper:GPQA",
     "MedQA": "benchmarks.paper:MEDQA",
     "Gen-GameOf24": "benchmarks.generated.game24:SPEC",
+    "Gen-MultiHop": "benchmarks.generated.multihop:SPEC",
+    "Gen-Math": "benchmarks.generated.mathgen:SPEC",
+    "Gen-Science": "benchmarks.generated.science:SPEC",
+    "Gen-Agentic": "benchmarks.generated.agentic:SPEC",
 }
 
 _ENV_KWARGS = {

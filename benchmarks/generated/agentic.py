@@ -1,0 +1,230 @@
+"""``Gen-Agentic``: questions that need facts retrieved from the generated world and then a computation.
+
+Each template names its operands (world lookups), its constants and the arithmetic that combines them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from agentflow_env.arith import evaluate
+from agentflow_env.error import ConfigError
+from agentflow_env.tools.base import Tool
+from agentflow_env.types import Task
+from benchmarks.generated.common import GeneratedTasks
+from benchmarks.generated.mathgen import ExactNumberScorer, format_number
+from benchmarks.generated.multihop import Lookup, hop_choices, random_lookup
+from benchmarks.generated.world import World, build_world, make_world_tools, parse_chain
+from benchmarks.specs import BenchmarkSpec
+
+__all__ = ["SPEC", "TEMPLATES", "AgenticTemplate", "load_tasks", "make_tools", "parse_agentic_question"]
+
+FAMILY = "Gen-Agentic"
+_EVENT = {"born": "the birth of {}", "founded": "the founding of {}"}
+
+
+@dataclass(frozen=True)
+class AgenticTemplate:
+    """A question shape: operand attributes, constants' ranges, the text, and the arithmetic.
+
+    ``expression(values, constants)`` is what the calculator evaluates (values in operand order).
+    """
+
+    name: str
+    attributes: tuple[str, ...]
+    constants: tuple[tuple[int, int], ...]  # (lo, hi) per constant, scaled by ``magnitude`` when hi < 0
+    text: Callable[[Sequence[str], Sequence[int]], str]
+    pattern: str
+    expression: Callable[[Sequence[int], Sequence[int]], str]
+    valid: Callable[[Sequence[int]], bool] = lambda values: True
+
+
+def _years_apart_text(phrases: Sequence[str], consts: Sequence[int]) -> str:
+    return (
+        f"How many years lie between {phrases[0]} and {phrases[1]}? Multiply that number of years by {consts[0]} "
+        "and give the result."
+    )
+
+
+def _years_apart_expr(values: Sequence[int], consts: Sequence[int]) -> str:
+    return f"({max(values)} - {min(values)}) * {consts[0]}"
+
+
+TEMPLATES: dict[str, AgenticTemplate] = {
+    t.name: t
+    for t in (
+        AgenticTemplate(
+            "years_apart_founded_born",
+            ("founded", "born"),
+            ((2, -1),),
+            lambda ph, c: _years_apart_text([_EVENT["founded"].format(ph[0]), _EVENT["born"].format(ph[1])], c),
+            r"^How many years lie between the founding of (.+?) and the birth of (.+?)\? Multiply that number of "
+            r"years by (\d+) and give the result\.$",
+            _years_apart_expr,
+            lambda v: v[0] != v[1],
+        ),
+        AgenticTemplate(
+            "years_apart_born_born",
+            ("born", "born"),
+            ((2, -1),),
+            lambda ph, c: _years_apart_text([_EVENT["born"].format(ph[0]), _EVENT["born"].format(ph[1])], c),
+            r"^How many years lie between the birth of (.+?) and the birth of (.+?)\? Multiply that number of "
+            r"years by (\d+) and give the result\.$",
+            _years_apart_expr,
+            lambda v: v[0] != v[1],
+        ),
+        AgenticTemplate(
+            "combined_population",
+            ("population", "population"),
+            (),
+            lambda ph, c: f"What is the combined population of {ph[0]} and {ph[1]}?",
+            r"^What is the combined population of (.+?) and (.+?)\?$",
+            lambda v, c: f"{v[0]} + {v[1]}",
+        ),
+        AgenticTemplate(
+            "age_at_founding",
+            ("born", "founded"),
+            (),
+            lambda ph, c: f"How many years after the birth of {ph[0]} was {ph[1]} founded?",
+            r"^How many years after the birth of (.+?) was (.+?) founded\?$",
+            lambda v, c: f"{v[1]} - {v[0]}",
+            lambda v: 0 < v[1] - v[0] < 110,
+        ),
+        AgenticTemplate(
+            "population_growth",
+            ("population",),
+            ((10, -100), (2, 60)),
+            lambda ph, c: (
+                f"Suppose the population of {ph[0]} grew by {c[0]} people every year for {c[1]} years. "
+                "What would the population be then?"
+            ),
+            r"^Suppose the population of (.+?) grew by (\d+) people every year for (\d+) years\. "
+            r"What would the population be then\?$",
+            lambda v, c: f"{v[0]} + {c[0]} * {c[1]}",
+        ),
+        AgenticTemplate(
+            "population_per_year",
+            ("population", "founded"),
+            ((1990, 2030),),
+            lambda ph, c: (
+                f"Divide the population of {ph[0]} by the number of years from the founding of {ph[1]} to {c[0]}. "
+                "Give the exact value (a fraction if needed)."
+            ),
+            r"^Divide the population of (.+?) by the number of years from the founding of (.+?) to (\d+)\. "
+            r"Give the exact value \(a fraction if needed\)\.$",
+            lambda v, c: f"{v[0]} / ({c[0]} - {v[1]})",
+        ),
+    )
+}
+
+
+def parse_agentic_question(text: str) -> tuple[AgenticTemplate, list[Lookup], list[int]] | None:
+    """The template, operand lookups and constants of a Gen-Agentic question, or ``None``."""
+    for template in TEMPLATES.values():
+        m = re.match(template.pattern, text.strip())
+        if not m:
+            continue
+        groups = m.groups()
+        n = len(template.attributes)
+        lookups = []
+        for phrase, attr in zip(groups[:n], template.attributes):
+            relations, start = parse_chain(phrase)
+            lookups.append(Lookup(tuple(relations), start, attr))
+        return template, lookups, [int(g) for g in groups[n:]]
+    return None
+
+
+def _draw(
+    world: World, rng: np.random.Generator, template: AgenticTemplate, hops: int, magnitude: int
+) -> tuple[str, str, int] | None:
+    n = len(template.attributes)
+    extra = max(hops - n, 0)
+    cuts = sorted(int(c) for c in rng.integers(0, extra + 1, size=n - 1))
+    rels = [b - a for a, b in zip([0, *cuts], [*cuts, extra])]
+    lookups, avoid, values = [], [], []
+    for attr, k in zip(template.attributes, rels):
+        found = random_lookup(world, rng, k, attr, avoid=avoid)
+        if found is None:
+            return None
+        lookup, path = found
+        lookups.append(lookup)
+        avoid.extend(path)
+        values.append(world.entities[path[-1]].attributes[attr])
+    if not template.valid(values):
+        return None
+    consts = [int(rng.integers(lo, (hi if hi > 0 else -hi * magnitude) + 1)) for lo, hi in template.constants]
+    text = template.text([lk.phrase() for lk in lookups], consts)
+    value: Fraction = evaluate(template.expression(values, consts))
+    return text, format_number(value), sum(lk.hops for lk in lookups)
+
+
+def load_tasks(
+    split: str = "test",
+    seed: int = 0,
+    num_tasks: int = 500,
+    hops: int | Sequence[int] = (2, 4),
+    magnitude: int = 10,
+    world_size: int = 300,
+    distractors: int = 2,
+    templates: Sequence[str] | None = None,
+) -> GeneratedTasks:
+    """Retrieval-plus-arithmetic questions over the world of ``seed`` (shared by all splits).
+
+    Knobs: ``hops`` (passages to read, at least one per operand), ``magnitude`` (size of the constants),
+    ``world_size``, ``distractors`` and ``templates`` (a subset of ``TEMPLATES``).
+    """
+    choices = hop_choices(hops)
+    if not 1 <= magnitude <= 100_000:
+        raise ConfigError(f"magnitude={magnitude}; use 1..100000")
+    names = list(templates) if templates is not None else list(TEMPLATES)
+    if not names or any(n not in TEMPLATES for n in names):
+        raise ConfigError(f"templates={templates!r}; choose from {', '.join(TEMPLATES)}")
+    world = build_world(int(seed), int(world_size), int(distractors))
+
+    def make(rng: np.random.Generator) -> tuple[str, Task]:
+        for _ in range(200):
+            template = TEMPLATES[names[int(rng.integers(len(names)))]]
+            drawn = _draw(world, rng, template, choices[int(rng.integers(len(choices)))], magnitude)
+            if drawn is None:
+                continue
+            text, answer, n_hops = drawn
+            meta = {
+                "hops": n_hops,
+                "template": template.name,
+                "world_seed": int(seed),
+                "world_size": int(world_size),
+                "distractors": int(distractors),
+            }
+            tid = "genag-" + Task.content_id(seed, world_size, distractors, text)
+            return text, Task(id=tid, question=text, answer=answer, family="agentic", metadata=meta)
+        raise ConfigError(f"{FAMILY}: no question fits hops={hops} in this world; raise world_size or hops")
+
+    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)
+
+
+def make_tools(seed: int = 0, world_size: int = 300, distractors: int = 2, top_k: int = 3) -> list[Tool]:
+    """BM25 search over the world's passages (index cached per settings), the calculator and the Python coder."""
+    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator", "python"))
+
+
+SPEC = BenchmarkSpec(
+    name=FAMILY,
+    family="agentic",
+    load_tasks=load_tasks,
+    make_scorer=ExactNumberScorer,
+    tools=("search", "calculator", "python"),
+    max_turns=10,
+    source="generated: unbounded (num_tasks per split, default 500); fictional world of the seed plus arithmetic",
+    description="Look facts up in a generated encyclopedia, then compute with them (years apart, populations, rates).",
+    make_tools=make_tools,
+    instructions=(
+        "The facts are about a fictional world described only in the search tool's encyclopedia; look them up, "
+        "then compute. Give the final answer as an exact number."
+    ),
+    size=None,
+)
