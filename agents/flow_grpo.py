@@ -358,7 +358,9 @@ class FlowGRPOLearner:
             seed=config.seed,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
         )
-        self._envs: dict[str, list[Any]] = {}
+        self._reward_fn = _load_callable(config.reward_fn) if config.reward_fn else None
+        self._tasks: dict[str, Any] = {}
+        self._runners: dict[tuple[str, int], Any] = {}
         self._metrics_file = self.out / "metrics.jsonl"
         self._tb = None
 
@@ -381,19 +383,29 @@ class FlowGRPOLearner:
         return get_peft_model(model, lora)
 
     # ------------------------------------------------------------------ envs and rollouts
-    def envs(self, split: str, count: int) -> list[Any]:
-        """``count`` envs of ``split`` (built once, reused every step)."""
+    def _make_env(self, split: str) -> Any:
         import gymnasium as gym
 
         import agentflow_env  # noqa: F401  (registers the ids)
 
-        have = self._envs.setdefault(split, [])
-        while len(have) < count:
-            have.append(gym.make(self.config.env_id, split=split, **self.config.env_kwargs).unwrapped)
-        return have[:count]
+        return gym.make(self.config.env_id, split=split, **self.config.env_kwargs)
 
-    def num_tasks(self, split: str) -> int:
-        return len(self.envs(split, 1)[0].tasks)
+    def tasks(self, split: str) -> Any:
+        """The task source of ``split`` (from one env built once per split)."""
+        if split not in self._tasks:
+            env = self._make_env(split)
+            self._tasks[split] = env.unwrapped.tasks
+            env.close()
+        return self._tasks[split]
+
+    def runner(self, split: str, count: int) -> Any:
+        """A vector env of ``count`` envs of ``split`` (built once per size, reused every step)."""
+        from agentflow_env.vector import ThreadedVectorEnv
+
+        key = (split, count)
+        if key not in self._runners:
+            self._runners[key] = ThreadedVectorEnv([lambda: self._make_env(split)] * count, autoreset_mode="disabled")
+        return self._runners[key]
 
     def collect(
         self, split: str, task_indices: Sequence[int], group_size: int, seed: int, greedy: bool = False
@@ -401,17 +413,19 @@ class FlowGRPOLearner:
         """Play every task ``group_size`` times (group order), one batched generation call per turn."""
         from agents.rollout import collect_group_rollouts
 
-        envs = self.envs(split, len(task_indices) * group_size)
+        tasks = self.tasks(split)
+        task_ids = [tasks[i].id for i in task_indices]
+        runner = self.runner(split, len(task_ids) * group_size)
         saved = self.backend.sampling
         if greedy:
             self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)
         try:
-            trajectories = collect_group_rollouts(
-                envs, self.backend, list(task_indices), group_size=group_size, seed=seed
+            groups = collect_group_rollouts(
+                runner, self.backend, task_ids, group_size=group_size, seed=seed, env_id=self.config.env_id
             )
         finally:
             self.backend.sampling = saved
-        return _to_rollouts(trajectories)
+        return _to_rollouts([t for group in groups for t in group], self._reward_fn)
 
     # ------------------------------------------------------------------ one step
     def train_step(self) -> dict[str, float]:
@@ -425,7 +439,7 @@ class FlowGRPOLearner:
         # 1. rollout: B questions x G rollouts with the current policy
         self.backend.sync_weights(self.model)
         task_rng = np.random.default_rng([cfg.seed, self.step])
-        n_tasks = self.num_tasks(cfg.train_split)
+        n_tasks = len(self.tasks(cfg.train_split))
         questions = task_rng.choice(n_tasks, size=cfg.questions_per_step, replace=n_tasks < cfg.questions_per_step)
         rollouts = self.collect(
             cfg.train_split, [int(q) for q in questions], cfg.group_size, seed=_step_seed(cfg.seed, self.step)
@@ -471,7 +485,10 @@ class FlowGRPOLearner:
         import torch
 
         cfg = self.config
-        self._fill_old_and_ref_logprobs(samples)
+        # one pass over one minibatch: the policy has not moved yet, so old log-probs are the current
+        # ones detached (saves a forward); otherwise they are frozen before the first update
+        if cfg.ppo_epochs > 1 or len(samples) > cfg.minibatch_size:
+            self._fill_old_and_ref_logprobs(samples)
         gen = torch.Generator().manual_seed(_step_seed(cfg.seed, self.step) + 1)
         totals: dict[str, float] = {}
         updates = 0
@@ -506,8 +523,16 @@ class FlowGRPOLearner:
             batch = _pack(chunk, self.pad_id, self.device)
             with self._autocast():
                 logp, entropy = token_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
-            old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
-            ref = _pad_values([s.ref_logprobs for s in chunk], batch["mask"]) if self._use_kl else None
+            if chunk[0].old_logprobs:
+                old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
+            else:
+                old = logp.detach()
+            ref = None
+            if self._use_kl and chunk[0].ref_logprobs:
+                ref = _pad_values([s.ref_logprobs for s in chunk], batch["mask"])
+            elif self._use_kl:
+                with torch.no_grad(), self._autocast():
+                    ref = self._reference_logprobs(batch).float()
             adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=logp.device)
             out = flow_grpo_loss(
                 logp,
@@ -577,7 +602,7 @@ class FlowGRPOLearner:
     def evaluate(self, split: str | None = None, num_tasks: int | None = None) -> dict[str, float]:
         """Greedy success and mean score on the first ``num_tasks`` tasks of ``split``."""
         split = split or self.config.eval_split
-        n = min(num_tasks or self.config.eval_tasks, self.num_tasks(split))
+        n = min(num_tasks or self.config.eval_tasks, len(self.tasks(split)))
         self.backend.sync_weights(self.model)
         rollouts = self.collect(split, list(range(n)), 1, seed=self.config.seed, greedy=True)
         rewards = np.asarray(rollouts.rewards, dtype=float)
@@ -673,9 +698,9 @@ class FlowGRPOLearner:
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
-        for envs in self._envs.values():
-            for env in envs:
-                env.close()
+        for runner in self._runners.values():
+            runner.close()
+        self._runners.clear()
 
 
 def _pad_values(rows: Sequence[Sequence[float]], mask: torch.Tensor) -> torch.Tensor:
@@ -688,16 +713,31 @@ def _pad_values(rows: Sequence[Sequence[float]], mask: torch.Tensor) -> torch.Te
     return out.to(mask.device)
 
 
+def _load_callable(path: str) -> Any:
+    import importlib
+
+    from agentflow_env.error import ConfigError
+
+    module, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"reward_fn={path!r} could not be loaded ({exc}); give 'module:function'") from exc
+    if not callable(fn):
+        raise ConfigError(f"reward_fn={path!r} is not callable")
+    return fn
+
+
 def _step_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7919) % (2**31 - 1)
 
 
-def _to_rollouts(trajectories: Sequence[Any]) -> Rollouts:
+def _to_rollouts(trajectories: Sequence[Any], reward_fn: Any = None) -> Rollouts:
     """Trajectories (from ``agents.rollout``) -> rewards and one :class:`TurnSample` per planner turn."""
     rewards, turns = [], []
     errors = n_turns = gen_tokens = 0
     for traj in trajectories:
-        rewards.append(float(traj.reward))
+        rewards.append(float(reward_fn(traj)) if reward_fn is not None else float(traj.reward))
         samples = []
         for turn in traj.turns:
             samples.append(
@@ -708,7 +748,7 @@ def _to_rollouts(trajectories: Sequence[Any]) -> Rollouts:
                     rollout_logprobs=list(turn.logprobs or []),
                 )
             )
-            gen_tokens += len(turn.response_ids)
+            gen_tokens += len(turn.response_ids or [])
             errors += bool(getattr(turn, "error", None))
         n_turns += len(traj.turns)
         turns.append(samples)

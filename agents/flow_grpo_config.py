@@ -9,7 +9,6 @@ import argparse
 import ast
 import dataclasses
 import json
-import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -68,6 +67,11 @@ class FlowGRPOConfig:
         default_factory=dict, metadata={"help": "extra gymnasium.make kwargs (max_turns, num_tasks, max_number, ...)"}
     )
     train_split: str = _doc("split the training questions come from", default="train")
+    reward_fn: str = _doc(
+        "'module:function(trajectory) -> float' replacing the env's verified outcome as R during "
+        "training (reward-shaping experiments, tests); empty: the env's outcome",
+        default="",
+    )
 
     # --- model ---------------------------------------------------------------------------------
     model: str = _doc("'tiny' (the project's offline tiny LM) or a path / hub id of a causal LM", default="tiny")
@@ -184,42 +188,50 @@ def _field_types() -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(FlowGRPOConfig)}
 
 
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    return bool(value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        raise ValueError(value)
+    return str(value)
+
+
+_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: float, str: _to_str}
+
+
 def _coerce(name: str, value: Any) -> Any:
     """Convert a value (possibly a CLI string) to the field's type, or say what is expected."""
     kind = _field_types()[name]
     origin = typing.get_origin(kind)
     try:
-        if kind is bool:
-            if isinstance(value, str):
-                low = value.strip().lower()
-                if low in ("1", "true", "yes", "on"):
-                    return True
-                if low in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError(value)
-            return bool(value)
-        if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(value)
-            return int(value)
-        if kind is float:
-            return float(value)
-        if kind is str:
-            return str(value)
+        if kind in _SCALARS:
+            return _SCALARS[kind](value)
         if origin in (dict, list):
             if isinstance(value, str):
                 value = _parse_literal(value)
-            expected = dict if origin is dict else list
-            if not isinstance(value, expected):
+            if not isinstance(value, origin):
                 raise ValueError(value)
             if origin is list:
                 (item,) = typing.get_args(kind)
                 value = [item(v) for v in value]
             return value
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, SyntaxError):
         raise ConfigError(f"{name}={value!r} is not a valid {_type_name(kind)}; fix the value of {name}") from None
-    if isinstance(kind, types.UnionType):  # pragma: no cover - no union fields today
-        return value
     return value
 
 
@@ -254,7 +266,7 @@ def load_config(path: str | Path) -> FlowGRPOConfig:
 def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:
     """Allow TOML sections ([rollout], [objective], ...) for readability: their keys are merged flat.
 
-    ``env_kwargs`` stays a table of its own.
+    ``env_kwargs`` stays a table of its own; a section may not be named like a field (e.g. ``[model]``).
     """
     known = {f.name for f in dataclasses.fields(FlowGRPOConfig)}
     flat: dict[str, Any] = {}
@@ -305,15 +317,26 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         choices = _CHOICES.get(f.name)
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
-        group.add_argument(f"--{f.name}", dest=f"cfg_{f.name}", default=None, choices=choices, help=help_text)
+        metavar = None if choices else _type_name(_field_types()[f.name]).upper()
+        group.add_argument(
+            f"--{f.name}", dest=f"cfg_{f.name}", default=None, choices=choices, metavar=metavar, help=help_text
+        )
 
 
 def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> FlowGRPOConfig:
-    """The config file (if any), then the named ``--field`` options, then extra ``--env_kwargs.x`` pairs."""
+    """The config file (if any), then the named ``--field`` options, then extra ``--env_kwargs.x`` pairs.
+
+    ``--env_kwargs JSON`` is merged into the file's env kwargs rather than replacing them.
+    """
     config = load_config(args.config) if getattr(args, "config", None) else FlowGRPOConfig()
     pairs: list[str] = []
     for f in dataclasses.fields(FlowGRPOConfig):
         value = getattr(args, f"cfg_{f.name}", None)
-        if value is not None:
+        if value is None:
+            continue
+        if f.name == "env_kwargs":
+            merged = _coerce("env_kwargs", value)
+            pairs += [f"--env_kwargs.{k}={json.dumps(v)}" for k, v in merged.items()]
+        else:
             pairs += [f"--{f.name}", value]
     return apply_overrides(config, [*pairs, *extra])
