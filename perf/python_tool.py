@@ -76,8 +76,12 @@ def main() -> None:
     report = {
         "benchmark": "python_tool",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()},
-        "sandbox": {"mode": info.mode, "network_isolated": info.network_isolated, "private_uids": info.private_uids,
-                    "pid_namespace": info.pid_namespace},
+        "sandbox": {
+            "mode": info.mode,
+            "network_isolated": info.network_isolated,
+            "private_uids": info.private_uids,
+            "pid_namespace": info.pid_namespace,
+        },
         "zygote_startup_s": round(startup_s, 3),
         "calls": {"tool": args.calls, "subprocess": args.subprocess_calls},
         "results": results,
