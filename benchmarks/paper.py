@@ -523,17 +523,20 @@ def paper_size(bench: PaperBenchmark) -> int:
 # ------------------------------------------------------------------ scoring
 def make_paper_scorer(
     bench: PaperBenchmark,
-    scorer: str = "rule",
+    scoring: str = "rule",
     metric: str | None = None,
     judge_engine: Any = None,
     math_timeout_s: float = 5.0,
 ) -> Scorer:
-    """The rule scorer of ``bench`` (default) or an LLM judge (``scorer='judge'``, ``judge_engine=``)."""
-    if scorer not in _SCORERS:
-        raise ConfigError(f"scorer={scorer!r}; choose one of {', '.join(_SCORERS)}")
+    """The rule scorer of ``bench`` (default) or an LLM judge (``scoring='judge'``, ``judge_engine=``).
+
+    (The env option is ``scoring``: ``make_env``'s own ``scorer=`` takes a ready scorer object.)
+    """
+    if scoring not in _SCORERS:
+        raise ConfigError(f"scoring={scoring!r}; choose one of {', '.join(_SCORERS)}")
     if metric is not None and bench.kind not in ("qa", "gaia"):
         raise ConfigError(f"{bench.name} has no metric= option (only the QA benchmarks do: em, f1, cover, gaia)")
-    if scorer == "judge":
+    if scoring == "judge":
         from agentflow_env.scoring.judge import JudgeScorer
 
         return JudgeScorer(judge_engine)
@@ -589,9 +592,9 @@ class _ScorerFactory:
         self.bench = bench
 
     def __call__(
-        self, scorer: str = "rule", metric: str | None = None, judge_engine: Any = None, math_timeout_s: float = 5.0
+        self, scoring: str = "rule", metric: str | None = None, judge_engine: Any = None, math_timeout_s: float = 5.0
     ) -> Scorer:
-        return make_paper_scorer(self.bench, scorer, metric, judge_engine, math_timeout_s)
+        return make_paper_scorer(self.bench, scoring, metric, judge_engine, math_timeout_s)
 
 
 def _spec(bench: PaperBenchmark) -> BenchmarkSpec:

@@ -43,7 +43,8 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
     ``answer is B``; the text of exactly one option.
     """
     letters = option_letters(len(options))
-    text = _EMPHASIS.sub("", unwrap_answer(prediction)).strip()
+    raw = unwrap_answer(prediction)
+    text = _EMPHASIS.sub("", raw).strip()
     if not text:
         return None
     m = _ONLY.fullmatch(text)
@@ -55,7 +56,7 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
     anchored = [g.upper() for g in _ANCHORED.findall(text) if g.upper() in letters]
     if anchored:
         return anchored[-1]
-    return _match_option_text(text, options)
+    return _match_option_text(raw, options) or _match_option_text(text, options)
 
 
 def _squeeze(text: str) -> str:

@@ -75,7 +75,7 @@ class JudgeScorer:
 
     def __init__(self, engine: Engine | str, max_tokens: int = 256, retries: int = 1):
         if engine is None:
-            raise ConfigError("scorer='judge' needs an engine: pass judge_engine=<Engine or engine spec string>")
+            raise ConfigError("scoring='judge' needs an engine: pass judge_engine=<Engine or engine spec string>")
         if isinstance(engine, str):
             try:
                 from agentflow_env.engines import make_engine  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ __all__ = [
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
-_FINAL_PREFIX = re.compile(r"^\s*(?:\*\*)?\s*(?:final\s+answer|answer)\s*(?:\*\*)?\s*[:：]\s*", re.IGNORECASE)
+_FINAL_PREFIX = re.compile(r"^\s*[*_]*\s*(?:final\s+answer|answer)\s*[*_]*\s*[:：]\s*[*_]*\s*", re.IGNORECASE)
 
 
 def unwrap_answer(text: Any) -> str:
@@ -75,7 +75,7 @@ def gold_aliases(answer: Any) -> list[str]:
         return []
     if isinstance(answer, (list, tuple, set)):
         return [str(a) for a in answer if a is not None and str(a).strip()]
-    return [str(answer)]
+    return [str(answer)] if str(answer).strip() else []
 
 
 def exact_match(prediction: str, gold: str) -> float:
