@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
     "train": ("agents.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
+    "sft": ("agents.sft:configure", "fine-tune a planner LM (the tiny LM by default) on scripted demonstrations"),
 }
 
 
