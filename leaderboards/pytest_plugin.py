@@ -75,6 +75,7 @@ class LeaderboardGuard:
         :class:`leaderboards.check.CheckReport`; calls ``pytest.fail`` with the table when it fails.
         """
         from leaderboards.check import compare_to_reference, default_reference_name, load_reference
+        from leaderboards.protocol import load_protocol
         from leaderboards.runner import EvalConfig, evaluate
         from leaderboards.store import RESULTS_DIR
 
@@ -82,9 +83,10 @@ class LeaderboardGuard:
         policy = policy or kw.get("policy")
         if not policy:
             raise pytest.UsageError("leaderboard check needs a policy: @pytest.mark.leaderboard(policy='scripted')")
-        protocol = protocol or kw.get("protocol", "offline-v0")
+        protocol = str(protocol or kw.get("protocol", "offline-v0"))
+        name = load_protocol(protocol).name  # a protocol given by path is stored under its name
         selected = self.config.getoption("--leaderboard-protocol")
-        if selected and protocol not in selected:
+        if selected and protocol not in selected and name not in selected:
             pytest.skip(f"protocol {protocol} not selected by --leaderboard-protocol {' '.join(selected)}")
         reference = reference or kw.get("reference") or default_reference_name(policy)
         results = Path(self.config.getoption("--leaderboard-results") or RESULTS_DIR)
@@ -92,7 +94,7 @@ class LeaderboardGuard:
         if self.config.getoption("--leaderboard-record"):
             return self._record(policy, protocol, reference, results)
         fast = bool(kw.get("fast", True) if fast is None else fast) and not self.config.getoption("--leaderboard-full")
-        ref = load_reference(protocol, reference, results)
+        ref = load_reference(name, reference, results)
         new = evaluate(
             EvalConfig(
                 policy=policy,

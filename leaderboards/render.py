@@ -312,8 +312,11 @@ def render_html(boards: Sequence[Board], charts: bool = True) -> str:
         parts.append(_html_table(board))
         sourced = [r for r in board.rows if r.source]
         if sourced:
-            parts.append('<ul class="src">' + "".join(
-                f"<li>{html.escape(r.name)}: {html.escape(r.source or '')}</li>" for r in sourced) + "</ul>")
+            parts.append(
+                '<ul class="src">'
+                + "".join(f"<li>{html.escape(r.name)}: {html.escape(r.source or '')}</li>" for r in sourced)
+                + "</ul>"
+            )
         if charts:
             parts.append(
                 '<div class="charts">'

@@ -68,7 +68,7 @@ def test_hash_ignores_comments_but_not_content(tmp_path: Path, tiny: Path) -> No
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (("category = \"math\"", "category = \"maths\""), "category"),
+        (('category = "math"', 'category = "maths"'), "category"),
         (("num_tasks = 6", "num_tasks = 0"), "num_tasks"),
         (("max_turns = 4\n", ""), "max_turns"),
     ],
@@ -104,8 +104,18 @@ def test_wilson_interval_known_values() -> None:
 
 def test_category_averages_match_the_paper() -> None:
     # AgentFlow w/ Flow-GRPO, Tables 1-2 of the paper: search Avg. 57.3, math Avg. 51.5, science Avg. 63.5
-    acc = {"b": 69.6, "w": 77.2, "h": 57.0, "m": 25.3, "g": 33.1, "a1": 40.0, "a2": 61.5, "24": 53.0, "gp": 47.0,
-           "md": 80.0}
+    acc = {
+        "b": 69.6,
+        "w": 77.2,
+        "h": 57.0,
+        "m": 25.3,
+        "g": 33.1,
+        "a1": 40.0,
+        "a2": 61.5,
+        "24": 53.0,
+        "gp": 47.0,
+        "md": 80.0,
+    }
     cats = dict.fromkeys(["b", "w", "h", "m"], "search") | {"g": "agentic"}
     cats |= dict.fromkeys(["a1", "a2", "24"], "math") | dict.fromkeys(["gp", "md"], "science")
     avg = category_averages(acc, cats)
@@ -165,8 +175,14 @@ def test_interrupted_eval_resumes_without_redoing_finished_tasks(tmp_path: Path)
     one_seed = tmp_path / "tiny-test.toml"  # one trial, so each question is one unit
     one_seed.write_text(TINY.replace("seeds = [0, 1]", "seeds = [0]").replace("num_tasks = 6", "num_tasks = 12"))
     first = _Interrupting(stop_after=5)  # batch of 2: two turns per episode, so ~4 tasks finish first
-    config = EvalConfig(policy="scripted", protocol=str(one_seed), out=tmp_path, progress=False, batch_size=2,
-                        policy_factory=lambda env_id: first)
+    config = EvalConfig(
+        policy="scripted",
+        protocol=str(one_seed),
+        out=tmp_path,
+        progress=False,
+        batch_size=2,
+        policy_factory=lambda env_id: first,
+    )
     with pytest.raises(KeyboardInterrupt):
         evaluate(config)
     run_dir = tmp_path / "tiny-test" / "scripted"
@@ -188,16 +204,22 @@ def test_resume_refuses_a_different_run_in_the_same_folder(tmp_path: Path, tiny:
     evaluate(EvalConfig(policy="scripted", protocol=str(tiny), out=tmp_path, progress=False, fast=True, name="x"))
     with pytest.raises(ConfigError, match="--overwrite"):
         evaluate(EvalConfig(policy="random", protocol=str(tiny), out=tmp_path, progress=False, fast=True, name="x"))
-    again = evaluate(EvalConfig(policy="random", protocol=str(tiny), out=tmp_path, progress=False, fast=True,
-                                name="x", overwrite=True))
+    again = evaluate(
+        EvalConfig(
+            policy="random", protocol=str(tiny), out=tmp_path, progress=False, fast=True, name="x", overwrite=True
+        )
+    )
     assert again.record.policy == "random" and len(again.outcomes) == 6
 
 
 def test_same_seed_runs_are_identical(tmp_path: Path, tiny: Path) -> None:
-    runs = [evaluate(EvalConfig(policy="random:7", protocol=str(tiny), out=tmp_path / str(i), progress=False))
-            for i in range(2)]
-    assert [(o.key, o.answer, o.score) for o in runs[0].outcomes] == [(o.key, o.answer, o.score)
-                                                                       for o in runs[1].outcomes]
+    runs = [
+        evaluate(EvalConfig(policy="random:7", protocol=str(tiny), out=tmp_path / str(i), progress=False))
+        for i in range(2)
+    ]
+    assert [(o.key, o.answer, o.score) for o in runs[0].outcomes] == [
+        (o.key, o.answer, o.score) for o in runs[1].outcomes
+    ]
 
 
 def test_missing_env_id_is_a_clear_error(tmp_path: Path) -> None:
@@ -225,12 +247,21 @@ def test_token_counts_reach_the_result(tmp_path: Path, tiny: Path) -> None:
     class Counting(ScriptedGameOf24Planner):
         def act(self, observations):
             actions = super().act(observations)
-            self.last_usage = [{"prompt_tokens": len(o["prompt"]), "completion_tokens": len(a)}
-                               for o, a in zip(observations, actions)]
+            self.last_usage = [
+                {"prompt_tokens": len(o["prompt"]), "completion_tokens": len(a)} for o, a in zip(observations, actions)
+            ]
             return actions
 
-    result = evaluate(EvalConfig(policy="scripted", protocol=str(tiny), out=tmp_path, progress=False, fast=True,
-                                 policy_factory=lambda env_id: Counting()))
+    result = evaluate(
+        EvalConfig(
+            policy="scripted",
+            protocol=str(tiny),
+            out=tmp_path,
+            progress=False,
+            fast=True,
+            policy_factory=lambda env_id: Counting(),
+        )
+    )
     tokens = result.tokens()
     assert tokens is not None and tokens["prompt"] > 0 and tokens["completion"] > 0
 
@@ -245,32 +276,87 @@ def test_policy_specs() -> None:
     assert shared["a"] is shared["b"]
     user = make_policy("agents.baselines:RandomPlanner")
     assert type(user).__name__ == "RandomPlanner"
-    for bad, msg in (("nonsense", "unknown policy spec"), ("scripted", "pass env_id"),
-                     ("no_such_mod:X", "cannot import"), ("agents.baselines:Nope", "no attribute"),
-                     ("random:x", "integer"), ("hf:", "needs a path")):
+    for bad, msg in (
+        ("nonsense", "unknown policy spec"),
+        ("scripted", "pass env_id"),
+        ("no_such_mod:X", "cannot import"),
+        ("agents.baselines:Nope", "no attribute"),
+        ("random:x", "integer"),
+        ("hf:", "needs a path"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             make_policy(bad)
 
 
 def test_registry_and_eval_stay_torch_free() -> None:
-    code = ("import sys; import agents.registry, leaderboards.runner, leaderboards.render, leaderboards.cli; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys; import agents.registry, leaderboards.runner, leaderboards.render, leaderboards.cli; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 # ---------------------------------------------------------------- CLI, the way users call it
 def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    out = subprocess.run([sys.executable, "-m", "agentflow_env.cli", "eval", "--policy", "random", "--protocol",
-                          str(tiny), "--out", str(tmp_path / "res"), "--no-progress", "--fast"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentflow_env.cli",
+            "eval",
+            "--policy",
+            "random",
+            "--protocol",
+            str(tiny),
+            "--out",
+            str(tmp_path / "res"),
+            "--no-progress",
+            "--fast",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     assert "G24" in out.stdout and "95% CI" in out.stdout and "math avg" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "agentflow_env.cli", "leaderboard", "render", "--results",
-                          str(tmp_path / "res"), "--out", str(tmp_path / "site"), "--no-charts"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentflow_env.cli",
+            "leaderboard",
+            "render",
+            "--results",
+            str(tmp_path / "res"),
+            "--out",
+            str(tmp_path / "site"),
+            "--no-charts",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     assert "random-fast" in (tmp_path / "site" / "leaderboard.md").read_text()
-    bad = subprocess.run([sys.executable, "-m", "agentflow_env.cli", "eval", "--policy", "random", "--protocol",
-                          "nope", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120, env=env)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentflow_env.cli",
+            "eval",
+            "--policy",
+            "random",
+            "--protocol",
+            "nope",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert bad.returncode == 2 and "known:" in bad.stderr

@@ -1,0 +1,157 @@
+"""The pytest score-regression plugin: the statistical check, the marker/fixture, protocol selection and recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaderboards.check import compare_to_reference, load_reference
+from leaderboards.runner import EvalConfig, evaluate
+from leaderboards.store import EvalResult, RunRecord, TaskOutcome
+
+pytest_plugins = ["pytester"]
+
+TINY = """
+name = "tiny-guard"
+max_turns = 4
+seeds = [0]
+fast_tasks = 4
+[env]
+executor = "direct"
+verifier = "rule"
+generator = "planner"
+[[benchmarks]]
+env_id = "agentflow/Gen-GameOf24-v0"
+label = "G24"
+category = "math"
+num_tasks = 6
+"""
+
+
+# ---------------------------------------------------------------- the project's own guard
+@pytest.mark.leaderboard(policy="scripted", protocol="offline-v0")
+def test_scripted_planner_holds_its_offline_v0_reference(leaderboard) -> None:
+    report = leaderboard.check()
+    assert report.ok and len(report.checks) == len(report.checks) >= 1
+
+
+def test_a_worse_policy_fails_the_check(tmp_path: Path) -> None:
+    reference = load_reference("offline-v0", "scripted")
+    worse = evaluate(EvalConfig(policy="random", protocol="offline-v0", out=tmp_path, fast=True, progress=False))
+    report = compare_to_reference(worse, reference)
+    assert not report.ok
+    assert any(not c.ok for c in report.checks) and "OUTSIDE" in report.message()
+
+
+# ---------------------------------------------------------------- the check itself
+def _result(scores: list[float], protocol_hash: str = "h", name: str = "r") -> EvalResult:
+    rec = RunRecord(
+        name=name,
+        protocol="p",
+        protocol_hash=protocol_hash,
+        policy="x",
+        benchmarks={"e": {"label": "E", "category": "math"}},
+    )
+    outs = [
+        TaskOutcome(
+            key=f"e#{i}",
+            env_id="e",
+            index=i,
+            seed=0,
+            sample=0,
+            task_id=str(i),
+            score=s,
+            answer="",
+            gold=None,
+            turns=1,
+            terminated=True,
+            truncated=False,
+            wall_s=0.0,
+        )
+        for i, s in enumerate(scores)
+    ]
+    return EvalResult(rec, outs)
+
+
+def test_check_uses_the_interval_and_the_tolerance() -> None:
+    ref = _result([1.0, 0.0] * 20)  # reference 50% on every even-length prefix
+    assert compare_to_reference(_result([1.0] * 12 + [0.0] * 8), ref).ok  # 60% of 20: CI contains 50%
+    far = _result([1.0] * 19 + [0.0] * 1)  # 95%: CI [76, 99] excludes 50%
+    assert not compare_to_reference(far, ref).ok
+    assert compare_to_reference(far, ref, tolerance=0.3).ok
+
+
+def test_check_compares_the_same_episodes_and_flags_protocol_changes() -> None:
+    ref = _result([1.0] * 10 + [0.0] * 30)  # 25% overall, but 100% on the first ten episodes
+    assert compare_to_reference(_result([1.0] * 10), ref).ok
+    stale = compare_to_reference(_result([1.0] * 10, protocol_hash="other"), ref)
+    assert not stale.ok and "re-record" in stale.message()
+    missing = compare_to_reference(_result([1.0] * 50), ref)
+    assert not missing.ok and "lacks 10" in missing.message()
+
+
+# ---------------------------------------------------------------- the plugin as users drive it
+def test_marker_fails_a_regressed_policy(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.leaderboard(policy="random", protocol="offline-v0", reference="scripted")
+        def test_guard(leaderboard):
+            leaderboard.check()
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*OUTSIDE*"])
+
+
+def test_protocol_option_selects_protocols(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.leaderboard(policy="scripted", protocol="offline-v0")
+        def test_guard(leaderboard):
+            leaderboard.check()
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--leaderboard-protocol", "paper-v0", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*not selected by --leaderboard-protocol*"])
+
+
+def _record_file(pytester: pytest.Pytester, protocol: Path) -> None:
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.leaderboard(policy="scripted", protocol={str(protocol)!r}, reference="mine")
+        def test_guard(leaderboard):
+            leaderboard.check()
+    """)
+
+
+def test_record_refuses_a_dirty_tree_and_records_on_a_clean_one(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leaderboards.store
+
+    protocol = tmp_path / "tiny-guard.toml"
+    protocol.write_text(TINY)
+    results = tmp_path / "refs"
+    _record_file(pytester, protocol)
+    monkeypatch.setattr(leaderboards.store, "git_state", lambda path=None: ("abc123", True))
+    dirty = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--leaderboard-record", "--leaderboard-results", str(results)
+    )
+    dirty.assert_outcomes(failed=1)
+    dirty.stdout.fnmatch_lines(["*refusing to record*dirty*"])
+    assert not results.exists()
+
+    monkeypatch.setattr(leaderboards.store, "git_state", lambda path=None: ("abc123", False))
+    clean = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--leaderboard-record", "--leaderboard-results", str(results)
+    )
+    clean.assert_outcomes(passed=1)
+    stored = load_reference("tiny-guard", "mine", results)
+    assert stored.record.git_commit and len(stored.outcomes) == 6 and not stored.record.fast
+    # and the recorded reference now guards the same policy
+    check = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--leaderboard-results", str(results))
+    check.assert_outcomes(passed=1)
