@@ -50,8 +50,8 @@ class HubSource:
     note: str = ""
 
     def describe(self) -> str:
-        config = f"/{self.config}" if self.config else ""
-        return f"hub {self.dataset}{config} [{self.split}]"
+        config = f" ({self.config})" if self.config else ""
+        return f"hub {self.dataset}{config} split {self.split}"
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -218,10 +218,12 @@ def load_hub_rows(
     config: str | None = None,
     split: str | None = None,
     revision: str | None = None,
+    cache_dir: str | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of a hub dataset (or of a dataset saved with ``save_to_disk``, when ``dataset`` is a folder).
 
-    ``dataset``/``config``/``split`` override the source's; ``keep`` filters the rows.
+    ``dataset``/``config``/``split`` override the source's; ``keep`` filters the rows; ``cache_dir`` is
+    where ``datasets`` caches downloads (its default when ``None``).
     """
     try:
         import datasets
@@ -239,7 +241,7 @@ def load_hub_rows(
                     raise DataError(f"{local}: no split {split!r} in the saved dataset (splits: {', '.join(ds)})")
                 ds = ds[split]
         else:
-            ds = datasets.load_dataset(name, config, split=split, revision=revision)
+            ds = datasets.load_dataset(name, config, split=split, revision=revision, cache_dir=cache_dir)
     except DataError:
         raise
     except Exception as exc:  # datasets raises many types (network, auth, missing split)

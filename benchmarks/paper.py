@@ -455,6 +455,7 @@ def load_paper_tasks(
     columns: ColumnMap | None = None,
     hub_dataset: str | None = None,
     hub_config: str | None = None,
+    hub_cache_dir: str | None = None,
     num_tasks: int | None = None,
     seed: int | None = None,
     keep_instructions: bool = False,
@@ -473,7 +474,9 @@ def load_paper_tasks(
         cols = columns or bench.local_columns
     elif source == "hub":
         hub_split = bench.hub.split if split in ("test", bench.hub.split) else split
-        rows = load_hub_rows(bench.hub, dataset=hub_dataset, config=hub_config, split=hub_split)
+        rows = load_hub_rows(
+            bench.hub, dataset=hub_dataset, config=hub_config, split=hub_split, cache_dir=hub_cache_dir
+        )
         origin = f"{hub_dataset or bench.hub.dataset} [{hub_split}]"
         cols = columns or bench.hub.columns
     else:
@@ -568,6 +571,7 @@ class _Loader:
         columns: ColumnMap | None = None,
         hub_dataset: str | None = None,
         hub_config: str | None = None,
+        hub_cache_dir: str | None = None,
         num_tasks: int | None = None,
         seed: int | None = None,
         keep_instructions: bool = False,
@@ -581,6 +585,7 @@ class _Loader:
             columns=columns,
             hub_dataset=hub_dataset,
             hub_config=hub_config,
+            hub_cache_dir=hub_cache_dir,
             num_tasks=num_tasks,
             seed=seed,
             keep_instructions=keep_instructions,
@@ -606,7 +611,7 @@ def _spec(bench: PaperBenchmark) -> BenchmarkSpec:
         make_scorer=_ScorerFactory(bench),
         tools=bench.tools,
         max_turns=PAPER_MAX_TURNS,
-        source=f"AgentFlow test file {bench.file}.json ($AGENTFLOW_DATA_DIR or data_dir=) or {hub}",
+        source=f"AgentFlow file {bench.file}.json (data_dir= or $AGENTFLOW_DATA_DIR) | {hub}",
         description=f"{bench.about}. The paper evaluates the first {bench.paper_size} of {bench.known_size}.",
         instructions=_INSTRUCTIONS[bench.kind],
         size=lambda: paper_size(bench),

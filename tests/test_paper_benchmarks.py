@@ -131,6 +131,22 @@ def test_hub_loader_flashrag_layout(tmp_path):
         load_paper_tasks(BENCHMARKS["HotpotQA"], source="hub", hub_dataset=path, split="train")
 
 
+def test_hub_loader_through_load_dataset_on_a_parquet_repo(tmp_path):
+    # a folder laid out like a hub dataset repo goes through datasets.load_dataset, offline
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    repo = tmp_path / "bamboogle_repo"
+    (repo / "data").mkdir(parents=True)
+    rows = [
+        {"id": f"test_{i}", "question": f"Who built tower {i}?", "golden_answers": [f"Builder {i}"]} for i in range(4)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), repo / "data" / "test-00000-of-00001.parquet")
+    tasks = load_paper_tasks(
+        BENCHMARKS["Bamboogle"], source="hub", hub_dataset=str(repo), hub_cache_dir=str(tmp_path / "cache")
+    )
+    assert [t.answer for t in tasks] == [[f"Builder {i}"] for i in range(4)]
+
+
 def test_hub_loader_gpqa_shuffles_correct_answer(tmp_path):
     rows = [
         {
@@ -323,7 +339,7 @@ def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     for name in PAPER:
         row = rows[f"agentflow/{name}-v0"]
-        assert row["size"] == BENCHMARKS[name].known_size and "AgentFlow test file" in row["source"]
+        assert row["size"] == BENCHMARKS[name].known_size and "AgentFlow file" in row["source"]
         assert "hub " in row["source"]
     small = testsets_dir.parent / "nonexistent"
     assert not small.exists()

@@ -8,6 +8,7 @@ or from waiting on a helper thread ("thread": the caller is bounded, a runaway c
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import logging
 import os
@@ -211,6 +212,8 @@ class MathScorer:
             raise ConfigError(f"isolation={isolation!r}; choose one of {', '.join(_ISOLATION)}")
         if timeout_s <= 0:
             raise ConfigError(f"timeout_s must be positive seconds, got {timeout_s}")
+        if importlib.util.find_spec("math_verify") is None:
+            raise DependencyNotInstalled("math-verify", "math")
         if isolation == "auto":
             isolation = "process" if os.name == "posix" else "thread"
         self.timeout_s = float(timeout_s)
