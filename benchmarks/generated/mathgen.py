@@ -270,8 +270,8 @@ def _lin_solve(p: Params) -> Fraction:
     import sympy
 
     x = sympy.Symbol("x")
-    (root,) = sympy.solve(sympy.Eq(p["a"] * (x - p["b"]) + p["c"], p["d"] * x + p["e"]), x)
-    return _to_fraction(root)
+    slope, offset = sympy.Poly(p["a"] * (x - p["b"]) + p["c"] - (p["d"] * x + p["e"]), x).all_coeffs()
+    return _to_fraction(sympy.Rational(-offset, slope))
 
 
 def _lin_expr(p: Params) -> str:
