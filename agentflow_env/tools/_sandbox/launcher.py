@@ -46,7 +46,8 @@ ZYGOTE_SCRIPT = str(Path(_z.__file__).resolve())
 SANDBOX_MODES = ("auto", "bwrap", "none")
 HANDSHAKE_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 30.0
-UID_SLOTS = 1024
+UID_SLOTS = 512  # workers per zygote
+UID_GROUPS = 4  # live zygotes per process that get private uids
 _SCRUBBED_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -211,7 +212,7 @@ def probe_bwrap() -> tuple[bool, str, bool]:
             sys.executable,
             "-I",
             "-c",
-            _PROBE.replace("UID", str(_uid_base(7))),
+            _PROBE.replace("UID", str(_uid_base(UID_GROUPS - 1) + UID_SLOTS - 1)),
         ]
         try:
             proc = subprocess.run(
@@ -247,9 +248,27 @@ def _world_traversable(path: str) -> bool:
     return bool(p.stat().st_mode & stat.S_IROTH)
 
 
-def _uid_base(index: int) -> int:
+def _uid_base(group: int) -> int:
     """A uid range private to this process and zygote: workers of different processes never share a uid."""
-    return 100_000 + ((os.getpid() % 1_000_000) * 2 + index % 2) * UID_SLOTS
+    return 100_000 + ((os.getpid() % 1_000_000) * UID_GROUPS + group) * UID_SLOTS
+
+
+_FREE_GROUPS: list[int] = list(range(UID_GROUPS))
+
+
+def _take_uid_group() -> int | None:
+    with _LOCK_GROUPS:
+        return _FREE_GROUPS.pop(0) if _FREE_GROUPS else None
+
+
+def _give_back_uid_group(group: int | None) -> None:
+    if group is not None:
+        with _LOCK_GROUPS:
+            if group not in _FREE_GROUPS:
+                _FREE_GROUPS.append(group)
+
+
+_LOCK_GROUPS = threading.Lock()
 
 
 def _zygote_env(tmp: str) -> dict[str, str]:
@@ -261,13 +280,10 @@ def _zygote_env(tmp: str) -> dict[str, str]:
 class ZygoteProcess:
     """A running zygote and its control channel (SOCK_SEQPACKET, one JSON message per packet)."""
 
-    _counter = 0
-
     def __init__(self, sandbox: str = "auto", preload: tuple[str, ...] = ()):
         if sandbox not in SANDBOX_MODES:
             raise ToolError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
-        ZygoteProcess._counter += 1
-        self.index = ZygoteProcess._counter
+        self.uid_group: int | None = None
         self.lock = threading.Lock()
         self.owner_pid = os.getpid()
         self.broken = False
@@ -322,24 +338,33 @@ class ZygoteProcess:
         if sandbox != "none":
             works, why, uid_ok = probe_bwrap()
             if works:
-                config.update(tmp_root="/tmp", pid_namespace=True, uid_base=_uid_base(self.index) if uid_ok else None)
+                config.update(tmp_root="/tmp", pid_namespace=True, uid_base=self._uid_range(uid_ok))
                 info = SandboxInfo("bwrap", True, uid_ok, True, True)
                 return info, bwrap_command(self.host_root, uid_ok), config
             if sandbox == "bwrap":
                 raise ToolError(f"sandbox='bwrap' was asked for but bubblewrap does not work here: {why}")
-            _warn_once(
-                f"Python_Coder_Tool runs without bubblewrap ({why}); falling back to rlimits"
-                + (", private uids and a private network namespace" if _is_root() else " alone")
-            )
+            _warn_once(f"Python_Coder_Tool runs without bubblewrap ({why}); falling back to rlimits")
         uid_ok = _is_root() and all(_world_traversable(p) for p in _python_paths() if os.path.exists(p))
-        notes = () if uid_ok or not _is_root() else ("the interpreter is not readable by other uids, so no uid drop",)
+        notes: tuple[str, ...] = ()
+        if _is_root() and not uid_ok:
+            notes = ("workers run as root: the interpreter is not readable by other uids, so there is no uid drop",)
+            _warn_once(f"Python_Coder_Tool: {notes[0]}; install bubblewrap for real isolation")
         config.update(
             tmp_root=self.host_root,
             pid_namespace=False,
             unshare_net=_is_root(),
-            uid_base=_uid_base(self.index) if uid_ok else None,
+            uid_base=self._uid_range(uid_ok),
         )
         return SandboxInfo("none", False, uid_ok, False, False, notes=notes), [], config
+
+    def _uid_range(self, wanted: bool) -> int | None:
+        if not wanted:
+            return None
+        self.uid_group = _take_uid_group()
+        if self.uid_group is None:
+            _warn_once(f"more than {UID_GROUPS} Python sandboxes in one process: the extra ones get no private uids")
+            return None
+        return _uid_base(self.uid_group)
 
     # -- control channel
     def _recv(self, timeout: float) -> dict[str, Any]:
@@ -415,6 +440,8 @@ class ZygoteProcess:
                 proc.wait()
             if self.uid_base is not None and not self.info.pid_namespace:
                 _sweep_uid_range(self.uid_base, UID_SLOTS)
+        _give_back_uid_group(self.uid_group)
+        self.uid_group = None
         shutil.rmtree(self.host_root, ignore_errors=True)
 
 
@@ -485,6 +512,7 @@ def _forget_if_forked() -> None:
     if _OWNER[0] != os.getpid():
         _ZYGOTES.clear()
         _USERS.clear()
+        _FREE_GROUPS[:] = range(UID_GROUPS)
         _OWNER[0] = os.getpid()
 
 

@@ -399,6 +399,9 @@ class Zygote:
         os.mkdir(wdir, 0o700)
         if uid is not None:
             os.chown(wdir, uid, uid)
+        if uid is None:  # a shared uid: RLIMIT_NPROC counts every process of it, so allow nproc more than now
+            own = os.getuid()
+            limits = dict(limits, nproc=int(limits["nproc"]) + sum(u == own for u, _ in _proc_uids().values()))
         host_end, child_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the worker
