@@ -1,0 +1,172 @@
+"""The OpenAI-compatible HTTP engine (vLLM serve, SGLang, OpenAI, Ollama) on the ``openai`` package.
+
+Batched prompts run concurrently under a limit; 429, 5xx, timeouts and dropped connections are retried with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agentflow_env.engines.base import Prompt, SamplingParams, as_chat
+from agentflow_env.error import ConfigError, DependencyNotInstalled, EngineError
+
+__all__ = ["OpenAIEngine"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+_RETRY_STATUS = {408, 409, 425, 429}  # and every 5xx
+
+
+class OpenAIEngine:
+    """Calls ``/chat/completions`` (``mode="chat"``) or ``/completions`` (``mode="completion"``).
+
+    - ``base_url``: defaults to ``$OPENAI_BASE_URL``, else ``http://localhost:8000/v1``;
+      ``api_key``: defaults to ``$OPENAI_API_KEY``, else ``"EMPTY"`` (local servers ignore it).
+    - ``timeout``: seconds per request; ``max_retries`` retries after the first try, waiting
+      ``backoff * 2**k`` seconds (with jitter, at most ``max_backoff``; a server's Retry-After wins
+      when it is shorter than ``max_backoff``).
+    - ``concurrency``: most requests in flight from this engine, across threads.
+    - ``extra_body``: extra JSON fields for every request (e.g. vLLM's ``{"top_k": 20}``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        mode: str = "chat",
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 16.0,
+        concurrency: int = 16,
+        extra_body: dict[str, Any] | None = None,
+        client: Any = None,
+    ):
+        if mode not in ("chat", "completion"):
+            raise ConfigError(f"mode={mode!r}; choose 'chat' (chat/completions) or 'completion' (completions)")
+        if concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise ConfigError("concurrency must be >= 1, max_retries >= 0 and timeout > 0")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.mode = mode
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.concurrency = int(concurrency)
+        self.extra_body = dict(extra_body or {})
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._rng = random.Random(0)
+        if client is None:
+            try:
+                import openai
+            except ImportError as exc:
+                raise DependencyNotInstalled("openai", "engines") from exc
+            # retries are ours (the client's own would multiply with them)
+            client = openai.OpenAI(
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+                api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            )
+        self.client = client
+
+    @classmethod
+    def from_spec(cls, target: str, **options: Any) -> OpenAIEngine:
+        """``MODEL[@BASE_URL]``; the URL starts at the last ``@http``."""
+        model, base_url = target, options.pop("base_url", None)
+        at = target.rfind("@http")
+        if at > 0:
+            model, base_url = target[:at], target[at + 1 :]
+        return cls(model, base_url=base_url, **options)
+
+    def __repr__(self) -> str:
+        return f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
+
+    # ------------------------------------------------------------------ Engine protocol
+    def generate(self, prompts: Sequence[Prompt], sampling: SamplingParams | None = None) -> list[str]:
+        """One completion per prompt, requests in parallel; raises ``EngineError`` after the retries."""
+        sampling = sampling or SamplingParams()
+        if sampling.n != 1:
+            raise ConfigError("engines return one completion per prompt; repeat the prompt instead of n > 1")
+        prompts = list(prompts)
+        if len(prompts) <= 1:
+            return [self._one(p, sampling) for p in prompts]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)), thread_name_prefix="openai") as pool:
+            return list(pool.map(lambda p: self._one(p, sampling), prompts))
+
+    def _request(self, prompt: Prompt, sampling: SamplingParams) -> str:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if sampling.stop:
+            kwargs["stop"] = list(sampling.stop)
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        if self.mode == "chat":
+            out = self.client.chat.completions.create(messages=as_chat(prompt), **kwargs)
+            return out.choices[0].message.content or ""
+        from agentflow_env.engines import prompt_text
+
+        out = self.client.completions.create(prompt=prompt_text(prompt), **kwargs)
+        return out.choices[0].text or ""
+
+    def _one(self, prompt: Prompt, sampling: SamplingParams) -> str:
+        attempt = 0
+        while True:
+            with self._slots:
+                try:
+                    return self._request(prompt, sampling)
+                except Exception as exc:
+                    retry, wait_hint = _retryable(exc)
+                    reason = _short(exc)
+                    if not retry or attempt >= self.max_retries:
+                        tries = f" after {attempt + 1} tries" if retry else ""
+                        raise EngineError(
+                            f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}"
+                        ) from exc
+            delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
+            if wait_hint is not None and wait_hint <= self.max_backoff:
+                delay = max(wait_hint, 0.0)
+            logger.warning("%s: %s; retry %d/%d in %.2fs", self.base_url, reason, attempt + 1, self.max_retries, delay)
+            time.sleep(delay)
+            attempt += 1
+
+
+def _retryable(exc: Exception) -> tuple[bool, float | None]:
+    """Whether ``exc`` is worth another try, and the server's Retry-After in seconds if it sent one."""
+    try:
+        import openai
+    except ImportError:
+        return False, None
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True, None
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status in _RETRY_STATUS or status >= 500:
+            hint = None
+            try:
+                hint = float(exc.response.headers.get("retry-after"))
+            except (TypeError, ValueError, AttributeError):
+                pass
+            return True, hint
+    return False, None
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "…"
