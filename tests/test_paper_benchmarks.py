@@ -13,7 +13,6 @@ from gymnasium.utils.env_checker import check_env
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DataError
-from agentflow_env.tools import make_tool
 from agentflow_env.tools.calculator import CalculatorTool
 from benchmarks.paper import BENCHMARKS, load_paper_tasks, make_paper_scorer
 from benchmarks.specs import get_spec
@@ -253,12 +252,12 @@ def test_broken_choice_and_missing_files(tmp_path):
 
 
 # ------------------------------------------------------------------ envs: whole episodes and the checker
-def _spec_tools(name: str):
-    """The spec's own tools when every tool module exists; else a calculator stands in."""
+def _make_paper_env(name: str, data_dir: Path):
+    """``gymnasium.make`` with the spec's own tools; a calculator stands in while a tool module is missing."""
     try:
-        return [make_tool(t) for t in get_spec(name).tools]
+        return gym.make(f"agentflow/{name}-v0", data_dir=str(data_dir))
     except (ImportError, ConfigError):
-        return [CalculatorTool()]
+        return gym.make(f"agentflow/{name}-v0", data_dir=str(data_dir), tools=[CalculatorTool()])
 
 
 def _tool_action(env) -> str:
@@ -270,7 +269,7 @@ def _tool_action(env) -> str:
 
 @pytest.mark.parametrize("name", PAPER)
 def test_paper_env_runs_an_episode_and_passes_checker(testsets_dir, name):
-    env = gym.make(f"agentflow/{name}-v0", data_dir=str(testsets_dir), tools=_spec_tools(name))
+    env = _make_paper_env(name, testsets_dir)
     try:
         obs, info = env.reset(seed=0)
         task = env.unwrapped.task
