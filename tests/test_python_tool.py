@@ -208,6 +208,13 @@ def test_writing_outside_the_temp_dir_fails(tool, tmp_path):
     assert tool.run("import os\nopen('inside.txt', 'w').write('ok')\nos.path.getsize('inside.txt')", 5).text == "2"
 
 
+def test_sandbox_tmp_is_size_capped(tool):
+    if tool.sandbox_info.mode != "bwrap" or not launcher._bwrap_has_size():
+        pytest.skip("needs bubblewrap with --size (0.5 or later)")
+    r = tool.run("import os\nst = os.statvfs('/tmp')\nst.f_blocks * st.f_frsize // 2**20", 5)
+    assert int(r.text) <= launcher.SANDBOX_TMP_MB
+
+
 def test_socket_to_localhost_reaches_nothing(tool):
     if not tool.sandbox_info.network_isolated:
         pytest.skip(f"no network isolation here ({tool.sandbox_info.notes or 'bubblewrap unavailable'})")

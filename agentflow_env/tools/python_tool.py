@@ -111,7 +111,7 @@ class PythonCoderTool(BaseTool):
         *,
         max_output_chars: int = 8000,
         memory_mb: int = 1024,
-        nproc: int = 16,
+        nproc: int = 8,
         fsize_mb: int = 64,
         nofile: int = 64,
         pool_size: int = 1,

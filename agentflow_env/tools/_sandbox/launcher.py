@@ -46,6 +46,7 @@ ZYGOTE_SCRIPT = str(Path(_z.__file__).resolve())
 SANDBOX_MODES = ("auto", "bwrap", "none")
 HANDSHAKE_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 30.0
+SANDBOX_TMP_MB = 512  # all workers of one zygote share this much /tmp (memory-backed)
 UID_SLOTS = 512  # workers per zygote
 UID_GROUPS = 4  # live zygotes per process that get private uids
 _SCRUBBED_ENV = {
@@ -65,7 +66,7 @@ class SandboxLimits:
     """Per-worker resource limits (the wall timeout is per call and enforced by the host)."""
 
     memory_mb: int = 1024
-    nproc: int = 16
+    nproc: int = 8
     fsize_mb: int = 64
     nofile: int = 64
     cpu_total_s: int = 3600
@@ -123,6 +124,22 @@ def _hidden_dirs() -> list[str]:
     return sorted(d for d in dirs if d not in ("/", "") and os.path.isdir(d))
 
 
+@functools.lru_cache(maxsize=1)
+def _bwrap_has_size() -> bool:
+    try:
+        usage = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in usage
+
+
+def _private_tmp(host_root: str) -> list[str]:
+    """/tmp in the sandbox: a size-capped tmpfs (so no snippet can fill the host disk), or a host folder."""
+    if _bwrap_has_size():
+        return ["--perms", "0755", "--size", str(SANDBOX_TMP_MB * 2**20), "--tmpfs", "/tmp"]
+    return ["--bind", host_root, "/tmp"]
+
+
 def bwrap_command(host_root: str, uid_drop: bool) -> list[str]:
     """The bubblewrap prefix: no network, own pid/ipc/uts namespaces, read-only root, private /tmp."""
     exe = shutil.which("bwrap")
@@ -143,9 +160,7 @@ def bwrap_command(host_root: str, uid_drop: bool) -> list[str]:
         "/dev",
         "--proc",
         "/proc",
-        "--bind",
-        host_root,
-        "/tmp",
+        *_private_tmp(host_root),
     ]
     hidden = _hidden_dirs()
     for d in hidden:
@@ -476,7 +491,7 @@ class Worker:
         try:
             self.sock.settimeout(max(timeout, 0.001))
             _z.send_frame(self.sock, {"n": self.calls, "code": code, "timeout": timeout, "limit": limit})
-            reply = _z.recv_frame(self.sock, 4 * (limit + 4 * _z.TRACEBACK_CHARS) + 65536, deadline)
+            reply = _z.recv_frame(self.sock, 6 * (limit + 2 * _z.TRACEBACK_CHARS) + 65536, deadline)  # \uXXXX: 6 B
         except TimeoutError:
             raise TimeoutError(f"no reply within {timeout:g} s") from None
         except (OSError, EOFError, ValueError) as exc:

@@ -311,9 +311,10 @@ def worker_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
         limit = int(req.get("limit", 8000))
         reply = run(str(req.get("code", "")), limit)
         extra, extra_dropped = drain(limit)
-        if extra:
-            reply["output"] = extra + reply["output"] if reply["output"] else extra
-            reply["dropped"] += extra_dropped
+        if extra:  # output of child processes and C code first, then Python's; one cap for both
+            both = extra + reply["output"]
+            reply["output"] = both[:limit]
+            reply["dropped"] += extra_dropped + len(both) - len(reply["output"])
         reply["n"] = req.get("n")
         reply["output"] = clean_text(reply["output"])
         if reply["error"] is not None:
