@@ -19,13 +19,12 @@ from agentflow_env.types import Task
 from benchmarks.generated.common import GeneratedTasks
 from benchmarks.generated.mathgen import ExactNumberScorer, format_number
 from benchmarks.generated.multihop import Lookup, hop_choices, random_lookup
-from benchmarks.generated.world import World, build_world, make_world_tools, parse_chain
+from benchmarks.generated.world import World, build_world, make_world_tools, parse_chain, world_task
 from benchmarks.specs import BenchmarkSpec
 
 __all__ = ["SPEC", "TEMPLATES", "AgenticTemplate", "load_tasks", "make_tools", "parse_agentic_question"]
 
 FAMILY = "Gen-Agentic"
-_EVENT = {"born": "the birth of {}", "founded": "the founding of {}"}
 
 
 @dataclass(frozen=True)
@@ -44,40 +43,29 @@ class AgenticTemplate:
     valid: Callable[[Sequence[int]], bool] = lambda values: True
 
 
-def _years_apart_text(phrases: Sequence[str], consts: Sequence[int]) -> str:
-    return (
-        f"How many years lie between {phrases[0]} and {phrases[1]}? Multiply that number of years by {consts[0]} "
-        "and give the result."
+def _years_apart(first: str) -> AgenticTemplate:
+    """Years between the ``first`` event of one entity and the birth of another, times a constant."""
+    event = {"born": "birth", "founded": "founding"}[first]
+    return AgenticTemplate(
+        f"years_apart_{first}_born",
+        (first, "born"),
+        ((2, -1),),
+        lambda ph, c: (
+            f"How many years lie between the {event} of {ph[0]} and the birth of {ph[1]}? "
+            f"Multiply that number of years by {c[0]} and give the result."
+        ),
+        rf"^How many years lie between the {event} of (.+?) and the birth of (.+?)\? Multiply that number of "
+        r"years by (\d+) and give the result\.$",
+        lambda v, c: f"({max(v)} - {min(v)}) * {c[0]}",
+        lambda v: v[0] != v[1],
     )
-
-
-def _years_apart_expr(values: Sequence[int], consts: Sequence[int]) -> str:
-    return f"({max(values)} - {min(values)}) * {consts[0]}"
 
 
 TEMPLATES: dict[str, AgenticTemplate] = {
     t.name: t
     for t in (
-        AgenticTemplate(
-            "years_apart_founded_born",
-            ("founded", "born"),
-            ((2, -1),),
-            lambda ph, c: _years_apart_text([_EVENT["founded"].format(ph[0]), _EVENT["born"].format(ph[1])], c),
-            r"^How many years lie between the founding of (.+?) and the birth of (.+?)\? Multiply that number of "
-            r"years by (\d+) and give the result\.$",
-            _years_apart_expr,
-            lambda v: v[0] != v[1],
-        ),
-        AgenticTemplate(
-            "years_apart_born_born",
-            ("born", "born"),
-            ((2, -1),),
-            lambda ph, c: _years_apart_text([_EVENT["born"].format(ph[0]), _EVENT["born"].format(ph[1])], c),
-            r"^How many years lie between the birth of (.+?) and the birth of (.+?)\? Multiply that number of "
-            r"years by (\d+) and give the result\.$",
-            _years_apart_expr,
-            lambda v: v[0] != v[1],
-        ),
+        _years_apart("founded"),
+        _years_apart("born"),
         AgenticTemplate(
             "combined_population",
             ("population", "population"),
@@ -184,7 +172,8 @@ def load_tasks(
     names = list(templates) if templates is not None else list(TEMPLATES)
     if not names or any(n not in TEMPLATES for n in names):
         raise ConfigError(f"templates={templates!r}; choose from {', '.join(TEMPLATES)}")
-    world = build_world(int(seed), int(world_size), int(distractors))
+    settings = (int(seed), int(world_size), int(distractors))
+    world = build_world(*settings)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(200):
@@ -193,15 +182,8 @@ def load_tasks(
             if drawn is None:
                 continue
             text, answer, n_hops = drawn
-            meta = {
-                "hops": n_hops,
-                "template": template.name,
-                "world_seed": int(seed),
-                "world_size": int(world_size),
-                "distractors": int(distractors),
-            }
-            tid = "genag-" + Task.content_id(seed, world_size, distractors, text)
-            return text, Task(id=tid, question=text, answer=answer, family="agentic", metadata=meta)
+            meta = {"hops": n_hops, "template": template.name}
+            return text, world_task("genag", "agentic", text, answer, settings, meta)
         raise ConfigError(f"{FAMILY}: no question fits hops={hops} in this world; raise world_size or hops")
 
     return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)

@@ -241,6 +241,21 @@ def _signed(n: int, first: bool = False) -> str:
     return f"+ {n}" if n >= 0 else f"- {-n}"
 
 
+def _signed_ints(pattern: re.Pattern[str], text: str) -> list[int] | None:
+    """The integers ``pattern`` captures; a ``[+-]`` group signs the number group after it."""
+    m = pattern.match(text)
+    if not m:
+        return None
+    out, sign = [], 1
+    for group in m.groups():
+        if group in ("+", "-"):
+            sign = -1 if group == "-" else 1
+        else:
+            out.append(sign * int(group))
+            sign = 1
+    return out
+
+
 def _lin_render(p: Params) -> str:
     return (
         f"Solve for x: {p['a']}(x {_signed(p['b'] * -1)}) {_signed(p['c'])} = {p['d']}x {_signed(p['e'])}. "
@@ -252,18 +267,11 @@ _LIN = re.compile(r"Solve for x: (\d+)\(x ([+-]) (\d+)\) ([+-]) (\d+) = (-?\d+)x
 
 
 def _lin_parse(text: str) -> Params | None:
-    m = _LIN.match(text)
-    if not m:
+    ints = _signed_ints(_LIN, text)
+    if ints is None:
         return None
-    g = m.groups()
-    sgn = {"+": 1, "-": -1}
-    return {
-        "a": int(g[0]),
-        "b": -sgn[g[1]] * int(g[2]),
-        "c": sgn[g[3]] * int(g[4]),
-        "d": int(g[5]),
-        "e": sgn[g[6]] * int(g[7]),
-    }
+    a, minus_b, c, d, e = ints
+    return {"a": a, "b": -minus_b, "c": c, "d": d, "e": e}
 
 
 def _lin_solve(p: Params) -> Fraction:
@@ -300,19 +308,8 @@ _SYS = re.compile(r"Find x \+ y if (-?\d+)x ([+-]) (\d+)y = (-?\d+) and (-?\d+)x
 
 
 def _sys_parse(text: str) -> Params | None:
-    m = _SYS.match(text)
-    if not m:
-        return None
-    g = m.groups()
-    sgn = {"+": 1, "-": -1}
-    return {
-        "a": int(g[0]),
-        "b": sgn[g[1]] * int(g[2]),
-        "c": int(g[3]),
-        "d": int(g[4]),
-        "e": sgn[g[5]] * int(g[6]),
-        "f": int(g[7]),
-    }
+    ints = _signed_ints(_SYS, text)
+    return dict(zip("abcdef", ints)) if ints is not None else None
 
 
 def _sys_solve(p: Params) -> Fraction:

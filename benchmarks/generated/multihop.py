@@ -23,6 +23,7 @@ from benchmarks.generated.world import (
     make_world_tools,
     parse_chain,
     render_chain,
+    world_task,
 )
 from benchmarks.specs import BenchmarkSpec
 
@@ -227,7 +228,8 @@ def load_tasks(
     choices = hop_choices(hops)
     if not 0.0 <= comparison <= 1.0:
         raise ConfigError(f"comparison={comparison}; give a share in [0, 1]")
-    world = build_world(int(seed), int(world_size), int(distractors))
+    settings = (int(seed), int(world_size), int(distractors))
+    world = build_world(*settings)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(200):
@@ -235,16 +237,8 @@ def load_tasks(
             if drawn is None:
                 continue
             q, text, answer = drawn
-            meta = {
-                "hops": sum(lk.hops for lk in q.lookups),
-                "kind": q.kind,
-                "world_seed": int(seed),
-                "world_size": int(world_size),
-                "distractors": int(distractors),
-                **q.metadata,
-            }
-            tid = "genmh-" + Task.content_id(seed, world_size, distractors, text)
-            return text, Task(id=tid, question=text, answer=answer, family="search", metadata=meta)
+            meta = {"hops": sum(lk.hops for lk in q.lookups), "kind": q.kind, **q.metadata}
+            return text, world_task("genmh", "search", text, answer, settings, meta)
         raise ConfigError(f"{FAMILY}: no question with hops={hops} fits this world; raise world_size")
 
     return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)

@@ -37,163 +37,31 @@ __all__ = [
     "parse_chain",
     "render_chain",
     "world_index",
+    "world_task",
 ]
 
 # Syllable pools for made-up but pronounceable names (no real person, place or firm to recall).
-_FIRST_ON = (
-    "Al",
-    "Be",
-    "Ca",
-    "Da",
-    "E",
-    "Fa",
-    "Ga",
-    "Ha",
-    "I",
-    "Jo",
-    "Ka",
-    "Le",
-    "Ma",
-    "Ne",
-    "O",
-    "Pe",
-    "Ra",
-    "Sa",
-    "Ta",
-    "Va",
-    "Ze",
-    "Bri",
-    "Cla",
-    "Dre",
-    "Flo",
-    "Gre",
-    "Tri",
-    "Mi",
-    "Lu",
-    "No",
+_FIRST_ON = tuple(
+    "Al Be Ca Da E Fa Ga Ha I Jo Ka Le Ma Ne O Pe Ra Sa Ta Va Ze Bri Cla Dre Flo Gre Tri Mi Lu No".split()
 )
-_FIRST_MID = ("l", "n", "r", "s", "v", "m", "d", "th", "nd", "lv", "rn", "b")
-_FIRST_END = ("a", "o", "en", "an", "ia", "el", "is", "ar", "ine", "ette", "us", "ik", "ora", "ian")
-_SUR_PRE = (
-    "Vel",
-    "Cor",
-    "Mar",
-    "Ash",
-    "Bren",
-    "Dal",
-    "Fen",
-    "Hal",
-    "Kest",
-    "Lor",
-    "Mor",
-    "Nor",
-    "Ost",
-    "Pell",
-    "Quar",
-    "Rav",
-    "Strat",
-    "Thal",
-    "Ulm",
-    "Wend",
-    "Yar",
-    "Zell",
-    "Brask",
-    "Cind",
-    "Drum",
-    "Garr",
+_FIRST_MID = tuple("l n r s v m d th nd lv rn b".split())
+_FIRST_END = tuple("a o en an ia el is ar ine ette us ik ora ian".split())
+_SUR_PRE = tuple(
+    "Vel Cor Mar Ash Bren Dal Fen Hal Kest Lor Mor Nor Ost Pell Quar Rav Strat Thal Ulm Wend Yar Zell Brask Cind "
+    "Drum Garr".split()
 )
-_SUR_SUF = (
-    "ton",
-    "wick",
-    "mere",
-    "by",
-    "ford",
-    "holt",
-    "ard",
-    "ine",
-    "oway",
-    "den",
-    "ley",
-    "rick",
-    "stead",
-    "ovic",
-    "ani",
-    "eau",
-    "sen",
-    "ow",
-)
-_PLACE_PRE = (
-    "Ar",
-    "Bel",
-    "Cas",
-    "Dor",
-    "Esk",
-    "Fal",
-    "Gal",
-    "Hav",
-    "Isk",
-    "Kor",
-    "Lun",
-    "Mer",
-    "Nar",
-    "Orv",
-    "Pal",
-    "Riv",
-    "Sel",
-    "Tam",
-    "Ves",
-    "Wyn",
-    "Bast",
-    "Quel",
-    "Sarn",
-    "Tor",
+_SUR_SUF = tuple("ton wick mere by ford holt ard ine oway den ley rick stead ovic ani eau sen ow".split())
+_PLACE_PRE = tuple(
+    "Ar Bel Cas Dor Esk Fal Gal Hav Isk Kor Lun Mer Nar Orv Pal Riv Sel Tam Ves Wyn Bast Quel Sarn Tor".split()
 )
 _PLACE_MID = ("a", "e", "i", "o", "", "en", "ar")
-_CITY_SUF = (
-    "mora",
-    "dell",
-    "haven",
-    "port",
-    "grad",
-    "ria",
-    "ssa",
-    "lin",
-    "ton",
-    "vale",
-    "burg",
-    "stad",
-    "ona",
-    "mouth",
-    "field",
+_CITY_SUF = tuple("mora dell haven port grad ria ssa lin ton vale burg stad ona mouth field".split())
+_COUNTRY_SUF = tuple("ia land ovia ara onia eth andria".split())
+_ORG_PRE = tuple(
+    "Brigh Cald Emb Glim Hollo Ivor Jass Lum Nimb Opal Prax Sorr Tess Umbr Vant Wick Xer Yol Zeph Aur Corv Dusk Fern "
+    "Kiln".split()
 )
-_COUNTRY_SUF = ("ia", "land", "ovia", "ara", "onia", "eth", "andria")
-_ORG_PRE = (
-    "Brigh",
-    "Cald",
-    "Emb",
-    "Glim",
-    "Hollo",
-    "Ivor",
-    "Jass",
-    "Lum",
-    "Nimb",
-    "Opal",
-    "Prax",
-    "Sorr",
-    "Tess",
-    "Umbr",
-    "Vant",
-    "Wick",
-    "Xer",
-    "Yol",
-    "Zeph",
-    "Aur",
-    "Corv",
-    "Dusk",
-    "Fern",
-    "Kiln",
-)
-_ORG_SUF = ("ane", "ery", "well", "ix", "ora", "ent", "ast", "ique", "on", "ara")
+_ORG_SUF = tuple("ane ery well ix ora ent ast ique on ara".split())
 _ORG_KINDS = {
     "Works": "manufacturing company",
     "Foundry": "metal foundry",
@@ -560,6 +428,21 @@ def optional_tool(name: str) -> Tool | None:
             "python tool unavailable (%s: %s); continuing without it", type(exc).__name__, exc
         )
         return None
+
+
+def world_task(
+    prefix: str, family: str, text: str, answer: str, settings: tuple[int, int, int], metadata: dict[str, Any]
+) -> Task:
+    """A task over the world of ``settings`` = ``(seed, world_size, distractors)``, id'd by content and world."""
+    seed, world_size, distractors = settings
+    meta = {"world_seed": seed, "world_size": world_size, "distractors": distractors, **metadata}
+    return Task(
+        id=f"{prefix}-{Task.content_id(seed, world_size, distractors, text)}",
+        question=text,
+        answer=answer,
+        family=family,
+        metadata=meta,
+    )
 
 
 # ---------------------------------------------------------------- scoring
