@@ -9,9 +9,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agents.baselines import ScriptedGameOf24Planner, final_answer, memory_results, numbers_in_question, tool_call
 from agents.policy import Observation, Policy
+
+if TYPE_CHECKING:
+    from benchmarks.generated.multihop import Lookup
 
 __all__ = [
     "ScriptedAgenticPlanner",
@@ -118,7 +122,7 @@ def _own_arithmetic(expression: str | None, program: str | None) -> str:
 
 
 # ---------------------------------------------------------------- world lookups (Gen-MultiHop, Gen-Agentic)
-def _resolve(text: str, lookup) -> tuple[str | None, int | None, tuple[str, str] | None]:
+def _resolve(text: str, lookup: Lookup) -> tuple[str | None, int | None, tuple[str, str] | None]:
     """Follow ``lookup`` through the facts in ``text``: ``(final entity, value, missing (subject, fact))``."""
     from benchmarks.generated.world import find_attribute, find_relation
 

@@ -91,12 +91,12 @@ def render_question(q: HopQuestion, final_kind: str | None = None) -> str:
     return stem.format(lk.phrase())
 
 
-def _stem_regex(stem: str, groups: int) -> re.Pattern[str]:
+def _stem_regex(stem: str) -> re.Pattern[str]:
     return re.compile("^" + re.escape(stem).replace(re.escape("{}"), "(.+?)") + "$")
 
 
-_COMPARE_RES = {attr: _stem_regex(stem, 2) for attr, (stem, _) in _COMPARE_STEMS.items()}
-_ATTR_RES = {attr: _stem_regex(stem, 1) for attr, stem in _ATTR_STEMS.items()}
+_COMPARE_RES = {attr: _stem_regex(stem) for attr, (stem, _) in _COMPARE_STEMS.items()}
+_ATTR_RES = {attr: _stem_regex(stem) for attr, stem in _ATTR_STEMS.items()}
 _ENTITY_RE = re.compile(r"^(?:Who is|What is|Which organisation is) (.+?)\?$")
 
 
@@ -148,8 +148,6 @@ def random_lookup(
             continue
         if kinds is not None and world.entities[path[-1]].kind not in kinds:
             continue
-        if world.entities[start].kind in ("event",):
-            continue
         return Lookup(tuple(rels), start, attribute), path
     return None
 
@@ -194,10 +192,7 @@ def draw_question(
         answer = na if pick_first else nb
     else:
         attribute = None if rng.random() < 0.5 else ("born", "founded", "population")[int(rng.integers(3))]
-        n_rel = h - (attribute is not None)
-        if n_rel < 1:
-            attribute, n_rel = None, h
-        found = random_lookup(world, rng, n_rel, attribute)
+        found = random_lookup(world, rng, h - (attribute is not None), attribute)
         if found is None:
             return None
         final, value = _value(world, found[0])

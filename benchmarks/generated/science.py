@@ -9,7 +9,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -308,12 +307,14 @@ def load_tasks(
         raise ConfigError(f"templates={templates!r}; choose from {', '.join(TEMPLATES)}")
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
-        while True:
+        for _ in range(200):
             template = TEMPLATES[names[int(rng.integers(len(names)))]]
             params = template.draw(rng, magnitude)
             built = _options(rng, template, params, distractors)
             if built is not None:
                 break
+        else:
+            raise ConfigError(f"{FAMILY}: could not build {distractors} distinct wrong options; lower distractors")
         options, answer, why = built
         stem = template.render(params)
         text = f"{stem}\n{render_options(options)}\nAnswer with the letter of the correct option."
@@ -327,7 +328,7 @@ def load_tasks(
                 "options": options,
                 "template": template.name,
                 "mistakes": why,
-                "value": float(Fraction(evaluate(template.expression(params)))),
+                "value": float(evaluate(template.expression(params))),
             },
         )
 
