@@ -121,6 +121,9 @@ def parse_command(reply: Any) -> tuple[str | None, str | None]:
         return None, "the executor's reply was empty, so no tool command could be run"
     parsed: ParsedAction = parse_action(text)
     command = parsed.command
+    if command.lstrip().startswith("```"):  # a fenced block followed by prose: keep the block
+        block = _FENCE_BLOCK_RE.search(command)
+        command = block.group(1) if block else command.strip().strip("`")
     if not command.strip():
         fence = _FENCE_BLOCK_RE.search(text)
         command = fence.group(1) if fence else _LABEL_RE.sub("", text)
