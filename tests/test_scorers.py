@@ -280,3 +280,20 @@ def test_judge_prompt_lists_options_and_retries():
     assert stubborn("0.7", task) == 0.0 and stubborn.unparsed == 1
     with pytest.raises(ConfigError, match="judge"):
         JudgeScorer(None)  # type: ignore[arg-type]
+
+
+def test_judge_with_project_engines(tmp_path):
+    engines = pytest.importorskip("agentflow_env.engines")
+    if not hasattr(engines, "make_engine"):
+        pytest.skip("make_engine is not available yet")
+    from agentflow_env.engines.scripted import ScriptedEngine
+
+    scripted = ScriptedEngine(
+        {r"Candidate answer: (?i:james madison)": "Verdict: CORRECT"}, default="Verdict: INCORRECT"
+    )
+    judge = JudgeScorer(scripted)
+    task = Task("j", "Who?", ["james madison"], family="search")
+    assert judge("James Madison", task) == 1.0 and judge("John Adams", task) == 0.0
+    replies = tmp_path / "judge.json"
+    replies.write_text('["Verdict: CORRECT"]', encoding="utf-8")
+    assert JudgeScorer(f"scripted:{replies}")("anything", task) == 1.0  # a spec string goes through make_engine
