@@ -144,7 +144,7 @@ TEMPLATES: dict[str, ScienceTemplate] = {
                 "current instead of power": f"{p['V']} / {p['R']}",
                 "multiplied by R": f"{p['V']} * {p['R']}",
                 "V squared times R": f"{p['V']} ** 2 * {p['R']}",
-                "forgot the square": f"{p['V']} / {p['R']} * 2",
+                "doubled the current": f"{p['V']} / {p['R']} * 2",
             },
         ),
         ScienceTemplate(
