@@ -34,6 +34,8 @@ __all__ = [
     "iter_dataset_rows",
     "iter_jsonl",
     "iter_parquet",
+    "jsonl_rows",
+    "parquet_rows",
     "tokenize",
 ]
 
@@ -155,14 +157,8 @@ def _passage(row: dict[str, Any], text_field: str, title_field: str | None, id_f
     return out
 
 
-def iter_jsonl(
-    path: str | os.PathLike[str],
-    *,
-    text_field: str = "text",
-    title_field: str | None = "title",
-    id_field: str | None = "id",
-) -> Iterator[dict[str, str]]:
-    """Stream passages from a JSON-lines file (one object per line, e.g. KILT-like ``{title, text}``)."""
+def jsonl_rows(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Raw objects of a JSON-lines file, one line at a time; blank lines are skipped."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"corpus file not found: {path}")
@@ -176,7 +172,37 @@ def iter_jsonl(
                 raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object per line")
-            yield _passage(row, text_field, title_field, id_field)
+            yield row
+
+
+def parquet_rows(
+    path: str | os.PathLike[str], columns: Sequence[str] | None = None, batch_size: int = 8192
+) -> Iterator[dict[str, Any]]:
+    """Raw rows of a Parquet file, one record batch at a time (only ``columns`` when given and present)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - depends on the install
+        raise DependencyNotInstalled("pyarrow", "search") from None
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"corpus file not found: {path}")
+    pf = pq.ParquetFile(path)
+    names = pf.schema_arrow.names
+    keep = [c for c in columns if c in names] if columns is not None else None
+    for batch in pf.iter_batches(batch_size=batch_size, columns=keep):
+        yield from batch.to_pylist()
+
+
+def iter_jsonl(
+    path: str | os.PathLike[str],
+    *,
+    text_field: str = "text",
+    title_field: str | None = "title",
+    id_field: str | None = "id",
+) -> Iterator[dict[str, str]]:
+    """Stream passages from a JSON-lines file (one object per line, e.g. KILT-like ``{title, text}``)."""
+    for row in jsonl_rows(path):
+        yield _passage(row, text_field, title_field, id_field)
 
 
 def iter_parquet(
@@ -188,21 +214,9 @@ def iter_parquet(
     batch_size: int = 8192,
 ) -> Iterator[dict[str, str]]:
     """Stream passages from a Parquet file, one record batch at a time."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - depends on the install
-        raise DependencyNotInstalled("pyarrow", "search") from None
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"corpus file not found: {path}")
-    pf = pq.ParquetFile(path)
-    names = set(pf.schema_arrow.names)
-    columns = [c for c in (text_field, title_field, id_field) if c and c in names]
-    for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
-        for row in batch.to_pylist():
-            yield _passage(
-                row, text_field, title_field if title_field in names else None, id_field if id_field in names else None
-            )
+    wanted = [c for c in (text_field, title_field, id_field) if c]
+    for row in parquet_rows(path, wanted, batch_size):
+        yield _passage(row, text_field, title_field, id_field)
 
 
 def iter_dataset_rows(
@@ -219,8 +233,12 @@ def iter_dataset_rows(
         if (local / "dataset_info.json").is_file() or (local / "dataset_dict.json").is_file():
             loaded = datasets.load_from_disk(str(local))
             rows = loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
-        elif local.is_file() and local.suffix in (".parquet", ".jsonl", ".json", ".csv"):
-            builder = {".parquet": "parquet", ".csv": "csv"}.get(local.suffix, "json")
+        elif local.is_file() and local.suffix == ".parquet":  # read directly: datasets' builders are slow to start
+            rows = parquet_rows(local)
+        elif local.is_file() and local.suffix == ".jsonl":
+            rows = jsonl_rows(local)
+        elif local.is_file() and local.suffix in (".json", ".csv"):
+            builder = "csv" if local.suffix == ".csv" else "json"
             rows = datasets.load_dataset(builder, data_files=str(local), split="train", streaming=streaming)
         else:
             rows = datasets.load_dataset(str(source), split=split, streaming=streaming, **load_kwargs)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import DataError
-from agentflow_env.tools.search import BM25Index, BM25SearchTool, iter_dataset_rows, iter_parquet
+from agentflow_env.tools.search import BM25Index, BM25SearchTool, iter_dataset_rows, jsonl_rows, parquet_rows
 
 __all__ = [
     "WIKI_ENV_VAR",
@@ -94,20 +94,8 @@ def iter_wiki_jsonl(
     id_field: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Stream a JSON-lines dump (``{title, text}``, KILT's ``{wikipedia_title, text: {paragraph: [...]}}``...)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"JSONL dump not found: {path}")
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected one JSON object per line")
-            yield _normalize_row(row, text_field, title_field, id_field)
+    for row in jsonl_rows(path):
+        yield _normalize_row(row, text_field, title_field, id_field)
 
 
 def _paragraphs(text: Any) -> list[str]:
@@ -158,9 +146,7 @@ def iter_dump(
     elif fmt == "jsonl":
         rows = iter_wiki_jsonl(source, text_field=text_field, title_field=title_field, id_field=id_field)
     elif fmt == "parquet":
-        rows = iter_parquet(
-            source, text_field=text_field or "text", title_field=title_field or "title", id_field=id_field or "id"
-        )
+        rows = (_normalize_row(r, text_field, title_field, id_field) for r in parquet_rows(source))
     elif fmt == "hub":
         rows = (_normalize_row(r, text_field, title_field, id_field) for r in iter_dataset_rows(source, split=split))
     else:
