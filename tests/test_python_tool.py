@@ -113,6 +113,16 @@ def test_reset_recycles_the_worker_so_no_state_leaks(tool):
     )
 
 
+def test_recycle_per_call_gives_a_fresh_process_each_time():
+    t = PythonCoderTool(recycle="call", preload=("bisect",))
+    try:
+        assert t.run("import math\nmath.leaked = 1", 5).ok
+        assert t.run("import math\nhasattr(math, 'leaked')", 5).text == "False"
+        assert len(t._state.idle) == 1  # the replacement is already forked
+    finally:
+        t.close()
+
+
 def test_builtins_patched_by_one_call_are_restored_for_the_next(tool):
     assert tool.run("import builtins\nbuiltins.print = None\nbuiltins.len = lambda x: 0", 5).ok
     assert tool.run("print(len('abc'))", 5).text == "3"

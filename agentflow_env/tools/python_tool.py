@@ -6,6 +6,7 @@ recycled at every episode start, killed on timeout and respawned.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -29,6 +30,8 @@ from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import ToolResult
 
 __all__ = ["PythonCoderTool", "strip_code_fences"]
+
+logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"^\s*```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)\n?```\s*$", re.DOTALL | re.IGNORECASE)
 _NO_OUTPUT = "(no output: the code ran without printing; use print() or end the code with an expression)"
@@ -101,7 +104,8 @@ class PythonCoderTool(BaseTool):
     description = (
         "Runs Python 3 code and returns what it prints plus the value of the last expression, like a notebook "
         "cell. numpy and sympy are available (also math, fractions, itertools, collections, re). No network, no "
-        "input(), nothing persists between calls. Use it for exact arithmetic, algebra, counting and simulation."
+        "input(); variables do not persist between calls. Use it for exact arithmetic, algebra, counting and "
+        "simulation."
     )
     input_spec = "Python source code (a ```python fence is accepted); print() what you need or end with an expression"
     examples = ("import sympy as sp; x = sp.symbols('x'); sp.solve(x**2 - 5*x + 6, x)",)
@@ -151,7 +155,7 @@ class PythonCoderTool(BaseTool):
         self._checkin(worker, self._state.epoch)
 
     def reset(self) -> None:
-        """Episode start: workers that ran code are killed (with anything they started) and replaced lazily."""
+        """Episode start: workers that ran code are killed (with anything they started) and pre-forked afresh."""
         state = self._state
         with state.lock:
             state.epoch += 1
@@ -159,6 +163,7 @@ class PythonCoderTool(BaseTool):
             state.idle = [w for w in state.idle if not w.calls]
         for worker in used:
             worker.kill()
+        self._refill(len(used))
 
     def close(self) -> None:
         """Kill this tool's workers; the shared zygote stops when its last tool closes. Safe to call twice."""
@@ -196,6 +201,26 @@ class PythonCoderTool(BaseTool):
                 state.busy -= 1
                 state.lock.notify()
             raise
+
+    def _refill(self, count: int) -> None:
+        """Fork replacement workers now, so the next call does not wait for one (failures wait for that call)."""
+        state = self._state
+        for _ in range(count):
+            with state.lock:
+                if not state.registered or len(state.idle) + state.busy >= self.pool_size:
+                    return
+                epoch = state.epoch
+            try:
+                worker = self._zygote().spawn(self.limits)
+            except Exception:  # the next call will try again and report what is wrong
+                logger.debug("pre-forking a Python worker failed", exc_info=True)
+                return
+            with state.lock:
+                keep = epoch == state.epoch and state.registered and len(state.idle) + state.busy < self.pool_size
+                if keep:
+                    state.idle.append(worker)
+            if not keep:
+                worker.kill()
 
     def _checkin(self, worker: Worker | None, epoch: int) -> int | None:
         """Return a worker to the pool, or kill it (``None`` = it is already gone); returns a kill's wait status."""
@@ -238,6 +263,7 @@ class PythonCoderTool(BaseTool):
             )
         except WorkerLost as exc:
             status = self._checkin(worker, -1)
+            self._refill(1)
             how = describe_status(status)
             return ToolResult(
                 text=f"Error: the Python process died ({how}); it was restarted. Common causes: "
@@ -249,6 +275,8 @@ class PythonCoderTool(BaseTool):
             self._checkin(worker, -1)
             raise
         self._checkin(worker, epoch)
+        if self.recycle == "call":
+            self._refill(1)
         return self._result(reply)
 
     def _result(self, reply: dict[str, Any]) -> ToolResult:

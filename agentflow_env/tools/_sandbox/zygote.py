@@ -147,8 +147,10 @@ def _compile_cell(code: str) -> tuple[Any, Any]:
     """Compile a cell: every statement, then the trailing expression (if any) separately so its value is shown."""
     tree = ast.parse(code, CELL, "exec")
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(final.value)
     body = compile(tree, CELL, "exec")
     tail = compile(last, CELL, "eval") if last is not None else None
     return body, tail
