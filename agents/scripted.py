@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agents.baselines import ScriptedGameOf24Planner, final_answer, memory_results, numbers_in_question, tool_call
@@ -212,7 +212,7 @@ class ScriptedAgenticPlanner:
             if missing is not None:
                 action = _search_for(obs, *missing)
                 return action if action is not None else final_answer("unknown")
-            values.append(value)
+            values.append(int(value or 0))  # an attribute lookup with nothing missing has its value
         expression = template.expression(values, consts)
         return _compute(obs, expression, f"print({expression})", "Combine the retrieved numbers.", False)
 
@@ -306,7 +306,7 @@ class ScriptedPlanner:
         return final_answer("unknown")
 
 
-_BY_FAMILY = {
+_BY_FAMILY: dict[str, Callable[[], Policy]] = {
     "Gen-GameOf24": ScriptedGameOf24Planner,
     "Gen-MultiHop": ScriptedMultiHopPlanner,
     "Gen-Agentic": ScriptedAgenticPlanner,

@@ -134,7 +134,9 @@ def _draw(
     extra = max(hops - n, 0)
     cuts = sorted(int(c) for c in rng.integers(0, extra + 1, size=n - 1))
     rels = [b - a for a, b in zip([0, *cuts], [*cuts, extra])]
-    lookups, avoid, values = [], [], []
+    lookups: list[Lookup] = []
+    avoid: list[str] = []
+    values: list[int] = []
     for attr, k in zip(template.attributes, rels):
         found = random_lookup(world, rng, k, attr, avoid=avoid)
         if found is None:

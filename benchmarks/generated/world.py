@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -405,9 +405,8 @@ def make_world_tools(
     from agentflow_env.tools.search import BM25SearchTool
 
     _check_settings(world_size, distractors)
-    tools: list[Tool] = [
-        BM25SearchTool(index=world_index(int(seed), int(world_size), int(distractors)), top_k=int(top_k))
-    ]
+    search = BM25SearchTool(index=world_index(int(seed), int(world_size), int(distractors)), top_k=int(top_k))
+    tools: list[Tool] = [cast(Tool, search)]
     for name in extra_tools:
         tool = optional_tool(name)
         if tool is not None:
