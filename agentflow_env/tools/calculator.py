@@ -140,30 +140,36 @@ def _sym_number(expr: Any) -> complex | None:
         return None
 
 
+def _sym_pow_ok(base: Any, exp: Any) -> bool:
+    """A power is allowed when its exact value has a bounded number of digits (or a small symbolic degree)."""
+    if exp.free_symbols:
+        return True
+    e = _sym_number(exp)
+    if e is None or abs(e) > 1e6:
+        return False
+    if base.free_symbols:
+        return abs(e) <= _SYM_MAX_SYMBOLIC_EXP
+    b = _sym_number(base)
+    if b is None:  # holds a bounded factorial placeholder: allow only small powers of it
+        return abs(e) <= 16
+    return abs(b) <= 1 or abs(e.real) * math.log10(abs(b)) <= _SYM_MAX_DIGITS
+
+
 def _sym_magnitude_ok(node: Any) -> bool:
     """Reject, before evaluating, the inputs whose exact value would be astronomically large."""
     import sympy
 
+    if isinstance(node, dict):
+        node = [*node.keys(), *node.values()]
+    if isinstance(node, (list, tuple)):  # eager functions (solve, ...) already produced a collection
+        return all(_sym_magnitude_ok(item) for item in node)
+    if not isinstance(node, sympy.Basic):
+        return True
     for sub in sympy.postorder_traversal(node):
         if isinstance(sub, sympy.Integer) and abs(int(sub)) > 10**200:
             return False
-        if isinstance(sub, sympy.Pow):
-            base, exp = sub.args
-            if exp.free_symbols:
-                continue
-            e = _sym_number(exp)
-            if e is None or abs(e) > 1e6:
-                return False
-            if base.free_symbols:
-                if abs(e) > _SYM_MAX_SYMBOLIC_EXP:
-                    return False
-                continue
-            b = _sym_number(base)
-            if b is None:  # holds a bounded factorial placeholder: allow only small powers of it
-                if abs(e) > 16:
-                    return False
-            elif abs(b) > 1 and abs(e.real) * math.log10(abs(b)) > _SYM_MAX_DIGITS:
-                return False
+        if isinstance(sub, sympy.Pow) and not _sym_pow_ok(*sub.args):
+            return False
         if getattr(sub.func, "__name__", "") in _SYM_EAGER and not sub.args[0].free_symbols:
             n = _sym_number(sub.args[0])
             if n is None or abs(n) > _SYM_MAX_FACTORIAL:
