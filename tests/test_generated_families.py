@@ -160,6 +160,10 @@ WORLD_SCORES = [
     ("The answer is Velmora", "Velmora", 1.0),
     ("Velmora or Tessport", "Velmora", 0.0),  # names the other candidate too
     ("Velmorahaven", "Velmora", 0.0),
+    ("Velmora or Quelilin", "Velmora", 0.0),
+    ("Velmora (founded 1615)", "Velmora", 0.0),
+    ("born in 1843", "1843", 1.0),
+    ("1843 or 1850", "1843", 0.0),
     ("1,843", "1843", 1.0),
     ("1843.0", "1843", 1.0),
     ("1834", "1843", 0.0),

@@ -468,8 +468,8 @@ def _as_number(text: str) -> Fraction | None:
 class WorldAnswerScorer:
     """1.0 when the final answer names the gold entity or number (normalised exact match).
 
-    A short answer sentence also counts when the gold appears in it as whole words and nothing in it names
-    another entity of the world's kinds (so listing both candidates of a comparison scores 0).
+    A short answer sentence ("The answer is Velmora.") also counts when the gold appears in it as whole
+    words and it hedges with nothing else: no other candidate of a comparison, no other number, no "or".
     """
 
     def __call__(self, prediction: str, task: Task) -> float:
@@ -481,8 +481,13 @@ class WorldAnswerScorer:
         gnum, pnum = _as_number(gold), _as_number(pred)
         if gnum is not None and pnum is not None:
             return float(gnum == pnum)
-        others = [normalize_answer(o) for o in task.metadata.get("candidates", []) if str(o) != str(task.answer)]
         padded = f" {pred} "
-        if f" {gold} " in padded and len(pred.split()) <= len(gold.split()) + 6:
-            return 0.0 if any(f" {o} " in padded for o in others) else 1.0
-        return 0.0
+        if f" {gold} " not in padded or len(pred.split()) > len(gold.split()) + 6 or " or " in padded:
+            return 0.0
+        others = [normalize_answer(o) for o in task.metadata.get("candidates", []) if str(o) != str(task.answer)]
+        numbers = set(re.findall(r"-?\d+(?:[./]\d+)?", pred))
+        if any(f" {o} " in padded for o in others) or (
+            numbers and numbers != set(re.findall(r"-?\d+(?:[./]\d+)?", gold))
+        ):
+            return 0.0
+        return 1.0
