@@ -81,8 +81,26 @@ _SYM_CONSTANTS = {"pi": "pi", "E": "E", "e": "E", "I": "I", "oo": "oo", "inf": "
 _SYM_TYPOGRAPHY = {"^": "**", "×": "*", "÷": "/", "−": "-", "·": "*", "⋅": "*", "π": "pi", "√": "sqrt", "$": ""}
 _SYM_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SYM_ALLOWED_CHARS = re.compile(r"^[A-Za-z0-9_+\-*/().,!\s]*$")
-# computed eagerly by sympy even when parsing with evaluate=False, so the guard pass sees placeholders instead
+# computed eagerly by sympy even when parsing with evaluate=False, so the guard pass sees inert placeholders
+# instead; the arguments of the first two are bounded, the others are checked through their arguments
 _SYM_EAGER = ("factorial", "binomial")
+_SYM_INERT = (
+    *_SYM_EAGER,
+    "expand",
+    "simplify",
+    "factor",
+    "cancel",
+    "apart",
+    "together",
+    "nsimplify",
+    "trigsimp",
+    "diff",
+    "integrate",
+    "limit",
+    "solve",
+    "Sum",
+    "Product",
+)
 _sym_namespace: dict[str, Any] | None = None
 
 
@@ -221,7 +239,7 @@ def _symbolic_eval(text: str, timeout: float = _SYM_TIMEOUT_S) -> str | None:
         transformations = (auto_number, rationalize, factorial_notation, implicit_multiplication)
         try:
             names = dict(_sym_names())
-            guard = {**names, **{f: sympy.Function(f) for f in _SYM_EAGER}}
+            guard = {**names, **{f: sympy.Function(f) for f in _SYM_INERT}}
             tree = parse_expr(expr, global_dict=guard, local_dict={}, transformations=transformations, evaluate=False)
             if not _sym_magnitude_ok(tree):
                 return
