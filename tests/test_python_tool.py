@@ -326,6 +326,27 @@ def _ppid(pid: int) -> int:
         return -1
 
 
+def test_pickled_copy_and_forked_child_get_their_own_workers(tool):
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(tool))
+    try:
+        assert copy.max_output_chars == tool.max_output_chars and copy.run("6 * 7", 5).text == "42"
+    finally:
+        copy.close()
+    _ok(tool)
+    pid = os.fork()
+    if pid == 0:  # the child must not talk over the parent's channels: it starts its own zygote
+        code = 1
+        try:
+            code = 0 if tool.run("6 * 7", 30).text == "42" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    _ok(tool)
+
+
 def test_a_dead_zygote_is_replaced_transparently():
     t = PythonCoderTool(preload=("string",))
     try:

@@ -124,6 +124,7 @@ class PythonCoderTool(BaseTool):
         preload: Sequence[str] = (),
         max_code_chars: int = 200_000,
     ):
+        self._config: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if sandbox not in SANDBOX_MODES:
             raise ConfigError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
         if recycle not in ("episode", "call"):
@@ -142,6 +143,13 @@ class PythonCoderTool(BaseTool):
         self.recycle = recycle
         self._state = _State((sandbox, tuple(preload)))
         self._finalizer = weakref.finalize(self, _release, self._state)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the configuration only (e.g. into a vector-env subprocess); workers are never shared."""
+        return {"config": self._config}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state["config"])  # type: ignore[misc]
 
     # ------------------------------------------------------------------ public
     @property

@@ -523,8 +523,13 @@ def _warn_once(message: str) -> None:
 
 
 def _forget_if_forked() -> None:
-    """After os.fork() in the host, the child must not use (or close) the parent's zygotes."""
+    """After os.fork() in the host, the child must not use (or shut down) the parent's zygotes."""
     if _OWNER[0] != os.getpid():
+        for zyg in _ZYGOTES.values():
+            try:  # only this process's copy of the descriptor: the parent's channel stays open
+                zyg.ctl.close()
+            except OSError:
+                pass
         _ZYGOTES.clear()
         _USERS.clear()
         _FREE_GROUPS[:] = range(UID_GROUPS)
@@ -576,4 +581,13 @@ def shutdown_all() -> None:
         zyg.shutdown()
 
 
+def _after_fork_in_child() -> None:
+    # Fresh locks (another thread may have held them at fork time), and drop the parent's control
+    # sockets: a forked child holding one would keep a zygote alive after the parent closed it.
+    global _LOCK, _LOCK_GROUPS
+    _LOCK, _LOCK_GROUPS = threading.Lock(), threading.Lock()
+    _forget_if_forked()
+
+
 atexit.register(shutdown_all)
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import ctypes
 import gc
 import io
@@ -378,7 +379,7 @@ class Zygote:
         self.max_workers = int(config.get("max_workers", 1024))
         self.workers: dict[int, dict[str, Any]] = {}
         self.statuses: dict[int, int] = {}
-        self.free_slots = list(range(self.max_workers - 1, -1, -1))
+        self.free_slots = collections.deque(range(self.max_workers))  # FIFO: a swept uid is reused last
         self.next_id = 1
 
     def reap(self) -> None:
@@ -395,7 +396,7 @@ class Zygote:
         if not self.free_slots:
             send_frame_packet(self.ctl, {"ok": False, "error": f"more than {self.max_workers} live workers"})
             return
-        slot = self.free_slots.pop()
+        slot = self.free_slots.popleft()
         wid, self.next_id = self.next_id, self.next_id + 1
         uid = None if self.uid_base is None else int(self.uid_base) + slot
         wdir = os.path.join(self.tmp_root, f"w{wid}")
