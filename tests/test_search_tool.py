@@ -240,3 +240,13 @@ def test_tool_searches_passages_and_trims(tmp_path, monkeypatch, cities: BM25Ind
     assert from_env.run("Egypt").text.startswith("[1] Cairo")
     from_env.close()
     assert BM25SearchTool(cities).run("Seine").text.startswith("[1] Paris")
+
+
+def test_tool_close_leaves_a_shared_index_usable(tmp_path, cities: BM25Index) -> None:
+    shared = BM25Index.load(cities.save(tmp_path / "shared"))
+    BM25SearchTool(shared).close()  # handed in: not the tool's to close
+    assert shared.search("Peru", 1)[0].title == "Lima"
+    own = BM25SearchTool(index_path=tmp_path / "shared")
+    assert own.run("Peru").ok
+    own.close()
+    assert own.run("Egypt").text.startswith("[1] Cairo")  # the passages file is mapped again on demand

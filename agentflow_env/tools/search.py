@@ -268,19 +268,20 @@ def iter_dataset(
 
 
 class _PassageStore:
-    """Passages by row number: in memory after a build, or read lazily from ``passages.jsonl`` via an mmap."""
+    """Passages by row number: in memory after a build, or read from ``passages.jsonl`` through an mmap.
+
+    The file is mapped on first use and again after :meth:`close`, so a closed index still answers.
+    """
 
     def __init__(self, records: list[dict[str, str]] | None = None, path: Path | None = None):
         self._records = records
+        self._path = path
         self._mm: mmap.mmap | None = None
-        self._fh = None
+        self._lock = threading.Lock()
         self._offsets: np.ndarray | None = None
         if path is not None:
             # a plain ndarray view of the mapped file: indexing an np.memmap costs a Python object per lookup
             self._offsets = np.asarray(np.load(path / OFFSETS_FILE, mmap_mode="r"))
-            self._fh = open(path / PASSAGES_FILE, "rb")
-            if self._offsets[-1] > 0:
-                self._mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
 
     def __len__(self) -> int:
         if self._records is not None:
@@ -288,22 +289,29 @@ class _PassageStore:
         assert self._offsets is not None
         return len(self._offsets) - 1
 
+    def _map(self) -> mmap.mmap:
+        with self._lock:
+            if self._mm is None:
+                assert self._path is not None
+                with open(self._path / PASSAGES_FILE, "rb") as fh:  # the mapping outlives the descriptor
+                    self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return self._mm
+
     def __getitem__(self, i: int) -> dict[str, str]:
         if self._records is not None:
             return self._records[i]
-        assert self._offsets is not None and self._mm is not None
-        return json.loads(self._mm[int(self._offsets[i]) : int(self._offsets[i + 1])])
+        assert self._offsets is not None
+        mm = self._mm if self._mm is not None else self._map()
+        return json.loads(mm[int(self._offsets[i]) : int(self._offsets[i + 1])])
 
     def __iter__(self) -> Iterator[dict[str, str]]:
         return (self[i] for i in range(len(self)))
 
     def close(self) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
 
 
 def _write_passages(records: Iterable[dict[str, str]], out: Path) -> None:
@@ -806,6 +814,7 @@ class BM25SearchTool(BaseTool):
         self.top_k = max(1, int(top_k))
         self.max_chars = max(80, int(max_chars))
         self._index = index
+        self._owns_index = False  # an index handed in may be shared (e.g. cached per world): never close it
         self._index_path = Path(index_path) if index_path is not None else None
         self._passages = passages
         self._load_error: str | None = None
@@ -816,6 +825,7 @@ class BM25SearchTool(BaseTool):
         if self._index is None and self._load_error is None:
             try:
                 self._index = self._open()
+                self._owns_index = self._index is not None
             except Exception as exc:  # reported in run(), never raised there
                 self._load_error = f"{type(exc).__name__}: {exc}"
         return self._index
@@ -860,5 +870,5 @@ class BM25SearchTool(BaseTool):
         return ToolResult(text=format_hits(hits, self.max_chars), ok=True)
 
     def close(self) -> None:
-        if self._index is not None:
+        if self._index is not None and self._owns_index:
             self._index.close()
