@@ -218,7 +218,8 @@ def load_tasks(
 
     Knobs: ``hops`` (passages to read per question), ``comparison`` (share of comparison questions
     among those with 4 or more hops), ``world_size`` (people; places and firms scale with it) and
-    ``distractors`` (event passages per person that mention names without stating relations).
+    ``distractors`` (event passages per person that mention names without stating relations, and
+    near-namesake people).
     """
     choices = hop_choices(hops)
     if not 0.0 <= comparison <= 1.0:

@@ -235,6 +235,12 @@ class _Namer:
             )
         )
 
+    def namesake(self, name: str) -> str:
+        """A different person whose name differs from ``name`` only in the ending of the first name."""
+        first, last = name.split(" ", 1)
+        stem = first[: max(2, len(first) - 2)]
+        return self.draw(lambda: f"{stem}{self._pick(_FIRST_END)} {last}")
+
     def city(self) -> str:
         return self.draw(lambda: f"{self._pick(_PLACE_PRE)}{self._pick(_PLACE_MID)}{self._pick(_CITY_SUF)}")
 
@@ -262,7 +268,9 @@ def build_world(seed: int = 0, world_size: int = 300, distractors: int = 2) -> W
     """The world of ``seed``: ``world_size`` people plus proportional cities, countries and organisations.
 
     ``distractors`` is the number of event passages per person that mention them (and other entities
-    and years) without stating any relation, so that naive name matching retrieves the wrong text.
+    and years) without stating any relation, so that naive name matching retrieves the wrong text; it
+    also turns ``distractors * world_size / 10`` people into near-namesakes of others (same surname,
+    first name differing in its ending).
     """
     _check_settings(world_size, distractors)
     rng = np.random.default_rng([_stable_int("gen-world"), int(seed), int(world_size), int(distractors)])
@@ -272,6 +280,9 @@ def build_world(seed: int = 0, world_size: int = 300, distractors: int = 2) -> W
     countries = [namer.country() for _ in range(n_countries)]
     cities = [namer.city() for _ in range(n_cities)]
     people = [namer.person() for _ in range(world_size)]
+    for _ in range(distractors * world_size // 10):  # near-namesakes: "Alda Venn" next to "Aldo Venn"
+        i, j = (int(k) for k in rng.choice(world_size, size=2, replace=False))
+        people[j] = namer.namesake(people[i])
     orgs = [namer.org() for _ in range(n_orgs)]
     for i, name in enumerate(cities):
         country = countries[i] if i < n_countries else countries[int(rng.integers(n_countries))]
