@@ -102,6 +102,15 @@ def test_world_is_a_function_of_its_settings():
         build_world(0, 100, 99)
 
 
+def _namesake_pairs(world) -> int:
+    names = [e.name.split() for e in world.of_kind("person")]
+    return sum(a[1] == b[1] and a[0][:2] == b[0][:2] for i, a in enumerate(names) for b in names[i + 1 :])
+
+
+def test_distractors_add_near_namesakes():
+    assert _namesake_pairs(build_world(2, 200, 3)) >= 30 > 3 >= _namesake_pairs(build_world(2, 200, 0))
+
+
 def test_search_index_is_built_once_and_finds_the_entity():
     assert world_index(0, 80, 1) is world_index(0, 80, 1)
     tools = make_world_tools(0, 80, 1, top_k=3)
