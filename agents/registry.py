@@ -21,11 +21,11 @@ POLICY_SPECS = {
     "scripted": "the env's scripted planner (agents.scripted.scripted_planner_for)",
     "hf:PATH": "a Hugging Face checkpoint as planner (agents.hf_policy.HFPlanner.from_pretrained)",
     "engine:ENGINE_SPEC": "any engine as planner (agents.llm_planner.LLMPlanner, agentflow_env.engines.make_engine)",
-    "openai:MODEL[@URL]": "shorthand for engine:openai:MODEL[@URL]",
+    "openai:MODEL[@URL]": "shorthand for engine:openai:MODEL[@URL] (likewise vllm:MODEL)",
     "module:attr": "your own policy: an object with act(), or a class/factory (called with env_id if it takes one)",
 }
 
-_ENGINE_PREFIXES = ("openai:",)
+_ENGINE_PREFIXES = ("openai:", "vllm:")
 
 
 def is_env_specific(spec: str) -> bool:

@@ -13,9 +13,17 @@ from typing import Any
 
 from leaderboards.store import RESULTS_DIR
 
-__all__ = ["configure_eval", "configure_leaderboard", "print_result"]
+__all__ = ["configure_eval", "configure_leaderboard", "default_out", "print_result"]
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
+
+
+def default_out() -> Path:
+    """The committed results folder when running from a git checkout, else ``./leaderboard-results``
+    (an installed package's folder is no place for new results)."""
+    if (RESULTS_DIR.parents[1] / ".git").exists() and os.access(RESULTS_DIR.parent, os.W_OK):
+        return RESULTS_DIR
+    return Path("leaderboard-results")
 
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +40,9 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         type=Path,
-        default=RESULTS_DIR,
-        help="results folder; the run goes to OUT/PROTOCOL/NAME (default: the committed results)",
+        default=default_out(),
+        help="results folder; the run goes to OUT/PROTOCOL/NAME (default: leaderboards/results in a source "
+        "checkout, else ./leaderboard-results)",
     )
     parser.add_argument("--name", default=None, help="run name (default: from the policy spec), e.g. tiny-lm-sft")
     parser.add_argument(

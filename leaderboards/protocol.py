@@ -30,6 +30,7 @@ PROTOCOL_DIR = Path(__file__).resolve().parent / "protocols"
 # The paper's four categories, in the order its tables report them.
 CATEGORIES = ("search", "agentic", "math", "science")
 MODES = ("offline", "paper")
+_UNHASHED = ("description", "fast_tasks")
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -96,8 +97,12 @@ class Protocol:
 
     @property
     def hash(self) -> str:
-        """sha256 (first 16 hex digits) of the canonical JSON of the parsed file: comments and layout don't count."""
-        blob = json.dumps(self.raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        """sha256 (first 16 hex digits) of the canonical JSON of the parsed file.
+
+        Comments, layout, ``description`` and ``fast_tasks`` don't count: they change no episode of a full run.
+        """
+        scored = {k: v for k, v in self.raw.items() if k not in _UNHASHED}
+        blob = json.dumps(scored, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     def benchmark(self, env_id: str) -> BenchmarkEntry:

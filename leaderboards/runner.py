@@ -253,6 +253,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     if config.batch_size < 1:
         raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
     protocol = load_protocol(config.protocol)
+    policies = _policies(config, protocol)  # a bad spec fails before anything is written
     run_dir, record = _prepare_run_dir(config, protocol)
     pool = _EnvPool(protocol, config.data_dir, config.engine)
     session_start = time.monotonic()
@@ -260,7 +261,6 @@ def evaluate(config: EvalConfig) -> EvalResult:
         units = _plan(protocol, config, pool)
         done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
         todo = deque(u for u in units if u.key not in done)
-        policies = _policies(config, protocol)
         with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
             _loop(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
         record.complete = True

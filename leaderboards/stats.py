@@ -59,11 +59,12 @@ def category_averages(
 ) -> dict[str, float]:
     """Mean of the per-benchmark accuracies within each category, as the paper's Avg. columns.
 
-    Benchmarks with no value (``None``) are left out; a category with none is absent.
+    A category is absent when any of its benchmarks has no value (``None``): a partial mean would
+    not be comparable with the other rows.
     """
     out: dict[str, float] = {}
     for cat in order:
-        vals = [a for b, a in accuracies.items() if categories.get(b) == cat and a is not None]
-        if vals:
-            out[cat] = sum(vals) / len(vals)
+        vals = [a for b, a in accuracies.items() if categories.get(b) == cat]
+        if vals and all(a is not None for a in vals):
+            out[cat] = sum(vals) / len(vals)  # type: ignore[arg-type]
     return out

@@ -50,7 +50,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
+        json.dump(data, fh, indent=2, ensure_ascii=False)  # keep field and benchmark order
         fh.write("\n")
         fh.flush()
         os.fsync(fh.fileno())
