@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -456,8 +456,9 @@ class _IndexWriter:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-        data.flush()
-        indices.flush()
+        for arr in (data, indices):
+            if isinstance(arr, np.memmap):
+                arr.flush()
         np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
         del data, indices
         _write_meta(self.out_dir, self.vocab, params)
@@ -636,12 +637,11 @@ class BM25Index:
                 f"{meta_path}: unsupported index format {params.get('format')!r} "
                 f"v{params.get('version')}; rebuild the index with this version of agentflow-env"
             )
-        mode = "r" if mmap else None
-        arrays = [np.load(folder / name, mmap_mode=mode) for name in (DATA_FILE, INDICES_FILE, INDPTR_FILE)]
+        mode: Literal["r"] | None = "r" if mmap else None
+        data, indices, indptr = (np.load(folder / n, mmap_mode=mode) for n in (DATA_FILE, INDICES_FILE, INDPTR_FILE))
         with open(folder / VOCAB_FILE, encoding="utf-8") as fh:
             vocab = json.load(fh)
-        store = _PassageStore(path=folder)
-        return cls(*arrays, vocab, store, params, path=folder)
+        return cls(data, indices, indptr, vocab, _PassageStore(path=folder), params, path=folder)
 
     # ---- querying
     def __len__(self) -> int:
@@ -677,7 +677,7 @@ class BM25Index:
         return bufs
 
     def _hits(self, docs: np.ndarray, scores: np.ndarray) -> list[SearchHit]:
-        hits = []
+        hits: list[SearchHit] = []
         for doc, score in zip(docs.tolist(), scores.tolist(), strict=True):
             if doc < 0 or score <= 0.0:  # fewer than k passages matched
                 break
