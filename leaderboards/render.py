@@ -226,7 +226,7 @@ table.board th{background:#f6f8fa;cursor:pointer;user-select:none;position:relat
 table.board th:hover{background:#eaeef2}table.board td.l,table.board th.l{text-align:left}
 table.board tr.reported td{font-style:italic;color:#57606a}table.board tr.stale td{color:#9a6700}
 th.asc::after{content:" \\25B2";font-size:10px}th.desc::after{content:" \\25BC";font-size:10px}
-.ci{color:#6e7781;font-size:11px}.charts{display:flex;flex-wrap:wrap;gap:10px}
+.ci{color:#6e7781;font-size:11px;display:block}.charts{display:flex;flex-wrap:wrap;gap:10px}
 .charts img{width:300px;border:1px solid #d0d7de;border-radius:4px}code{font-size:12px}
 .wrap{overflow-x:auto}table.board td.p{white-space:normal;min-width:160px;max-width:260px}
 ul.src{color:#57606a;font-size:12px;margin:4px 0 10px;padding-left:18px}"""
@@ -357,8 +357,17 @@ def render_charts(board: Board, out_dir: Path) -> list[Path]:
         colors = ["#8c959f" if r.kind == "reported" else "#0969da" for r, _ in rows]
         ypos = list(range(len(rows)))[::-1]
         ax.barh(ypos, vals, color=colors, xerr=errs, capsize=3, error_kw={"elinewidth": 1, "ecolor": "#24292f"})
-        for y, v in zip(ypos, vals):
-            ax.text(min(v + 1.5, 96), y, f"{v:.1f}", va="center", fontsize=8)
+        for y, v in zip(ypos, vals):  # inside long bars (white), beside short ones
+            inside = v > 80
+            ax.text(
+                v - 2 if inside else v + 1.5,
+                y,
+                f"{v:.1f}",
+                va="center",
+                ha="right" if inside else "left",
+                fontsize=8,
+                color="white" if inside else "#24292f",
+            )
         ax.set_yticks(ypos, names, fontsize=8)
         ax.set_xlim(0, 100)
         ax.set_xlabel("accuracy % (95% Wilson interval)", fontsize=8)

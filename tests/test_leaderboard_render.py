@@ -120,3 +120,35 @@ def test_page_renders_in_headless_chromium(results: Path, tmp_path: Path) -> Non
     assert len(colors) > 50, "the screenshot is nearly blank"
     dark = (img[..., :3].mean(axis=2) < 0.5).mean()
     assert 0.005 < dark < 0.5, f"text and chart pixels should cover part of the page, got {dark:.3f}"
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_header_click_sorts_the_table_in_chromium(results: Path, tmp_path: Path) -> None:
+    render_site(results, tmp_path, charts=False)
+    page = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert page.index(">scripted<") < page.index(">random<")  # best first as rendered
+    # click the "run" header once (ascending by name), after the page's own script has run
+    clicked = page.replace("</body>", "<script>document.querySelector('table.board th').click()</script></body>")
+    (tmp_path / "clicked.html").write_text(clicked, encoding="utf-8")
+    with tempfile.TemporaryDirectory() as profile:
+        out = subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                (tmp_path / "clicked.html").as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    dom = out.stdout
+    assert '<th class="l asc"' in dom, "the clicked header did not get its sort mark"
+    assert dom.index(">paper-number (reported)<") < dom.index(">random<") < dom.index(">scripted<")
