@@ -133,14 +133,20 @@ def _bwrap_has_size() -> bool:
     return "--size" in usage
 
 
-def _private_tmp(host_root: str) -> list[str]:
+def _private_tmp(host_root: str | None) -> list[str]:
     """/tmp in the sandbox: a size-capped tmpfs (so no snippet can fill the host disk), or a host folder."""
-    if _bwrap_has_size():
+    if host_root is None:
         return ["--perms", "0755", "--size", str(SANDBOX_TMP_MB * 2**20), "--tmpfs", "/tmp"]
     return ["--bind", host_root, "/tmp"]
 
 
-def bwrap_command(host_root: str, uid_drop: bool) -> list[str]:
+def _make_host_root() -> str:
+    root = tempfile.mkdtemp(prefix="agentflow-py-")
+    os.chmod(root, 0o755)  # workers with private uids must traverse it to reach their own 0700 folders
+    return root
+
+
+def bwrap_command(host_root: str | None, uid_drop: bool) -> list[str]:
     """The bubblewrap prefix: no network, own pid/ipc/uts namespaces, read-only root, private /tmp."""
     exe = shutil.which("bwrap")
     if exe is None:
@@ -218,9 +224,8 @@ def probe_bwrap() -> tuple[bool, str, bool]:
     """Run a tiny program under the real bubblewrap command: (works, why-not, private uids work)."""
     if shutil.which("bwrap") is None:
         return False, "bubblewrap (bwrap) is not installed; install the Debian package 'bubblewrap'", False
-    host_root = tempfile.mkdtemp(prefix="agentflow-py-probe-")
+    host_root = None if _bwrap_has_size() else _make_host_root()
     try:
-        os.chmod(host_root, 0o755)
         uid_drop = _is_root()
         cmd = [
             *bwrap_command(host_root, uid_drop),
@@ -247,7 +252,8 @@ def probe_bwrap() -> tuple[bool, str, bool]:
             return False, "bwrap ran but the root filesystem is writable", False
         return True, "", bool(facts.get("uid_ok"))
     finally:
-        shutil.rmtree(host_root, ignore_errors=True)
+        if host_root is not None:
+            shutil.rmtree(host_root, ignore_errors=True)
 
 
 def _world_traversable(path: str) -> bool:
@@ -302,14 +308,12 @@ class ZygoteProcess:
         self.lock = threading.Lock()
         self.owner_pid = os.getpid()
         self.broken = False
-        self.host_root = tempfile.mkdtemp(prefix="agentflow-py-")
-        os.chmod(self.host_root, 0o755)
+        self.host_root: str | None = None  # a host folder for worker dirs, only when no tmpfs /tmp is possible
         self.info, cmd, config = self._plan(sandbox, preload)
         self.uid_base = config.get("uid_base")
         host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = host_end
-        log_path = os.path.join(self.host_root, "zygote.log")
-        with open(log_path, "wb") as log:
+        with tempfile.TemporaryFile() as log:  # unlinked at once: nothing to clean up, readable on failure
             try:
                 self.proc = subprocess.Popen(
                     [*cmd, sys.executable, "-I", ZYGOTE_SCRIPT, str(child_end.fileno()), json.dumps(config)],
@@ -319,16 +323,17 @@ class ZygoteProcess:
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                     start_new_session=True,
-                    cwd=self.host_root,
+                    cwd="/",
                 )
             finally:
                 child_end.close()
-        try:
-            hello = self._recv(HANDSHAKE_TIMEOUT_S)
-        except (WorkerLost, TimeoutError) as exc:
-            detail = Path(log_path).read_text(errors="replace")[-800:]
-            self.shutdown()
-            raise ToolError(f"the Python sandbox did not start ({exc}); its log says: {detail or '(empty)'}") from None
+            try:
+                hello = self._recv(HANDSHAKE_TIMEOUT_S)
+            except (WorkerLost, TimeoutError) as exc:
+                self.shutdown()
+                log.seek(0)
+                detail = log.read().decode("utf-8", "replace")[-800:] or "(empty)"
+                raise ToolError(f"the Python sandbox did not start ({exc}); its log says: {detail}") from None
         self.vm_kb = int(hello.get("vm_kb", 0))
         net_ok = hello.get("interfaces") in ([], ["lo"])
         self.info = SandboxInfo(
@@ -353,6 +358,8 @@ class ZygoteProcess:
         if sandbox != "none":
             works, why, uid_ok = probe_bwrap()
             if works:
+                if not _bwrap_has_size():
+                    self.host_root = _make_host_root()
                 config.update(tmp_root="/tmp", pid_namespace=True, uid_base=self._uid_range(uid_ok))
                 info = SandboxInfo("bwrap", True, uid_ok, True, True)
                 return info, bwrap_command(self.host_root, uid_ok), config
@@ -364,8 +371,10 @@ class ZygoteProcess:
         if _is_root() and not uid_ok:
             notes = ("workers run as root: the interpreter is not readable by other uids, so there is no uid drop",)
             _warn_once(f"Python_Coder_Tool: {notes[0]}; install bubblewrap for real isolation")
+        self.host_root = _make_host_root()
         config.update(
             tmp_root=self.host_root,
+            owns_tmp_root=True,  # the zygote removes it when it exits, even if this process dies first
             pid_namespace=False,
             unshare_net=_is_root(),
             uid_base=self._uid_range(uid_ok),
@@ -457,7 +466,8 @@ class ZygoteProcess:
                 _sweep_uid_range(self.uid_base, UID_SLOTS)
         _give_back_uid_group(self.uid_group)
         self.uid_group = None
-        shutil.rmtree(self.host_root, ignore_errors=True)
+        if self.host_root is not None:
+            shutil.rmtree(self.host_root, ignore_errors=True)
 
 
 def _sweep_uid_range(base: int, count: int) -> None:

@@ -582,6 +582,8 @@ def main(argv: list[str]) -> int:
         zygote.serve()
     finally:
         zygote.shutdown()
+        if config.get("owns_tmp_root"):
+            shutil.rmtree(config["tmp_root"], ignore_errors=True)
     return 0
 
 
