@@ -194,6 +194,9 @@ def test_bad_corpus_input_raises_data_error(tmp_path) -> None:
         BM25Index.build([])
     with pytest.raises(DataError, match="'text'"):
         BM25Index.build([{"title": "x"}])
+    with pytest.raises(DataError, match="passage 3 must be a dict"):
+        BM25Index.build([*CITIES[:3], "not a dict"], out_dir=tmp_path / "broken", chunk_size=2)
+    assert not [p for p in (tmp_path / "broken").iterdir() if p.name.startswith("bm25spool")]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{not json\n')
     with pytest.raises(DataError, match=r"bad\.jsonl:2"):

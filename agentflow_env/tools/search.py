@@ -417,10 +417,16 @@ class _IndexWriter:
         try:
             return self._finish()
         finally:
-            if self._fh is not None:
-                self._fh.close()
-            if self._tmp is not None:
-                shutil.rmtree(self._tmp, ignore_errors=True)
+            self.cleanup()
+
+    def cleanup(self) -> None:
+        """Close the passages file and delete the spool (after the build, or when it failed)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def _alloc(self, name: str, dtype: Any, n: int) -> np.ndarray:
         if self.out_dir is None:
@@ -551,10 +557,14 @@ class BM25Index:
         writer = _IndexWriter(out, k1=k1, b=b, stopwords=stopwords, stem=stem)
         if total is None and hasattr(passages, "__len__"):
             total = len(passages)  # type: ignore[arg-type]
-        with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
-            for chunk in _chunks(passages, chunk_size):
-                writer.add_chunk(chunk)
-                bar.update(len(chunk))
+        try:
+            with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
+                for chunk in _chunks(passages, chunk_size):
+                    writer.add_chunk(chunk)
+                    bar.update(len(chunk))
+        except BaseException:
+            writer.cleanup()
+            raise
         index = writer.finish()
         logger.info("BM25 index: %d passages, %d terms", len(index), len(index.vocab))
         return index
