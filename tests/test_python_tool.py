@@ -123,6 +123,30 @@ def test_recycle_per_call_gives_a_fresh_process_each_time():
         t.close()
 
 
+def test_pool_serves_threads_concurrently():
+    import threading
+
+    t = PythonCoderTool(pool_size=2, preload=("bisect",))
+    results: list[str] = []
+    try:
+        t.warm_up()
+
+        def work() -> None:
+            for _ in range(4):
+                results.append(t.run("import time, os\ntime.sleep(0.2)\nos.getpid()", 5).text)
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        start = time.monotonic()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(results) == 8 and len(set(results)) == 2  # two workers, each reused
+        assert time.monotonic() - start < 8 * 0.2  # overlapped, not one after another
+    finally:
+        t.close()
+
+
 def test_builtins_patched_by_one_call_are_restored_for_the_next(tool):
     assert tool.run("import builtins\nbuiltins.print = None\nbuiltins.len = lambda x: 0", 5).ok
     assert tool.run("print(len('abc'))", 5).text == "3"
