@@ -525,6 +525,9 @@ class BM25Index:
         self.store = store
         self.path = path
         self._tokenizer = _Tokenizer(bool(params.get("stopwords", True)), bool(params.get("stem", True)))
+        for arr in (data, indices, indptr):  # read-only everywhere: one compiled kernel signature, not two
+            if arr.flags.writeable:
+                arr.setflags(write=False)
         self.data, self.indices, self.indptr = data, indices, indptr
         self._local = threading.local()  # per-thread scratch buffers for the kernel
 
