@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,7 @@ def _run_build_index(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()) and not args.force:
         sys.stderr.write(f"error: {out} exists and is not empty; choose another --out or pass --force\n")
         return 2
+    start = time.perf_counter()
     try:
         index = build_wiki_index(
             args.format,
@@ -251,6 +253,7 @@ def _run_build_index(args: argparse.Namespace) -> int:
         "index": str(out),
         "passages": len(index),
         "terms": len(index.vocab),
+        "seconds": round(time.perf_counter() - start, 2),
         "use": f"export {WIKI_ENV_VAR}={out.resolve()}",
     }
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")
