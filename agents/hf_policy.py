@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,7 +45,7 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise DependencyNotInstalled("the HF planner needs torch: pip install 'agentflow-env[train]'") from exc
+        raise DependencyNotInstalled("torch", "train") from exc
     return torch
 
 
@@ -121,11 +122,16 @@ def sequence_logprobs(
 ) -> list[Any]:
     """Per-token log-probs of each response given its prompt, by teacher forcing.
 
-    Rows are ``prompt + response``, right-padded with ``pad_id`` and masked, so padding never
-    counts; row ``i`` of the result is a 1-D float32 tensor of length ``len(response_ids_list[i])``
-    (empty responses give empty tensors). Gradients flow when called under grad mode (the learner's
-    use); wrap in ``torch.no_grad()`` for old/reference log-probs. ``temperature`` divides the
-    logits first (1.0 = the raw distribution, the convention of :class:`PolicySample`).
+    Each batch row is ``[pad... prompt][response ...pad]``: prompts are padded on the left and
+    responses on the right, so every response starts in the same column. Padding is masked and
+    positions come from the mask, so padding never counts and a row scores the same alone or in
+    a batch (and the same as during left-padded generation). Only the response columns go through
+    the LM head (``logits_to_keep``), which saves the vocabulary projection of every prompt token.
+
+    Row ``i`` of the result is a 1-D float32 tensor of length ``len(response_ids_list[i])`` (empty
+    responses give empty tensors). Gradients flow when called under grad mode (the learner's use);
+    wrap in ``torch.no_grad()`` for old/reference log-probs. ``temperature`` divides the logits
+    first (1.0 = the raw distribution, the convention of :class:`PolicySample`).
     """
     torch = _torch()
     if len(prompt_ids_list) != len(response_ids_list):
@@ -133,32 +139,40 @@ def sequence_logprobs(
     if temperature <= 0:
         raise ValueError(f"temperature must be positive for log-probs, got {temperature}")
     device = _model_device(model)
-    out: list[Any] = [None] * len(prompt_ids_list)
-    order = list(range(len(prompt_ids_list)))
-    step = batch_size or max(len(order), 1)
-    for start in range(0, len(order), step):
-        chunk = order[start : start + step]
-        rows = [list(prompt_ids_list[i]) + list(response_ids_list[i]) for i in chunk]
-        nonempty = [k for k, i in enumerate(chunk) if len(response_ids_list[i]) > 0]
+    out: list[Any] = [torch.zeros(0, dtype=torch.float32, device=device) for _ in prompt_ids_list]
+    todo = [i for i in range(len(prompt_ids_list)) if len(response_ids_list[i]) > 0]
+    if any(len(prompt_ids_list[i]) == 0 for i in todo):
+        raise ValueError("a prompt is empty: a response needs at least one prompt token to condition on")
+    step = batch_size or max(len(todo), 1)
+    for start in range(0, len(todo), step):
+        chunk = todo[start : start + step]
+        width_p = max(len(prompt_ids_list[i]) for i in chunk)
+        width_r = max(len(response_ids_list[i]) for i in chunk)
+        ids = torch.full((len(chunk), width_p + width_r), pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
         for k, i in enumerate(chunk):
-            if k not in nonempty:
-                out[i] = torch.zeros(0, dtype=torch.float32, device=device)
-        if not nonempty:
-            continue
-        if any(len(prompt_ids_list[chunk[k]]) == 0 for k in nonempty):
-            raise ValueError("a prompt is empty: a response needs at least one prompt token to condition on")
-        ids, mask = pad_right(rows, pad_id)
-        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-        for k in nonempty:
-            i = chunk[k]
-            p, r = len(prompt_ids_list[i]), len(response_ids_list[i])
-            # logits at position t predict token t+1
-            row_logits = logits[k, p - 1 : p + r - 1].float()
+            p, r = list(prompt_ids_list[i]), list(response_ids_list[i])
+            ids[k, width_p - len(p) : width_p + len(r)] = torch.tensor(p + r, dtype=torch.long)
+            mask[k, width_p - len(p) : width_p + len(r)] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        # the logits of columns width_p-1 .. width_p+width_r-1 predict the response tokens
+        logits = _forward_last(model, ids.to(device), mask.to(device), positions.to(device), width_r + 1)
+        for k, i in enumerate(chunk):
+            r = len(response_ids_list[i])
+            row_logits = logits[k, :r].float()
             if temperature != 1.0:
                 row_logits = row_logits / temperature
-            targets = ids[k, p : p + r].to(device)
+            targets = ids[k, width_p : width_p + r].to(device)
             out[i] = torch.log_softmax(row_logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return out
+
+
+def _forward_last(model: Any, ids: Any, mask: Any, positions: Any, keep: int) -> Any:
+    """Logits of the last ``keep`` columns; models without ``logits_to_keep`` compute all and slice."""
+    try:
+        return model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
+    except TypeError:
+        return model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -keep:]
 
 
 def _model_device(model: Any) -> Any:
@@ -228,9 +242,7 @@ class HFPlanner:
         try:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise DependencyNotInstalled(
-                "the HF planner needs transformers: pip install 'agentflow-env[train]'"
-            ) from exc
+            raise DependencyNotInstalled("transformers", "train") from exc
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         model_kwargs = {"dtype": dtype} if dtype is not None else {}
         model = AutoModelForCausalLM.from_pretrained(str(path), **model_kwargs)
@@ -277,16 +289,21 @@ class HFPlanner:
         memory = "" if isinstance(obs, str) else str(obs.get("memory", ""))
         if memory and memory in prompt:
             head, _, tail = prompt.partition(memory)
-            keep = len(memory)
-            for _ in range(6):  # shrink the memory proportionally to the overflow, a few times at most
-                over = len(ids) - limit
-                if over <= 0:
-                    break
-                chars_per_token = max(len(prompt) / max(len(ids), 1), 1.0)
-                keep = max(int(keep - over * chars_per_token * 1.1) - len(_OMITTED), 0)
-                ids = self._encode_text(head + _OMITTED + memory[len(memory) - keep :] + tail)
-                if keep == 0:
-                    break
+            # cut points: the start of each memory step (or of each line when steps are not marked);
+            # binary search for the earliest cut that fits, so the newest steps are kept
+            cuts = [m.start() for m in re.finditer(r"^Step \d+", memory, re.MULTILINE)][1:]
+            cuts = cuts or [m.end() for m in re.finditer(r"\n", memory)]
+            cuts.append(len(memory))
+            lo, hi = 0, len(cuts) - 1
+            best = self._encode_text(head + _OMITTED + tail)
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                trial = self._encode_text(head + _OMITTED + memory[cuts[mid] :] + tail)
+                if len(trial) <= limit:
+                    best, hi = trial, mid - 1
+                else:
+                    lo = mid + 1
+            ids = best
         if len(ids) > limit:
             logger.warning("prompt still has %d tokens after dropping memory; keeping the last %d", len(ids), limit)
             ids = ids[-limit:]

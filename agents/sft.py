@@ -1,0 +1,401 @@
+"""SFT warm-start: fine-tune a causal LM (the tiny offline LM by default) on scripted-planner demonstrations.
+
+Owns demonstration collection, the response-only loss, the training loop, success evaluation and the ``sft`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.engines.base import SamplingParams
+from agentflow_env.error import ConfigError
+from agents.policy import Policy
+
+__all__ = [
+    "Demonstration",
+    "SFTConfig",
+    "SFTResult",
+    "configure",
+    "evaluate_planner",
+    "make_demonstrations",
+    "sft_loss",
+    "split_task_ids",
+    "tokenize_demonstrations",
+    "train_sft",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Demonstration:
+    """One planner turn to imitate: the env's prompt and the scripted planner's action."""
+
+    prompt: str
+    action: str
+    task_id: str = ""
+    turn: int = 1
+
+
+@dataclass
+class SFTConfig:
+    """Settings of one SFT run (the CLI flags map one to one)."""
+
+    env_id: str = "agentflow/Gen-GameOf24-v0"
+    """env whose train split gives the demonstrations"""
+    out: str = "runs/sft-tiny"
+    """folder for the fine-tuned model (save_pretrained), metrics.json and demonstrations.jsonl"""
+    base: str | None = None
+    """model folder to start from; default: the cached tiny offline LM (agents.tiny_lm.tiny_lm_path)"""
+    episodes: int = 256
+    """scripted demonstration episodes on the train split"""
+    epochs: int = 3
+    """passes over the demonstration turns"""
+    batch_size: int = 16
+    lr: float = 2e-3
+    """AdamW peak learning rate (linear warmup, cosine decay to 10%)"""
+    weight_decay: float = 0.0
+    warmup_steps: int = 10
+    grad_clip: float = 1.0
+    max_minutes: float | None = None
+    """stop training after this many minutes (whatever the epochs)"""
+    max_steps: int | None = None
+    """stop training after this many optimizer steps"""
+    successful_only: bool = True
+    """keep only demonstrations from episodes the scripted planner solved"""
+    max_prompt_tokens: int = 1024
+    eval_episodes: int = 0
+    """test-split tasks to evaluate before and after training (0: no evaluation)"""
+    eval_split: str = "test"
+    eval_max_tokens: int = 64
+    eval_num_envs: int = 32
+    seed: int = 0
+    torch_threads: int | None = None
+    """torch intra-op threads (None: torch's default); 1 is much faster on a shared, busy CPU"""
+
+    def __post_init__(self) -> None:
+        if self.episodes < 1 or self.epochs < 1 or self.batch_size < 1:
+            raise ConfigError("episodes, epochs and batch_size must be at least 1")
+        if self.lr <= 0:
+            raise ConfigError(f"lr must be positive, got {self.lr}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ConfigError(f"max_minutes must be positive, got {self.max_minutes}")
+        if self.eval_episodes < 0:
+            raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+
+
+@dataclass
+class SFTResult:
+    """What a run did: losses per logged step, final metrics, and evaluation before/after."""
+
+    out: str
+    steps: int = 0
+    epochs_done: float = 0.0
+    examples: int = 0
+    seconds: float = 0.0
+    losses: list[float] = field(default_factory=list)
+    eval_before: dict[str, float] | None = None
+    eval_after: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------- data
+def _make_env(env_id: str, split: str, **kwargs: Any) -> Any:
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401  (registers the env ids)
+
+    return gym.make(env_id, split=split, **kwargs)
+
+
+def _scripted_planner(env_id: str) -> Policy:
+    try:
+        from agents.scripted import scripted_planner_for
+    except ImportError:  # the family planners are optional; Game of 24 has its own in baselines
+        from agents.baselines import ScriptedGameOf24Planner
+
+        if "GameOf24" not in env_id:
+            raise ConfigError(f"no scripted planner for {env_id}; only Game of 24 is available here") from None
+        return ScriptedGameOf24Planner()
+    return scripted_planner_for(env_id)
+
+
+def split_task_ids(env_id: str, split: str, count: int | None = None) -> list[str]:
+    """The ids of the first ``count`` tasks of ``split`` (all of them when ``count`` is None)."""
+    env = _make_env(env_id, split)
+    try:
+        tasks = env.unwrapped.tasks
+        n = len(tasks) if count is None else min(int(count), len(tasks))
+        return [tasks[i].id for i in range(n)]
+    finally:
+        env.close()
+
+
+def make_demonstrations(
+    env_id: str,
+    num_episodes: int,
+    *,
+    split: str = "train",
+    seed: int = 0,
+    planner: Policy | None = None,
+    successful_only: bool = True,
+    num_envs: int = 8,
+) -> list[Demonstration]:
+    """Play ``num_episodes`` distinct train tasks with a scripted planner; one demonstration per turn."""
+    from agents.rollout import collect_rollouts
+
+    planner = planner or _scripted_planner(env_id)
+    ids = split_task_ids(env_id, split)
+    random.Random(seed).shuffle(ids)
+    ids = (ids * (num_episodes // max(len(ids), 1) + 1))[:num_episodes]
+    fns = [lambda: _make_env(env_id, split) for _ in range(max(1, min(num_envs, len(ids))))]
+    trajectories = collect_rollouts(fns, planner, task_ids=ids, seed=seed, record_samples=False, env_id=env_id)
+    demos = []
+    for traj in trajectories:
+        if successful_only and not traj.success:
+            continue
+        demos.extend(Demonstration(t.prompt, t.action, traj.task_id, t.turn) for t in traj.turns)
+    if not demos:
+        raise ConfigError(
+            f"the scripted planner solved none of {num_episodes} {env_id} episodes; "
+            "use more episodes or successful_only=False"
+        )
+    return demos
+
+
+def tokenize_demonstrations(
+    tokenizer: Any, demos: Sequence[Demonstration], max_prompt_tokens: int = 1024
+) -> list[tuple[list[int], list[int]]]:
+    """``(prompt_ids, response_ids)`` per demonstration, encoded exactly as :class:`HFPlanner` acts.
+
+    The prompt goes through the chat template (``format_prompt``); the response is the action
+    followed by the EOS token, so the model learns to stop. Over-long prompts keep their last tokens.
+    """
+    from agents.hf_policy import format_prompt
+
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise ConfigError("the tokenizer has no EOS token; SFT needs one to teach the model to stop")
+    out = []
+    for d in demos:
+        prompt_ids = list(tokenizer(format_prompt(tokenizer, d.prompt), add_special_tokens=False)["input_ids"])
+        response_ids = list(tokenizer(d.action, add_special_tokens=False)["input_ids"]) + [int(eos)]
+        out.append((prompt_ids[-max_prompt_tokens:], response_ids))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- training
+def sft_loss(
+    model: Any, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int
+) -> Any:
+    """Mean negative log-likelihood of the response tokens only (prompt and padding never count)."""
+    import torch
+
+    from agents.hf_policy import sequence_logprobs
+
+    logprobs = sequence_logprobs(model, prompt_ids, response_ids, pad_id)
+    return -torch.cat(logprobs).mean()
+
+
+def _lr_factor(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _load_base(base: str | None) -> tuple[Any, Any]:
+    from agents.tiny_lm import load_tiny_lm, tiny_lm_path
+
+    return load_tiny_lm(base if base else tiny_lm_path())
+
+
+def evaluate_planner(
+    planner: Policy, env_id: str, task_ids: Sequence[str], *, split: str = "test", num_envs: int = 32, seed: int = 0
+) -> dict[str, float]:
+    """Success rate, mean reward, turns and well-formed-action rate of ``planner`` on ``task_ids``."""
+    from agentflow_env.parsing import parse_action
+    from agents.rollout import collect_rollouts
+
+    fns = [lambda: _make_env(env_id, split) for _ in range(max(1, min(num_envs, len(task_ids))))]
+    trajs = collect_rollouts(fns, planner, task_ids=list(task_ids), seed=seed, record_samples=False, env_id=env_id)
+    turns = [t for traj in trajs for t in traj.turns]
+    well_formed = 0
+    for t in turns:
+        parsed = parse_action(t.action)
+        well_formed += not parsed.problems and (parsed.is_final or bool(parsed.tool_name))
+    n = max(len(trajs), 1)
+    return {
+        "episodes": float(len(trajs)),
+        "success_rate": sum(t.success for t in trajs) / n,
+        "mean_reward": sum(t.reward for t in trajs) / n,
+        "mean_turns": len(turns) / n,
+        "well_formed_rate": well_formed / max(len(turns), 1),
+    }
+
+
+def _evaluate_model(model: Any, tokenizer: Any, config: SFTConfig, task_ids: Sequence[str]) -> dict[str, float]:
+    from agents.hf_policy import HFPlanner
+
+    planner = HFPlanner(
+        model,
+        tokenizer,
+        sampling=SamplingParams(temperature=0.0, max_tokens=config.eval_max_tokens),
+        max_prompt_tokens=config.max_prompt_tokens,
+    )
+    return evaluate_planner(
+        planner, config.env_id, task_ids, split=config.eval_split, num_envs=config.eval_num_envs, seed=config.seed
+    )
+
+
+def train_sft(
+    config: SFTConfig,
+    *,
+    demos: Sequence[Demonstration] | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+) -> SFTResult:
+    """Fine-tune ``config.base`` on scripted demonstrations and save it to ``config.out``.
+
+    Evaluation (``eval_episodes`` > 0) plays the first test tasks greedily before and after.
+    """
+    import torch
+
+    started = time.perf_counter()
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    torch.manual_seed(config.seed)
+    model, tokenizer = _load_base(config.base)
+    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if demos is None:
+        demos = make_demonstrations(
+            config.env_id, config.episodes, seed=config.seed, successful_only=config.successful_only
+        )
+    with (out / "demonstrations.jsonl").open("w", encoding="utf-8") as fh:
+        for d in demos:
+            fh.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
+    examples = tokenize_demonstrations(tokenizer, demos, config.max_prompt_tokens)
+    result = SFTResult(out=str(out), examples=len(examples))
+    eval_ids = split_task_ids(config.env_id, config.eval_split, config.eval_episodes) if config.eval_episodes else []
+    if eval_ids:
+        result.eval_before = _evaluate_model(model, tokenizer, config, eval_ids)
+        logger.info("before SFT: %s", result.eval_before)
+
+    per_epoch = math.ceil(len(examples) / config.batch_size)
+    total = per_epoch * config.epochs if config.max_steps is None else min(per_epoch * config.epochs, config.max_steps)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config.warmup_steps, total))
+    rng = random.Random(config.seed)
+    train_started = time.perf_counter()
+    model.train()
+    stop = False
+    for epoch in range(config.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for b in range(per_epoch):
+            batch = [examples[i] for i in order[b * config.batch_size : (b + 1) * config.batch_size]]
+            loss = sft_loss(model, [p for p, _ in batch], [r for _, r in batch], pad_id)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            result.steps += 1
+            result.losses.append(float(loss.detach()))
+            result.epochs_done = epoch + (b + 1) / per_epoch
+            if on_step is not None:
+                on_step(result.steps, result.losses[-1])
+            elapsed = (time.perf_counter() - train_started) / 60
+            if (config.max_steps is not None and result.steps >= config.max_steps) or (
+                config.max_minutes is not None and elapsed >= config.max_minutes
+            ):
+                stop = True
+                break
+        if stop:
+            break
+    model.eval()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    if eval_ids:
+        result.eval_after = _evaluate_model(model, tokenizer, config, eval_ids)
+        logger.info("after SFT: %s", result.eval_after)
+    result.seconds = time.perf_counter() - started
+    (out / "sft_metrics.json").write_text(json.dumps({"config": asdict(config), **result.to_dict()}, indent=2))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
+    d = SFTConfig()
+    parser.add_argument("--env", dest="env_id", default=d.env_id, help="env id whose train split gives demonstrations")
+    parser.add_argument("--out", default=d.out, help="output folder (model, sft_metrics.json, demonstrations.jsonl)")
+    parser.add_argument("--base", default=None, help="model folder to start from (default: the cached tiny LM)")
+    parser.add_argument("--episodes", type=int, default=d.episodes, help="scripted demonstration episodes")
+    parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size)
+    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW peak learning rate")
+    parser.add_argument("--max-minutes", type=float, default=None, help="training time budget in minutes")
+    parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps")
+    parser.add_argument("--all-demos", action="store_true", help="keep demonstrations of unsolved episodes too")
+    parser.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=d.eval_episodes,
+        help="test tasks to evaluate (greedy) before and after training; 0 skips",
+    )
+    parser.add_argument("--eval-max-tokens", type=int, default=d.eval_max_tokens)
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sys
+
+    config = SFTConfig(
+        env_id=args.env_id,
+        out=args.out,
+        base=args.base,
+        episodes=args.episodes,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_minutes=args.max_minutes,
+        max_steps=args.max_steps,
+        successful_only=not args.all_demos,
+        eval_episodes=args.eval_episodes,
+        eval_max_tokens=args.eval_max_tokens,
+        seed=args.seed,
+    )
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("SFT: collecting demonstrations and training") as status:
+
+        def on_step(step: int, loss: float) -> None:
+            if step % 10 == 0 or step == 1:
+                status.update(f"SFT step {step}: loss {loss:.4f}")
+
+        result = train_sft(config, on_step=on_step)
+    summary = {k: v for k, v in result.to_dict().items() if k != "losses"}
+    summary["first_loss"] = result.losses[0] if result.losses else None
+    summary["final_loss"] = result.losses[-1] if result.losses else None
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        console.print(summary)
+    return 0
