@@ -30,6 +30,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# part of the cache key: bump when the tokenizer or model recipe changes, so old caches are not reused
+RECIPE_VERSION = 3
+
 PAD, EOS, IM_START = "<|pad|>", "<|im_end|>", "<|im_start|>"
 SPECIAL_TOKENS = (PAD, EOS, IM_START, "<|endoftext|>")
 
@@ -69,33 +72,74 @@ def _require_hf() -> None:
         raise DependencyNotInstalled(exc.name or "transformers", "train") from exc
 
 
-def corpus_texts(num_episodes: int = 48, seed: int = 0, env_id: str = "agentflow/Gen-GameOf24-v0") -> list[str]:
-    """Planner prompts and scripted actions from ``num_episodes`` episodes of a generated family.
+# the generated families whose planner text makes the default corpus (Game-of-24 first: most episodes)
+CORPUS_ENV_IDS = (
+    "agentflow/Gen-GameOf24-v0",
+    "agentflow/Gen-Math-v0",
+    "agentflow/Gen-MultiHop-v0",
+    "agentflow/Gen-Agentic-v0",
+    "agentflow/Gen-Science-v0",
+)
 
-    Plays the Game-of-24 scripted planner (it only reads the observation); the last turn of some
-    episodes is forced early so the "last turn" wording is in the corpus too.
-    """
+
+def _scripted_planner(env_id: str) -> Any:
+    if "GameOf24" in env_id:
+        from agents.baselines import ScriptedGameOf24Planner
+
+        return ScriptedGameOf24Planner()
+    from agents.scripted import scripted_planner_for
+
+    return scripted_planner_for(env_id)
+
+
+def _family_texts(env_id: str, episodes: int, seed: int, max_steps: int = 10) -> list[str]:
     import gymnasium as gym
 
-    import agentflow_env  # noqa: F401  (registers the env ids)
-    from agents.baselines import ScriptedGameOf24Planner
-
-    planner = ScriptedGameOf24Planner()
-    envs = [gym.make(env_id, max_turns=turns) for turns in (1, 2, 3, 10)]
+    planner = _scripted_planner(env_id)
+    # short budgets on some episodes put the "last turn" wording into the corpus too
+    budgets = (1, 2, 3, 10) if max_steps > 1 else (10,)
+    # the train split: it is the largest, so its first tasks are the cheapest to generate
+    envs = [gym.make(env_id, split="train", max_turns=turns, disable_env_checker=True) for turns in budgets]
     texts: list[str] = []
-    for episode in range(num_episodes):
-        env = envs[episode % len(envs)]
-        obs, _ = env.reset(seed=seed + episode)
-        for _ in range(8):
-            action = planner.act([obs])[0]
-            texts.append(obs["prompt"])
-            texts.append(action)
-            obs, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                texts.append(obs["memory"])
-                break
-    for env in envs:
-        env.close()
+    try:
+        for episode in range(episodes):
+            env = envs[episode % len(envs)]
+            # small task indices are cheap in every family (generated sources sample tasks in order)
+            size = len(env.unwrapped.tasks)
+            obs, _ = env.reset(seed=seed + episode, options={"index": (seed * 7919 + episode) % size})
+            for step in range(max_steps):
+                action = planner.act([obs])[0]
+                texts.append(obs["prompt"])
+                texts.append(action)
+                if step == max_steps - 1:
+                    break
+                obs, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    texts.append(obs["memory"])
+                    break
+    finally:
+        for env in envs:
+            env.close()
+    return texts
+
+
+def corpus_texts(num_episodes: int = 48, seed: int = 0, env_ids: Sequence[str] = CORPUS_ENV_IDS) -> list[str]:
+    """Planner prompts, scripted actions and final memories from episodes of the generated families.
+
+    The first env id gets ``num_episodes`` whole episodes. The others (whose tools are slower) give
+    the first prompt and action of ``num_episodes // 2`` episodes: the prompts' fixed wording (tool
+    cards, format, instructions) is what the tokenizer must pack. A family that is not installed or
+    fails to build is skipped with a warning.
+    """
+    import agentflow_env  # noqa: F401  (registers the env ids)
+
+    texts: list[str] = []
+    for i, env_id in enumerate(env_ids):
+        episodes, steps = (num_episodes, 10) if i == 0 else (max(2, num_episodes // 2), 1)
+        try:
+            texts.extend(_family_texts(env_id, episodes, seed, max_steps=steps))
+        except Exception as exc:  # a missing family must not stop the tiny LM from building
+            logger.warning("tiny LM corpus: skipping %s (%s: %s)", env_id, type(exc).__name__, exc)
     return texts
 
 
@@ -204,7 +248,8 @@ def tiny_lm_path(cache_dir: str | os.PathLike[str] | None = None, **build_kwargs
     ``$AGENTFLOW_CACHE`` or ``~/.cache/agentflow_env``.
     """
     root = Path(cache_dir or os.environ.get("AGENTFLOW_CACHE") or Path.home() / ".cache" / "agentflow_env")
-    key = hashlib.sha1(json.dumps(build_kwargs, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    blob = json.dumps({"recipe": RECIPE_VERSION, **build_kwargs}, sort_keys=True, default=str)
+    key = hashlib.sha1(blob.encode()).hexdigest()[:10]
     target = root / f"tiny_lm-{key}"
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return target

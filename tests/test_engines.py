@@ -273,7 +273,7 @@ def hf_engine(tmp_path_factory: pytest.TempPathFactory):
     from agents.tiny_lm import tiny_lm_path
 
     path = tiny_lm_path(tmp_path_factory.getbasetemp().parent / "agentflow-cache")
-    return make_engine(f"hf:{path}?batch_size=2&device=cpu")
+    return make_engine(f"hf:{path}?batch_size=2&device=cpu&threads=1")
 
 
 CHATS = [

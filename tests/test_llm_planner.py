@@ -59,7 +59,7 @@ def tiny_engine(tmp_path_factory: pytest.TempPathFactory):
     from agents.tiny_lm import tiny_lm_path
 
     path = tiny_lm_path(tmp_path_factory.getbasetemp().parent / "agentflow-cache")
-    return make_engine(f"hf:{path}?device=cpu")
+    return make_engine(f"hf:{path}?device=cpu&threads=1")
 
 
 def test_sampling_settings_change_hf_generation(tiny_engine) -> None:

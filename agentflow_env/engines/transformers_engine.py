@@ -37,6 +37,8 @@ class TransformersEngine:
     Prompts are generated ``batch_size`` at a time with left padding. ``device``: ``"cpu"``,
     ``"cuda"``, ... (default: CUDA when available). ``dtype``: e.g. ``"bfloat16"`` (default: the
     checkpoint's). Calls are serialised by a lock, so one engine can serve several threads.
+    ``threads`` sets torch's CPU thread count (process-wide); 1 is fastest for tiny models on
+    a busy machine, where threads mostly wait on each other.
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class TransformersEngine:
         batch_size: int = 32,
         trust_remote_code: bool = False,
         use_chat_template: bool | None = None,
+        threads: int | None = None,
     ):
         try:
             import torch
@@ -56,6 +59,8 @@ class TransformersEngine:
             raise DependencyNotInstalled(exc.name or "transformers", "train") from exc
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
+        if threads is not None:
+            torch.set_num_threads(int(threads))
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.name = model if isinstance(model, str) else type(model).__name__
         if isinstance(model, str):
