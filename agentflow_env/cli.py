@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("agents.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
     "sft": ("agents.sft:configure", "fine-tune a planner LM (the tiny LM by default) on scripted demonstrations"),
+    "serve": ("agentflow_env.engines.server:configure", "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API"),
 }
 
 

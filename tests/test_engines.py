@@ -321,3 +321,24 @@ def test_hf_honours_sampling_params(hf_engine) -> None:
     stop = long.strip()[:1]
     cut = hf_engine.generate(CHATS[:1], SamplingParams(temperature=1.0, max_tokens=40, seed=1, stop=[stop]))[0]
     assert stop not in cut and long.startswith(cut)
+
+
+def test_serve_command_in_a_subprocess() -> None:
+    import re
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentflow_env.cli", "serve", "scripted:echo", "--port", "0", "--model-name", "echo"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = ""
+        deadline = time.monotonic() + 60
+        while "serving" not in line and time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stderr.readline()
+        url = re.search(r"http://\S+/v1", line)
+        assert url, f"no URL in {line!r}"
+        assert make_engine(f"openai:echo@{url.group(0)}?{FAST}").generate(["ping"]) == ["ping"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -95,3 +95,18 @@ def test_tiny_lm_planner_plays_a_whole_episode(tiny_engine) -> None:
     assert len(info["trajectory"]) == planner.calls
     assert all(isinstance(t["action"], str) for t in info["trajectory"])
     env.close()
+
+
+def test_tiny_lm_behind_an_openai_compatible_server(tiny_engine) -> None:
+    from agentflow_env.engines import EngineServer
+
+    env = gym.make("agentflow/Gen-GameOf24-v0", max_turns=2)
+    obs, _ = env.reset(seed=2)
+    sampling = SamplingParams(temperature=0.0, max_tokens=8)
+    with EngineServer(tiny_engine, model_name="tiny") as server:
+        remote = LLMPlanner(f"openai:tiny@{server.url}?timeout=30", sampling)
+        # the server applies the same chat template: greedy replies match the in-process engine's
+        assert remote.act([obs, obs]) == LLMPlanner(tiny_engine, sampling).act([obs, obs])
+        _, reward, terminated, truncated, info = env.step(remote.act([obs])[0])
+        assert 0.0 <= reward <= 1.0
+    env.close()

@@ -1,7 +1,7 @@
 """A small OpenAI-compatible HTTP server backed by any Engine (chat and text completions, no streaming).
 
 Concurrent requests with the same sampling settings are batched into one ``generate`` call.
-Run it: ``python -m agentflow_env.engines.server hf:runs/tiny-lm --port 8000``.
+Run it: ``agentflow-env serve hf:runs/tiny-lm --port 8000`` (or ``python -m agentflow_env.engines.server``).
 """
 
 from __future__ import annotations
@@ -283,17 +283,6 @@ class EngineServer:
             self._thread.join(timeout=5)
         self._httpd = None
 
-    def serve_forever(self) -> None:
-        """Block until interrupted (Ctrl-C)."""
-        self.start()
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self.close()
-
     def __enter__(self) -> EngineServer:
         return self.start()
 
@@ -301,21 +290,48 @@ class EngineServer:
         self.close()
 
 
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentflow-env serve`` (and of ``python -m agentflow_env.engines.server``)."""
+    parser.add_argument("engine", help="engine spec, e.g. hf:runs/tiny-lm or scripted:replies.json")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (0: any free port; default: 8000)")
+    parser.add_argument("--model-name", default=None, help="the model id clients send (default: the spec target)")
+    parser.add_argument(
+        "--batch-window",
+        type=float,
+        default=0.005,
+        help="seconds to gather concurrent requests into one batch (default: 0.005)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from agentflow_env.engines import make_engine, parse_spec
+
+    engine = make_engine(args.engine)
+    name = args.model_name or parse_spec(args.engine)[1]
+    server = EngineServer(engine, args.host, args.port, model_name=name, batch_window_s=args.batch_window)
+    server.start()
+    from rich.console import Console
+
+    Console(stderr=True).print(f"serving {args.engine} as model {name!r} at {server.url} (Ctrl-C stops)")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m agentflow_env.engines.server ENGINE_SPEC [--host H] [--port P] [--model-name NAME]``."""
     parser = argparse.ArgumentParser(description="Serve an agentflow-env engine over the OpenAI HTTP API.")
-    parser.add_argument("engine", help="engine spec, e.g. hf:runs/tiny-lm or scripted:replies.json")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--model-name", default=None, help="the model id clients send (default: the spec target)")
-    args = parser.parse_args(argv)
-    from agentflow_env.engines import make_engine, parse_spec
-
+    configure(parser)
     logging.basicConfig(level=logging.INFO)
-    engine = make_engine(args.engine)
-    name = args.model_name or parse_spec(args.engine)[1]
-    EngineServer(engine, args.host, args.port, model_name=name).serve_forever()
-    return 0
+    args = parser.parse_args(argv)
+    return int(args.func(args))
 
 
 if __name__ == "__main__":
