@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from agentflow_env.error import DataError, DependencyNotInstalled
+from agentflow_env.error import DataError, DependencyNotInstalled, ToolError
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import ToolResult
 
@@ -770,9 +770,16 @@ def _kernel() -> Any:
         except ImportError:  # pragma: no cover - depends on the install
             raise DependencyNotInstalled("numba", "search") from None
         try:
-            from bm25s.numba.selection import _numba_sorted_top_k
+            import bm25s
         except ImportError:  # pragma: no cover - depends on the install
             raise DependencyNotInstalled("bm25s", "search") from None
+        try:
+            from bm25s.numba.selection import _numba_sorted_top_k
+        except ImportError:  # pragma: no cover - depends on the install
+            raise ToolError(
+                f"bm25s {getattr(bm25s, '__version__', '?')} has no numba top-k "
+                "(bm25s.numba.selection._numba_sorted_top_k); install bm25s>=0.2.10,<0.4"
+            ) from None
         _sorted_top_k = _numba_sorted_top_k
         _KERNEL = numba.njit(cache=True, nogil=True)(_retrieve_kernel)
     return _KERNEL
