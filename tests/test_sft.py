@@ -1,0 +1,122 @@
+"""Tests of the SFT warm-start: demonstrations, response-only loss, a few steps learn, and the ``sft`` command.
+
+All on the tiny offline LM with tiny budgets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from agentflow_env.error import ConfigError  # noqa: E402
+from agents.hf_policy import format_prompt  # noqa: E402
+from agents.sft import (  # noqa: E402
+    Demonstration,
+    SFTConfig,
+    make_demonstrations,
+    sft_loss,
+    tokenize_demonstrations,
+    train_sft,
+)
+
+ENV_ID = "agentflow/Gen-GameOf24-v0"
+
+
+@pytest.fixture(scope="module")
+def lm_path():
+    from agents.tiny_lm import tiny_lm_path
+
+    torch.set_num_threads(1)
+    return tiny_lm_path()
+
+
+@pytest.fixture(scope="module")
+def demos():
+    return make_demonstrations(ENV_ID, 4, seed=0, num_envs=2)
+
+
+def test_demonstrations_are_scripted_turns(demos):
+    assert len(demos) == 8  # the scripted planner checks with the calculator, then answers
+    assert all(isinstance(d, Demonstration) and "Question:" in d.prompt for d in demos)
+    assert sum(d.action.startswith("Final Answer:") for d in demos) == 4
+    assert any("Tool Name: Calculator_Tool" in d.action for d in demos)
+
+
+def test_tokenized_like_the_planner_acts(lm_path, demos):
+    from agents.tiny_lm import load_tiny_lm
+
+    _, tokenizer = load_tiny_lm(lm_path)
+    (prompt_ids, response_ids), *_ = tokenize_demonstrations(tokenizer, demos)
+    assert prompt_ids == tokenizer(format_prompt(tokenizer, demos[0].prompt), add_special_tokens=False)["input_ids"]
+    assert response_ids[-1] == tokenizer.eos_token_id
+    assert tokenizer.decode(response_ids, skip_special_tokens=True) == demos[0].action
+
+
+def test_loss_counts_response_tokens_only(lm_path):
+    from agents.tiny_lm import load_tiny_lm
+
+    model, tokenizer = load_tiny_lm(lm_path)
+    pad = tokenizer.pad_token_id
+    a = sft_loss(model, [[5, 6, 7]], [[8, 9]], pad)
+    # a longer row in the batch, and different prompt tokens, leave the short row's terms unchanged
+    b = sft_loss(model, [[5, 6, 7], list(range(20, 60))], [[8, 9], [8, 9]], pad)
+    c = sft_loss(model, [list(range(20, 60))], [[8, 9]], pad)
+    assert torch.allclose(b, (a + c) / 2, atol=1e-5)
+
+
+def test_a_few_steps_reduce_the_loss(lm_path, demos, tmp_path):
+    losses = []
+    config = SFTConfig(
+        out=str(tmp_path / "sft"), base=str(lm_path), epochs=6, batch_size=8, lr=5e-3, warmup_steps=1, seed=0
+    )
+    result = train_sft(config, demos=demos, on_step=lambda step, loss: losses.append(loss))
+    assert result.steps == 6 and losses == result.losses
+    assert sum(losses[-2:]) / 2 < losses[0] - 0.3
+    assert (tmp_path / "sft" / "config.json").is_file() and (tmp_path / "sft" / "sft_metrics.json").is_file()
+    assert (tmp_path / "sft" / "demonstrations.jsonl").read_text().count("\n") == len(demos)
+
+
+def test_bad_config_says_what_to_change():
+    with pytest.raises(ConfigError, match="lr"):
+        SFTConfig(lr=0)
+    with pytest.raises(ConfigError, match="max_minutes"):
+        SFTConfig(max_minutes=-1)
+
+
+def test_sft_command_runs(lm_path, tmp_path):
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentflow_env.cli",
+        "sft",
+        "--env",
+        ENV_ID,
+        "--out",
+        str(out),
+        "--base",
+        str(lm_path),
+        "--episodes",
+        "2",
+        "--epochs",
+        "1",
+        "--max-steps",
+        "2",
+        "--batch-size",
+        "2",
+        "--threads",
+        "1",
+        "--json",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["steps"] == 2 and summary["examples"] == 4 and summary["final_loss"] > 0
+    assert (out / "model.safetensors").is_file()
