@@ -247,12 +247,12 @@ class LLMExecutor(_LLMModule):
         try:
             reply = self._ask(prompt)
         except Exception as exc:  # an engine failure costs this turn only
-            problem = _engine_failure("executor", exc) + "; the step was not run, so try it again"
-            self._note(problem)
-            return None, problem
-        command, problem = parse_command(reply)
+            failure = _engine_failure("executor", exc) + "; the step was not run, so try it again"
+            self._note(failure)
+            return None, failure
+        parsed_command, problem = parse_command(reply)
         self._note(problem)
-        return command, problem
+        return parsed_command, problem
 
 
 class LLMVerifier(_LLMModule):

@@ -160,8 +160,8 @@ def _retryable(exc: Exception) -> tuple[bool, float | None]:
         if status in _RETRY_STATUS or status >= 500:
             hint = None
             try:
-                hint = float(exc.response.headers.get("retry-after"))
-            except (TypeError, ValueError, AttributeError):
+                hint = float(exc.response.headers.get("retry-after") or "")
+            except (ValueError, AttributeError):
                 pass
             return True, hint
     return False, None

@@ -99,7 +99,7 @@ class ScriptedEngine:
             and replies
             and all(isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str) for r in replies)
         ):
-            pairs = replies.items() if isinstance(replies, Mapping) else replies
+            pairs: Any = replies.items() if isinstance(replies, Mapping) else replies
             for pattern, reply in pairs:
                 try:
                     compiled = re.compile(pattern, re.DOTALL)
