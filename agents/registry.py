@@ -124,9 +124,7 @@ def _hf(path: str, sampling: Mapping[str, Any] | None) -> Policy:
     except ImportError as exc:
         from agentflow_env.error import DependencyNotInstalled
 
-        raise DependencyNotInstalled(
-            f"hf: policies need agents.hf_policy and torch/transformers (pip install 'agentflow-env[train]'): {exc}"
-        ) from exc
+        raise DependencyNotInstalled(exc.name or "transformers", "train") from exc
     # the protocol's sampling (greedy for the leaderboards) replaces the planner's training default
     return HFPlanner.from_pretrained(path, **({"sampling": _sampling(sampling)} if sampling else {}))
 
@@ -156,10 +154,10 @@ def _user(spec: str, env_id: str | None) -> Policy:
     if not callable(obj):
         raise ConfigError(f"policy spec {spec!r} is neither a policy (with act()) nor a callable that makes one")
     try:
-        params = inspect.signature(obj).parameters
+        takes_env_id = "env_id" in inspect.signature(obj).parameters
     except (TypeError, ValueError):
-        params = {}
-    policy = obj(env_id=env_id) if "env_id" in params else obj()
+        takes_env_id = False
+    policy = obj(env_id=env_id) if takes_env_id else obj()
     if not callable(getattr(policy, "act", None)):
         raise ConfigError(f"policy spec {spec!r} made {type(policy).__name__}, which has no act(observations)")
     return policy

@@ -146,7 +146,12 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--results", type=Path, default=RESULTS_DIR)
     show.add_argument("--protocol", default=None, help="only this protocol")
     show.set_defaults(func=_run_show)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+    def _help(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=_help)
 
 
 def _run_render(args: argparse.Namespace) -> int:

@@ -37,12 +37,7 @@ def _toml_loads(text: str) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError as exc:
-            from agentflow_env.error import DependencyNotInstalled
-
-            raise DependencyNotInstalled("reading protocols on Python 3.10 needs tomli: pip install tomli") from exc
+        import tomli as tomllib  # a dependency on Python < 3.11 (pyproject)
     return tomllib.loads(text)
 
 

@@ -340,21 +340,21 @@ def render_charts(board: Board, out_dir: Path) -> list[Path]:
     except ImportError as exc:
         from agentflow_env.error import DependencyNotInstalled
 
-        raise DependencyNotInstalled(
-            "charts need matplotlib: pip install 'agentflow-env[plots]' (or render with --no-charts)"
-        ) from exc
+        raise DependencyNotInstalled("matplotlib", "plots") from exc  # or render with --no-charts
     written = []
     for env_id, label, category in board.columns:
-        rows = [(r, r.cells.get(env_id)) for r in board.rows]
-        rows = [(r, c) for r, c in rows if c is not None and c.accuracy is not None]
+        rows: list[tuple[BoardRow, float, float, float]] = []  # (row, accuracy, minus, plus) in %
+        for r in board.rows:
+            c = r.cells.get(env_id)
+            if c is not None and c.accuracy is not None:
+                minus = c.accuracy - c.lo if c.lo is not None else 0.0
+                plus = c.hi - c.accuracy if c.hi is not None else 0.0
+                rows.append((r, 100 * c.accuracy, 100 * minus, 100 * plus))
         fig, ax = plt.subplots(figsize=(5.0, 0.45 * max(len(rows), 2) + 1.1), dpi=100)
-        names = [_row_label(r) for r, _ in rows]
-        vals = [100 * c.accuracy for _, c in rows]  # type: ignore[operator]
-        errs = [
-            [100 * (c.accuracy - c.lo) if c.lo is not None else 0 for _, c in rows],  # type: ignore[operator]
-            [100 * (c.hi - c.accuracy) if c.hi is not None else 0 for _, c in rows],
-        ]  # type: ignore[operator]
-        colors = ["#8c959f" if r.kind == "reported" else "#0969da" for r, _ in rows]
+        names = [_row_label(r) for r, *_ in rows]
+        vals = [v for _, v, _, _ in rows]
+        errs = [[m for *_, m, _ in rows], [p for *_, p in rows]]
+        colors = ["#8c959f" if r.kind == "reported" else "#0969da" for r, *_ in rows]
         ypos = list(range(len(rows)))[::-1]
         ax.barh(ypos, vals, color=colors, xerr=errs, capsize=3, error_kw={"elinewidth": 1, "ecolor": "#24292f"})
         for y, v in zip(ypos, vals):  # inside long bars (white), beside short ones

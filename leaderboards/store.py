@@ -229,7 +229,7 @@ class EvalResult:
         return total
 
     def summary(self) -> dict[str, Any]:
-        bench = {}
+        bench: dict[str, dict[str, Any]] = {}
         if self.record.kind == "reported":
             for e, acc in self.accuracies().items():
                 bench[e] = {"accuracy": acc, "n": None, "ci95": None}
