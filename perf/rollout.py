@@ -1,0 +1,119 @@
+"""Rollout speed: planner turns per second for N envs with the tiny LM, batched vs one-env-at-a-time generation.
+
+Both modes play the same episodes on the same threaded vector env, side by side in one run; prints JSON.
+
+    python perf/rollout.py --num-envs 32 --max-turns 2 --max-tokens 48
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+class OneAtATime:
+    """The baseline: the same planner, but one ``generate`` call per env per turn."""
+
+    def __init__(self, planner: Any):
+        self.planner = planner
+
+    def act_with_samples(self, observations: Sequence[Any]) -> list[Any]:
+        return [self.planner.act_with_samples([obs])[0] for obs in observations]
+
+    def act(self, observations: Sequence[Any]) -> list[str]:
+        return [s.text for s in self.act_with_samples(observations)]
+
+
+def _measure(name: str, policy: Any, args: argparse.Namespace, task_ids: list[str]) -> dict[str, Any]:
+    from agentflow_env.vector import make_vector_env
+    from agents.rollout import RolloutStats, collect_rollouts
+
+    vec = make_vector_env(
+        args.env, args.num_envs, autoreset_mode="disabled", split=args.split, max_turns=args.max_turns
+    )
+    stats = RolloutStats()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    trajs = collect_rollouts(vec, policy, task_ids=task_ids, seed=args.seed, stats=stats, env_id=args.env)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    vec.close()
+    tokens = sum(len(t.response_ids or []) for traj in trajs for t in traj.turns)
+    return {
+        "mode": name,
+        "episodes": len(trajs),
+        "turns": stats.turns,
+        "policy_calls": stats.policy_calls,
+        "generated_tokens": tokens,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "policy_s": round(stats.policy_seconds, 3),
+        "env_s": round(stats.env_seconds, 3),
+        "turns_per_s": round(stats.turns / wall, 3),
+        "turns_per_cpu_s": round(stats.turns / max(cpu, 1e-9), 3),
+        "tokens_per_s": round(tokens / wall, 2),
+        "success_rate": sum(t.success for t in trajs) / max(len(trajs), 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="agentflow/Gen-GameOf24-v0")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per mode (default: num-envs)")
+    parser.add_argument("--max-turns", type=int, default=2, help="env turn budget (keeps the run short)")
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--model", default=None, help="model folder (default: the cached tiny LM)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads, the same for both modes")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-sequential", action="store_true")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    import agentflow_env  # noqa: F401
+    from agentflow_env.engines.base import SamplingParams
+    from agents.hf_policy import HFPlanner
+    from agents.sft import split_task_ids
+    from agents.tiny_lm import load_tiny_lm, tiny_lm_path
+
+    torch.set_num_threads(args.threads)
+    model, tokenizer = load_tiny_lm(args.model or tiny_lm_path())
+    sampling = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+    planner = HFPlanner(model, tokenizer, sampling=sampling)
+    task_ids = split_task_ids(args.env, args.split, args.episodes or args.num_envs)
+    planner.act_with_samples([{"prompt": "warm up", "memory": ""}])  # first-call setup is not rollout speed
+
+    results = {"batched": _measure("batched", planner, args, task_ids)}
+    if not args.skip_sequential:
+        results["one_at_a_time"] = _measure("one_at_a_time", OneAtATime(planner), args, task_ids)
+    report: dict[str, Any] = {
+        "benchmark": "rollout",
+        "env": args.env,
+        "num_envs": args.num_envs,
+        "episodes": len(task_ids),
+        "max_turns": args.max_turns,
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "model": str(args.model or "tiny_lm (untrained)"),
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "torch_threads": args.threads,
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        **results,
+    }
+    if "one_at_a_time" in results:
+        seq, bat = results["one_at_a_time"], results["batched"]
+        report["speedup_turns_per_s"] = round(bat["turns_per_s"] / max(seq["turns_per_s"], 1e-9), 2)
+        report["speedup_turns_per_cpu_s"] = round(bat["turns_per_cpu_s"] / max(seq["turns_per_cpu_s"], 1e-9), 2)
+    sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
