@@ -381,3 +381,38 @@ def test_paper_protocol_runs_llm_modes_and_records_the_engine(tmp_path: Path, te
     assert result.record.max_turns == 10 and result.record.sampling["temperature"] == 0.0
     assert len(result.outcomes) == 10 and {o.env_id for o in result.outcomes} == set(load_protocol("paper-v0").env_ids)
     assert all(o.turns == 1 and o.terminated for o in result.outcomes)
+
+
+def test_one_act_call_per_turn_spans_benchmarks(tmp_path: Path) -> None:
+    two = tmp_path / "two.toml"
+    science = '[[benchmarks]]\nenv_id = "agentflow/Gen-Science-v0"\ncategory = "science"\nnum_tasks = 5\n'
+    two.write_text(TINY + "\n" + science)
+
+    class AnswerAtOnce:
+        def __init__(self) -> None:
+            self.batches: list[int] = []
+
+        def act(self, observations):
+            self.batches.append(len(observations))
+            return ["Final Answer: A" for _ in observations]
+
+    shared = AnswerAtOnce()
+    result = evaluate(
+        EvalConfig(
+            policy="test:shared",
+            protocol=str(two),
+            out=tmp_path,
+            progress=False,
+            batch_size=32,
+            policy_factory=lambda env_id: shared,
+        )
+    )
+    assert len(result.outcomes) == 6 * 2 + 5 * 2
+    assert shared.batches == [22], "all episodes of both benchmarks should share one act() call per turn"
+
+
+def test_llm_backed_policy_specs_build_without_a_server() -> None:
+    from agents.llm_planner import LLMPlanner
+
+    assert isinstance(make_policy("engine:scripted:echo"), LLMPlanner)
+    assert isinstance(make_policy("openai:some-model@http://127.0.0.1:9/v1", sampling={"temperature": 0.0}), LLMPlanner)
