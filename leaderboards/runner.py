@@ -71,8 +71,13 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
     return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
-def build_env(protocol: Protocol, env_id: str, data_dir: str | None = None, engine: str | None = None) -> Any:
-    """The env of one protocol benchmark, with the protocol's split, options, modes and turn budget."""
+def build_env(
+    protocol: Protocol, env_id: str, data_dir: str | None = None, engine: str | None = None, tasks: Any = None
+) -> Any:
+    """The env of one protocol benchmark, with the protocol's split, options, modes and turn budget.
+
+    ``tasks`` reuses another instance's task source (loading or generating tasks once per benchmark).
+    """
     import gymnasium as gym
 
     if env_id not in gym.registry:
@@ -94,6 +99,8 @@ def build_env(protocol: Protocol, env_id: str, data_dir: str | None = None, engi
             kwargs["data_dir"] = data_dir
     if entry.scorer != "default":
         kwargs["scorer"] = _make_scorer(entry.scorer)
+    if tasks is not None:
+        kwargs["tasks"] = tasks
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
@@ -166,8 +173,10 @@ class _EnvPool:
         free = self.free.setdefault(env_id, [])
         if free:
             return free.pop()
-        env = build_env(self.protocol, env_id, self.data_dir, self.engine)
-        self.all.setdefault(env_id, []).append(env)
+        siblings = self.all.setdefault(env_id, [])
+        tasks = siblings[0].unwrapped.tasks if siblings else None
+        env = build_env(self.protocol, env_id, self.data_dir, self.engine, tasks=tasks)
+        siblings.append(env)
         return env
 
     def release(self, env_id: str, env: Any) -> None:
