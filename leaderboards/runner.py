@@ -308,6 +308,10 @@ def _loop(
         if count == 0:
             pool.close_env_id(env_id)
     active: list[_Episode] = []
+    if initial:
+        logger.warning(
+            "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
+        )
     bar = tqdm(
         total=total,
         initial=initial,
