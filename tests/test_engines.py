@@ -342,3 +342,23 @@ def test_serve_command_in_a_subprocess() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_hf_overlong_prompt_keeps_its_end(hf_engine) -> None:
+    limit = hf_engine.model.config.max_position_embeddings
+    long_prompt = "7 " * (limit + 100) + "Final"
+    seen: list[int] = []
+    tails: list[str] = []
+    original = hf_engine.model.generate
+
+    def spy(**kwargs):
+        seen.append(kwargs["input_ids"].shape[1])
+        tails.append(hf_engine.tokenizer.decode(kwargs["input_ids"][0, -3:]))
+        return original(**kwargs)
+
+    hf_engine.model.generate = spy
+    try:
+        [out] = hf_engine.generate([long_prompt], SamplingParams(max_tokens=2))
+    finally:
+        hf_engine.model.generate = original
+    assert isinstance(out, str) and seen == [limit - 2] and tails[0].endswith("Final")

@@ -92,6 +92,12 @@ class OpenAIEngine:
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
 
+    def close(self) -> None:
+        """Close the HTTP connections (the engine must not be used afterwards)."""
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
+
     # ------------------------------------------------------------------ Engine protocol
     def generate(self, prompts: Sequence[Prompt], sampling: SamplingParams | None = None) -> list[str]:
         """One completion per prompt, requests in parallel; raises ``EngineError`` after the retries."""

@@ -34,7 +34,8 @@ class TransformersEngine:
 
     ``model``/``tokenizer`` are paths, hub ids or loaded objects. Chat prompts go through the
     tokenizer's chat template (with the generation prompt); plain strings are used as they are.
-    Prompts are generated ``batch_size`` at a time with left padding. ``device``: ``"cpu"``,
+    Prompts are generated ``batch_size`` at a time with left padding; a prompt longer than the
+    context minus ``max_tokens`` keeps its last tokens. ``device``: ``"cpu"``,
     ``"cuda"``, ... (default: CUDA when available). ``dtype``: e.g. ``"bfloat16"`` (default: the
     checkpoint's). Calls are serialised by a lock, so one engine can serve several threads.
     ``threads`` sets torch's CPU thread count (process-wide); 1 is fastest for tiny models on
@@ -96,8 +97,9 @@ class TransformersEngine:
 
     # ------------------------------------------------------------------ Engine protocol
     def render(self, prompt: Prompt) -> str:
-        """The exact text the model sees for ``prompt``."""
-        if isinstance(prompt, str) and not self.use_chat_template:
+        """The exact text the model sees: a string as given (no special tokens added), a chat through
+        the chat template (or as ``role: content`` blocks when the tokenizer has none)."""
+        if isinstance(prompt, str):
             return prompt
         if not self.use_chat_template:
             from agentflow_env.engines import prompt_text
@@ -120,12 +122,16 @@ class TransformersEngine:
         import torch
 
         tok = self.tokenizer
-        side = tok.padding_side
-        tok.padding_side = "left"  # generation appends on the right, so pad on the left
+        sides = tok.padding_side, tok.truncation_side
+        # generation appends on the right, so pad on the left; an overlong prompt loses its oldest
+        # tokens rather than the end the model must continue
+        tok.padding_side = tok.truncation_side = "left"
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        fit = {"truncation": True, "max_length": max(int(limit) - int(sampling.max_tokens), 1)} if limit else {}
         try:
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False, **fit).to(self.device)
         finally:
-            tok.padding_side = side
+            tok.padding_side, tok.truncation_side = sides
         kwargs: dict[str, Any] = {"max_new_tokens": int(sampling.max_tokens), "pad_token_id": tok.pad_token_id}
         if sampling.temperature > 0:
             kwargs.update(do_sample=True, temperature=float(sampling.temperature), top_p=float(sampling.top_p), top_k=0)
