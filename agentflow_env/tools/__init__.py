@@ -9,8 +9,16 @@ from typing import Any
 from agentflow_env.error import ConfigError
 from agentflow_env.tools.base import BaseTool, Tool, ToolResult, normalize_tool_name, render_card
 
-__all__ = ["BUILTIN_TOOLS", "BaseTool", "Tool", "ToolResult", "make_tool", "available_tools", "render_card",
-           "normalize_tool_name"]
+__all__ = [
+    "BUILTIN_TOOLS",
+    "BaseTool",
+    "Tool",
+    "ToolResult",
+    "available_tools",
+    "make_tool",
+    "normalize_tool_name",
+    "render_card",
+]
 
 ENTRY_POINT_GROUP = "agentflow_env.tools"
 

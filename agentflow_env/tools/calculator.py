@@ -18,7 +18,8 @@ class CalculatorTool(BaseTool):
     name = "Calculator_Tool"
     description = (
         "Evaluates arithmetic exactly with fractions: numbers, + - * / ** and parentheses "
-        "(also x, ×, ÷). Several expressions may be given, one per line or separated by ';'."
+        "(also x, ×, ÷), and symbolic maths with sympy (sqrt, log, pi, factorial, simplify, solve). "
+        "Several expressions may be given, one per line or separated by ';'."
     )
     input_spec = "one or more arithmetic expressions"
     examples = ("(13 - 1) * (8 / 4)",)
