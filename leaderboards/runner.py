@@ -192,7 +192,8 @@ class _EnvPool:
             self.close_env_id(env_id)
 
 
-def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord]:
+def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord, RunRecord | None]:
+    """The run folder, the record this session will write, and the stored record when resuming."""
     from agentflow_env import __version__
 
     run_dir = Path(config.out) / protocol.name / config.run_name
@@ -242,9 +243,8 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         fresh.started_at, fresh.wall_s, fresh.sessions = old.started_at, old.wall_s, old.sessions
         if (old.git_commit, old.package_version) != (commit, fresh.package_version):
             fresh.notes = (fresh.notes + f" resumed across code versions (first {old.git_commit}).").strip()
-    fresh.sessions += 1
-    write_json_atomic(run_dir / RUN_FILE, fresh.to_dict())
-    return run_dir, fresh
+        return run_dir, fresh, old
+    return run_dir, fresh, None
 
 
 def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool) -> list[WorkUnit]:
@@ -263,21 +263,32 @@ def evaluate(config: EvalConfig) -> EvalResult:
         raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
     protocol = load_protocol(config.protocol)
     policies = _policies(config, protocol)  # a bad spec fails before anything is written
-    run_dir, record = _prepare_run_dir(config, protocol)
+    run_dir, record, stored = _prepare_run_dir(config, protocol)
     pool = _EnvPool(protocol, config.data_dir, config.engine)
-    session_start = time.monotonic()
     try:
         units = _plan(protocol, config, pool)
         done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
         todo = deque(u for u in units if u.key not in done)
-        with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
-            _loop(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
-        record.complete = True
+        if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
+            logger.warning(
+                "all %d episodes of this run are already stored: showing them. Pass --overwrite to run "
+                "again, or --out DIR / --name NAME for a separate run",
+                len(units),
+            )
+            return load_run(run_dir)
+        record.sessions += 1
+        write_json_atomic(run_dir / RUN_FILE, record.to_dict())
+        session_start = time.monotonic()
+        try:
+            with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
+                _loop(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
+            record.complete = True
+        finally:
+            record.wall_s += time.monotonic() - session_start
+            record.updated_at = _now()
+            write_json_atomic(run_dir / RUN_FILE, record.to_dict())
     finally:
         pool.close()
-        record.wall_s += time.monotonic() - session_start
-        record.updated_at = _now()
-        write_json_atomic(run_dir / RUN_FILE, record.to_dict())
     return load_run(run_dir)
 
 

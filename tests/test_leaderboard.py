@@ -152,6 +152,9 @@ def test_eval_writes_a_complete_result_record(tmp_path: Path, tiny: Path) -> Non
     assert traj["key"] == o.key and traj["trajectory"] and o.tokens is None and result.tokens() is None
     summary = result.summary()["benchmarks"]["agentflow/Gen-GameOf24-v0"]
     assert summary["n"] == 12 and summary["accuracy"] == 1.0 and summary["ci95"][1] == 1.0
+    stored = {p.name: p.read_bytes() for p in result.path.iterdir()}
+    again = evaluate(EvalConfig(policy="scripted", protocol=str(tiny), out=tmp_path, progress=False))
+    assert len(again.outcomes) == 12 and {p.name: p.read_bytes() for p in result.path.iterdir()} == stored
 
 
 class _Interrupting:
