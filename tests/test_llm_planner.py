@@ -110,3 +110,33 @@ def test_tiny_lm_behind_an_openai_compatible_server(tiny_engine) -> None:
         _, reward, terminated, truncated, info = env.step(remote.act([obs])[0])
         assert 0.0 <= reward <= 1.0
     env.close()
+
+
+def _all_env_ids() -> list[str]:
+    from agentflow_env.registration import registered_ids
+
+    return registered_ids()
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny_engine):
+    from agentflow_env.engines import EngineServer
+
+    with EngineServer(tiny_engine, model_name="tiny") as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("env_id", _all_env_ids())
+def test_tiny_lm_over_http_plays_every_env_id(env_id: str, tiny_server: str, request: pytest.FixtureRequest) -> None:
+    kwargs = {} if "/Gen-" in env_id else {"data_dir": str(request.getfixturevalue("testsets_dir"))}
+    env = gym.make(env_id, max_turns=2, **kwargs)
+    planner = LLMPlanner(
+        f"openai:tiny@{tiny_server}?timeout=60", SamplingParams(temperature=1.0, max_tokens=12, seed=0)
+    )
+    obs, _ = env.reset(seed=0, options={"index": 0})  # the first task is the cheapest to generate
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(planner.act([obs])[0])
+        done = terminated or truncated
+    assert 0.0 <= reward <= 1.0 and "score" in info and 1 <= len(info["trajectory"]) <= 2
+    env.close()
