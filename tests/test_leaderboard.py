@@ -419,3 +419,57 @@ def test_llm_backed_policy_specs_build_without_a_server() -> None:
 
     assert isinstance(make_policy("engine:scripted:echo"), LLMPlanner)
     assert isinstance(make_policy("openai:some-model@http://127.0.0.1:9/v1", sampling={"temperature": 0.0}), LLMPlanner)
+
+
+class SlowScripted:
+    """Scripted Game-of-24 play that takes 0.05 s per call (so a test can kill a run part-way)."""
+
+    def __init__(self) -> None:
+        from agents.baselines import ScriptedGameOf24Planner
+
+        self.inner = ScriptedGameOf24Planner()
+
+    def act(self, observations):
+        import time
+
+        time.sleep(0.05)
+        return self.inner.act(observations)
+
+
+def test_a_killed_eval_resumes_from_disk(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    protocol = tmp_path / "tiny-test.toml"
+    protocol.write_text(TINY.replace("seeds = [0, 1]", "seeds = [0]").replace("num_tasks = 6", "num_tasks = 12"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentflow_env.cli",
+        "eval",
+        "--policy",
+        "tests.test_leaderboard:SlowScripted",
+        "--protocol",
+        str(protocol),
+        "--out",
+        str(tmp_path),
+        "--batch-size",
+        "1",
+        "--no-progress",
+    ]
+    root = Path(__file__).resolve().parents[1]
+    tasks = tmp_path / "tiny-test" / "tests.test_leaderboard-SlowScripted" / TASKS_FILE
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not tasks.exists() or len(read_jsonl(tasks)) < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # a hard crash: no cleanup runs
+    proc.wait(timeout=30)
+    first = {d["key"] for d in read_jsonl(tasks)}
+    assert 3 <= len(first) < 12
+    out = subprocess.run(cmd + ["--json"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"resuming: {len(first)} of 12" in out.stderr
+    keys = [d["key"] for d in read_jsonl(tasks)]
+    assert len(keys) == 12 == len(set(keys)) and first <= set(keys)
+    assert json.loads(out.stdout)["overall"] == 1.0
