@@ -44,6 +44,12 @@ class AgentFlowEnv(gym.Env[dict, str]):
     ## Reward
     0 on every step but the last, then the scorer's value of the final answer, in [0, 1].
 
+    ## LLM modes
+    ``executor``/``verifier``/``generator`` = ``"llm"`` call ``engine`` (an Engine or a spec string
+    such as ``"openai:MODEL@URL"``); ``llm_kwargs`` go to those modules, e.g.
+    ``{"sampling": {"temperature": 0.0, "max_tokens": 512}}``. Their notes on unreadable replies
+    appear in ``info["verifier_note"]`` / ``info["generator_note"]``.
+
     ## Termination
     ``terminated`` on a final answer or a verifier STOP; ``truncated`` when ``max_turns`` or
     ``time_budget_s`` runs out (with the ``llm`` generator an answer is still produced then).
@@ -61,6 +67,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         verifier: str = "rule",
         generator: str = "planner",
         engine: Any = None,
+        llm_kwargs: dict[str, Any] | None = None,
         max_turns: int = 10,
         time_budget_s: float = 600.0,
         tool_timeout_s: float = 30.0,
@@ -94,7 +101,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
             engine = make_engine(engine)
         self.engine = engine
         self.modes = (executor, verifier, generator)
-        self._executor, self._verifier, self._generator = build_modes(executor, verifier, generator, engine)
+        self._executor, self._verifier, self._generator = build_modes(executor, verifier, generator, engine, llm_kwargs)
         self.max_turns = int(max_turns)
         self.time_budget_s = float(time_budget_s)
         self.tool_timeout_s = float(tool_timeout_s)
@@ -151,6 +158,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         started = time.perf_counter()
         self.turn += 1
         parsed = parse_action(action)
+        verifier_note = None
         record = TurnRecord(
             turn=self.turn,
             action=action if isinstance(action, str) else repr(action),
@@ -172,6 +180,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
                 terminated = True
             else:
                 record.verifier = "CONTINUE"
+            verifier_note = getattr(self._verifier, "last_note", None)
         if not terminated:
             if self.turn >= self.max_turns:
                 truncated = True
@@ -182,6 +191,8 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self._trajectory.append(record.to_dict())
         reward = 0.0
         info = self._info()
+        if verifier_note:
+            info["verifier_note"] = verifier_note
         if terminated or truncated:
             reward = self._finish(answer, info)
         obs = self._observation()
@@ -285,6 +296,9 @@ class AgentFlowEnv(gym.Env[dict, str]):
         )
         if score_error:
             info["score_error"] = score_error
+        generator_note = getattr(self._generator, "last_note", None)
+        if generator_note:
+            info["generator_note"] = generator_note
         return score
 
     def _memory_text(self) -> str:

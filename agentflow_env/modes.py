@@ -93,7 +93,14 @@ def build_modes(
         from agentflow_env import llm_modes
 
         assert engine is not None
-        kw = engine_kwargs or {}
+        kw = dict(engine_kwargs or {})
+        if isinstance(kw.get("sampling"), dict):
+            from agentflow_env.engines.base import SamplingParams
+
+            try:
+                kw["sampling"] = SamplingParams(**kw["sampling"])
+            except TypeError as exc:
+                raise ConfigError(f"llm_kwargs['sampling'] is not valid SamplingParams: {exc}") from None
         if executor == "llm":
             ex = llm_modes.LLMExecutor(engine, **kw)
         if verifier == "llm":

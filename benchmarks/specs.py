@@ -75,6 +75,7 @@ _ENV_KWARGS = {
     "time_budget_s",
     "tool_timeout_s",
     "memory_budget",
+    "llm_kwargs",
     "render_mode",
 }
 

@@ -325,3 +325,24 @@ def test_cli_list_shows_registry():
     ).stdout
     rows = json.loads(out)
     assert "agentflow/Gen-GameOf24-v0" in {r["id"] for r in rows}
+
+
+def test_llm_kwargs_reach_the_modes_and_notes_reach_info():
+    from agentflow_env.engines.scripted import ScriptedEngine
+
+    engine = ScriptedEngine(["Command: 2+2", "maybe?", "The answer is 4"])
+    env = make(
+        executor="llm",
+        verifier="llm",
+        generator="llm",
+        engine=engine,
+        llm_kwargs={"sampling": {"temperature": 0.7, "max_tokens": 33}},
+    )
+    env.reset(options={"task_id": "t2"})
+    _, _, term, trunc, info = env.step("Sub-Goal: add two and two\nTool Name: Calculator_Tool")
+    assert {(c.sampling.temperature, c.sampling.max_tokens) for c in engine.calls} == {(0.7, 33)}
+    assert info["memory_steps"][-1]["command"] == "2+2"
+    assert "verifier_note" in info  # "maybe?" is no verdict: the note says so and the episode continues
+    assert not (term or trunc)
+    with pytest.raises(ConfigError, match="SamplingParams"):
+        make(executor="llm", engine=engine, llm_kwargs={"sampling": {"temprature": 1}})
