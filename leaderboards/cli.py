@@ -163,14 +163,11 @@ def _run_render(args: argparse.Namespace) -> int:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from leaderboards.render import board_rows, group_by_protocol, markdown_table
 
-    console = Console(width=200)
     for protocol, runs in group_by_protocol(args.results).items():
         if args.protocol and protocol != args.protocol:
             continue
-        console.print(f"[bold]{protocol}[/bold]")
-        console.print(markdown_table(board_rows(runs)), markup=False)
+        # plain Markdown, never wrapped, so it pastes into an issue or a README as is
+        sys.stdout.write(f"## {protocol}\n\n{markdown_table(board_rows(runs))}\n\n")
     return 0

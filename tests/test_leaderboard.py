@@ -355,6 +355,10 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path: Path, capsys: pytes
     assert "known:" in capsys.readouterr().err
     assert main(["eval", "--policy", "bogus", "--protocol", "offline-v0", "--out", str(tmp_path)]) == 2
     assert "unknown policy spec" in capsys.readouterr().err
+    assert main(["leaderboard"]) == 2 and "render" in capsys.readouterr().out
+    assert main(["leaderboard", "show", "--protocol", "paper-v0"]) == 0
+    shown = capsys.readouterr().out
+    assert "agentflow-7b-flow-grpo (reported)" in shown and "| 69.6 | 77.2 | 57.0 | 25.3 | 33.1 |" in shown
 
 
 def test_paper_protocol_runs_llm_modes_and_records_the_engine(tmp_path: Path, testsets_dir: Path) -> None:
