@@ -69,6 +69,7 @@ class Board:
     protocol_hash: str | None
     columns: list[tuple[str, str, str]]  # (env_id, label, category)
     rows: list[BoardRow] = field(default_factory=list)
+    summary: str = ""  # the protocol's description and settings, in words
 
     @property
     def categories(self) -> list[str]:
@@ -90,17 +91,31 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
         protocol = load_protocol(name)
         columns = [(b.env_id, b.label, b.category) for b in protocol.benchmarks]
         phash: str | None = protocol.hash
+        summary = _protocol_summary(protocol)
     except Exception:  # results of a protocol no longer shipped still render
         seen: dict[str, tuple[str, str, str]] = {}
         for run in runs:
             for env_id, meta in run.record.benchmarks.items():
                 seen.setdefault(env_id, (env_id, meta.get("label", env_id), meta.get("category", "")))
-        columns, phash = list(seen.values()), None
-    board = Board(protocol=name, protocol_hash=phash, columns=columns)
+        columns, phash, summary = list(seen.values()), None, ""
+    board = Board(protocol=name, protocol_hash=phash, columns=columns, summary=summary)
     for run in runs:
         board.rows.append(_row(run, phash))
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
     return board
+
+
+def _protocol_summary(protocol: Any) -> str:
+    env = protocol.env
+    modes = "/".join(str(env.get(k, "?")) for k in ("executor", "verifier", "generator"))
+    engine = f", engine {env['engine']}" if env.get("engine") else ""
+    temp = protocol.sampling.get("temperature")
+    return (
+        f"{protocol.description} Settings: {protocol.max_turns} turns, trial seeds {list(protocol.seeds)}, "
+        f"{protocol.samples_per_task} sample(s) per task, executor/verifier/generator {modes}{engine}"
+        + (f", planner temperature {temp:g}" if temp is not None else "")
+        + "."
+    )
 
 
 def _row(run: EvalResult, phash: str | None) -> BoardRow:
@@ -198,7 +213,7 @@ def render_markdown(boards: Sequence[Board], charts: bool = True) -> str:
         out += [
             f"## {board.protocol}",
             "",
-            f"protocol hash `{board.protocol_hash or 'unknown'}`",
+            f"protocol hash `{board.protocol_hash or 'unknown'}`" + (f" · {board.summary}" if board.summary else ""),
             "",
             markdown_table(board),
             "",
@@ -307,7 +322,9 @@ def render_html(boards: Sequence[Board], charts: bool = True) -> str:
         parts.append(f"<h2>{html.escape(board.protocol)}</h2>")
         parts.append(
             f'<p class="note">protocol hash <code>{html.escape(board.protocol_hash or "unknown")}</code>'
-            f" &middot; {len(board.rows)} rows</p>"
+            f" &middot; {len(board.rows)} rows"
+            + (f" &middot; {html.escape(board.summary)}" if board.summary else "")
+            + "</p>"
         )
         parts.append(_html_table(board))
         sourced = [r for r in board.rows if r.source]
