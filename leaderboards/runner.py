@@ -407,5 +407,6 @@ def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppend
         tokens=ep.tokens if ep.token_known else None,
         trajectory={"file": TRAJECTORIES_FILE, "offset": offset, "length": length},
         error=info.get("score_error"),
+        episode_seed=unit.episode_seed(),
     )
     tasks.append(outcome.to_dict())

@@ -145,6 +145,7 @@ class TaskOutcome:
     tokens: dict[str, int] | None = None
     trajectory: dict[str, Any] | None = None  # {"file", "offset", "length"} in trajectories.jsonl
     error: str | None = None
+    episode_seed: int | None = None  # the env.reset seed (derived from key, so resumes replay it exactly)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

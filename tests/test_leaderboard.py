@@ -150,6 +150,7 @@ def test_eval_writes_a_complete_result_record(tmp_path: Path, tiny: Path) -> Non
     o = result.outcomes[0]
     traj = read_trajectory(result.path, o.trajectory)
     assert traj["key"] == o.key and traj["trajectory"] and o.tokens is None and result.tokens() is None
+    assert len({x.episode_seed for x in result.outcomes}) == 12
     summary = result.summary()["benchmarks"]["agentflow/Gen-GameOf24-v0"]
     assert summary["n"] == 12 and summary["accuracy"] == 1.0 and summary["ci95"][1] == 1.0
     stored = {p.name: p.read_bytes() for p in result.path.iterdir()}
