@@ -6,6 +6,8 @@ The maths are small pure functions at the top; ``train`` reads in order: rollout
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
 import logging
 import math
@@ -200,6 +202,7 @@ def _pack(samples: Sequence[TurnSample], pad_id: int, device: Any) -> dict[str, 
             mask[i, : len(r)] = 1.0
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
     return {
+        "targets": ids[:, p_width:].to(device),
         "input_ids": ids.to(device),
         "attention_mask": attn.to(device),
         "position_ids": positions.to(device),
@@ -211,25 +214,123 @@ def _pack(samples: Sequence[TurnSample], pad_id: int, device: Any) -> dict[str, 
 def token_logprobs(
     model: Any, batch: dict[str, torch.Tensor], temperature: float = 1.0, with_entropy: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probs ``[N, T]`` of the response tokens under ``model`` (and their entropy when asked)."""
-    t_width = int(batch["t_width"])
-    out = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        position_ids=batch["position_ids"],
-        logits_to_keep=t_width + 1,
-        use_cache=False,
-    )
-    logits = out.logits[:, :-1, :].float()
+    """Log-probs ``[N, T]`` of the response tokens under ``model`` (and their entropy when asked).
+
+    ``batch`` comes from :func:`_pack` (one row per sample) or :func:`_pack_shared` (each distinct
+    prompt runs once and its key/value cache is shared by every response to it, gradients included).
+    """
+    if "prompt_ids" in batch:
+        logits = _shared_prefix_logits(model, batch)
+    else:
+        t_width = int(batch["t_width"])
+        out = model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=batch["position_ids"],
+            logits_to_keep=t_width + 1,
+            use_cache=False,
+        )
+        logits = out.logits[:, :-1, :]
+    logits = logits.float()
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature
     logp_all = logits.log_softmax(-1)
-    targets = batch["input_ids"][:, -t_width:]
-    logp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logp = logp_all.gather(-1, batch["targets"].unsqueeze(-1)).squeeze(-1)
     entropy = None
     if with_entropy:
         entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logp, entropy
+
+
+def _pack_shared(samples: Sequence[TurnSample], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
+    """Distinct prompts once (left-padded) and responses (right-padded) with each one's prompt index.
+
+    A group's G first turns share their prompt, so the prompt's forward (and backward) runs once
+    instead of G times; responses attend to a copy of its key/value cache.
+    """
+    import torch
+
+    index: dict[tuple[int, ...], int] = {}
+    rows = [index.setdefault(tuple(s.prompt_ids), len(index)) for s in samples]
+    prompts = list(index)
+    p_width = max(len(p) for p in prompts)
+    t_width = max(max(len(s.response_ids) for s in samples), 1)
+    p_ids = torch.full((len(prompts), p_width), pad_id, dtype=torch.long)
+    p_attn = torch.zeros_like(p_ids)
+    for i, p in enumerate(prompts):
+        p_ids[i, p_width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        p_attn[i, p_width - len(p) :] = 1
+    targets = torch.full((len(samples), t_width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(samples), t_width), dtype=torch.float32)
+    for i, s in enumerate(samples):
+        if s.response_ids:
+            targets[i, : len(s.response_ids)] = torch.tensor(s.response_ids, dtype=torch.long)
+            mask[i, : len(s.response_ids)] = 1.0
+    row_index = torch.tensor(rows, dtype=torch.long)
+    p_len = p_attn.sum(-1)
+    r_positions = p_len[row_index].unsqueeze(-1) + torch.arange(t_width).unsqueeze(0)
+    full_attn = torch.cat([p_attn[row_index], mask.long()], dim=1)
+    return {
+        "prompt_ids": p_ids.to(device),
+        "prompt_attention": p_attn.to(device),
+        "prompt_positions": (p_attn.cumsum(-1) - 1).clamp(min=0).to(device),
+        "row_index": row_index.to(device),
+        "targets": targets.to(device),
+        "response_positions": r_positions.to(device),
+        "full_attention": full_attn.to(device),
+        "mask": mask.to(device),
+        "t_width": torch.tensor(t_width),
+    }
+
+
+def _shared_prefix_logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``[N, T, V]`` next-token logits of each response, with each distinct prompt run once."""
+    import torch
+
+    t_width = int(batch["t_width"])
+    out = model(
+        input_ids=batch["prompt_ids"],
+        attention_mask=batch["prompt_attention"],
+        position_ids=batch["prompt_positions"],
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    rows = batch["row_index"]
+    first = out.logits[:, -1][rows].unsqueeze(1)  # predicts response token 0
+    if t_width == 1:
+        return first
+    cache = output_cache(out)
+    cache.reorder_cache(rows)  # one cache row per response (index_select keeps the autograd graph)
+    rest = model(
+        input_ids=batch["targets"][:, :-1],
+        attention_mask=batch["full_attention"][:, :-1],
+        position_ids=batch["response_positions"][:, :-1],
+        use_cache=True,
+        **{cache_kwarg(model): cache},
+    ).logits
+    return torch.cat([first, rest], dim=1)
+
+
+def cache_kwarg(model: Any) -> str:
+    """The forward() keyword of the key/value cache: ``cache`` in recent transformers, else ``past_key_values``."""
+    return _cache_kwarg_of(type(model.get_base_model() if hasattr(model, "get_base_model") else model))
+
+
+@functools.cache
+def _cache_kwarg_of(cls: type) -> str:
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+
+
+def output_cache(out: Any) -> Any:
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
+def pack_samples(samples: Sequence[TurnSample], pad_id: int, device: Any, share_prompts: bool = True) -> dict:
+    """The cheaper layout for these samples: shared prompts when some repeat, one row per sample otherwise."""
+    if share_prompts and len({tuple(s.prompt_ids) for s in samples}) <= 0.75 * len(samples):
+        return _pack_shared(samples, pad_id, device)
+    return _pack(samples, pad_id, device)
 
 
 # =============================================================================================
@@ -339,6 +440,8 @@ class FlowGRPOLearner:
             if config.lora:
                 model.enable_input_require_grads()
         self.model = model
+        # the shared-prompt forward needs a key/value cache, which gradient checkpointing turns off
+        self._share_prompts = config.share_prompts and not getattr(model, "is_gradient_checkpointing", False)
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             params, lr=config.learning_rate, weight_decay=config.weight_decay, betas=tuple(config.adam_betas)
@@ -383,15 +486,16 @@ class FlowGRPOLearner:
         return get_peft_model(model, lora)
 
     # ------------------------------------------------------------------ envs and rollouts
-    def _make_env(self, split: str) -> Any:
+    def _make_env(self, split: str, tasks: Any = None) -> Any:
         import gymnasium as gym
 
         import agentflow_env  # noqa: F401  (registers the ids)
 
-        return gym.make(self.config.env_id, split=split, **self.config.env_kwargs)
+        extra = {"tasks": tasks} if tasks is not None else {}
+        return gym.make(self.config.env_id, split=split, **self.config.env_kwargs, **extra)
 
     def tasks(self, split: str) -> Any:
-        """The task source of ``split`` (from one env built once per split)."""
+        """The task source of ``split``, loaded once and shared by every env of that split."""
         if split not in self._tasks:
             env = self._make_env(split)
             self._tasks[split] = env.unwrapped.tasks
@@ -404,7 +508,10 @@ class FlowGRPOLearner:
 
         key = (split, count)
         if key not in self._runners:
-            self._runners[key] = ThreadedVectorEnv([lambda: self._make_env(split)] * count, autoreset_mode="disabled")
+            tasks = self.tasks(split)
+            self._runners[key] = ThreadedVectorEnv(
+                [lambda: self._make_env(split, tasks)] * count, autoreset_mode="disabled"
+            )
         return self._runners[key]
 
     def collect(
@@ -520,7 +627,7 @@ class FlowGRPOLearner:
         for start in range(0, len(minibatch), micro):
             chunk = minibatch[start : start + micro]
             weight = len(chunk) / len(minibatch)  # micro-batch means add up to the minibatch mean
-            batch = _pack(chunk, self.pad_id, self.device)
+            batch = pack_samples(chunk, self.pad_id, self.device, self._share_prompts)
             with self._autocast():
                 logp, entropy = token_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
             if chunk[0].old_logprobs:
@@ -572,7 +679,7 @@ class FlowGRPOLearner:
         with torch.no_grad():
             for start in range(0, len(samples), size):
                 chunk = samples[start : start + size]
-                batch = _pack(chunk, self.pad_id, self.device)
+                batch = pack_samples(chunk, self.pad_id, self.device, self._share_prompts)
                 with self._autocast():
                     old, _ = token_logprobs(self.model, batch, self.config.temperature)
                     ref = self._reference_logprobs(batch) if self._use_kl else None

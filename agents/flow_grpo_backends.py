@@ -14,7 +14,7 @@ from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agents.hf_policy import HFPlanner, PolicySample
 from agents.policy import Observation
 
-__all__ = ["HFGenerateBackend", "RolloutBackend", "VLLMBackend", "make_backend"]
+__all__ = ["HFGenerateBackend", "HFSamplerBackend", "RolloutBackend", "VLLMBackend", "make_backend"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,133 @@ class HFGenerateBackend(HFPlanner):
 
     def sync_weights(self, model: Any) -> None:
         self.model = model
+
+
+class HFSamplerBackend:
+    """Batched sampling on the learner's HF model with its own decode loop (the CPU default).
+
+    Each distinct prompt is prefilled once and its key/value cache is copied to the G rollouts that
+    share it (a group's first turns); sampling is Gumbel-max on the tempered, top-p-filtered logits.
+    Samples follow the HF planner's conventions (prompt encoding, EOS kept, raw log-probs).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, sampling: SamplingParams, max_prompt_tokens: int = 4096):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.sampling = sampling
+        self._encoder = HFPlanner(_NoModel(), tokenizer, sampling=sampling, max_prompt_tokens=max_prompt_tokens)
+        eos = model.generation_config.eos_token_id if getattr(model, "generation_config", None) else None
+        self.eos_ids = sorted({*([eos] if isinstance(eos, int) else list(eos or [])), tokenizer.eos_token_id} - {None})
+        self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+
+    def sync_weights(self, model: Any) -> None:
+        self.model = model
+
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        return [s.text for s in self.act_with_samples(observations)]
+
+    def act_with_samples(self, observations: Sequence[Observation]) -> list[PolicySample]:
+        import torch
+
+        if not observations:
+            return []
+        encoded = [self._encoder.encode_prompt(obs) for obs in observations]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                tokens, logprobs = self._decode([ids for ids, _ in encoded])
+        finally:
+            if was_training:
+                self.model.train()
+        samples = []
+        eos = set(self.eos_ids)
+        for (ids, truncated), row, lps in zip(encoded, tokens, logprobs):
+            cut = next((k for k, t in enumerate(row) if t in eos), None)
+            resp = row if cut is None else row[: cut + 1]
+            samples.append(
+                PolicySample(
+                    prompt_ids=ids,
+                    response_ids=resp,
+                    logprobs=lps[: len(resp)],
+                    text=self.tokenizer.decode(resp, skip_special_tokens=True),
+                    finished=cut is not None,
+                    prompt_truncated=truncated,
+                    temperature=float(self.sampling.temperature),
+                )
+            )
+        return samples
+
+    def _decode(self, prompts: list[list[int]]) -> tuple[list[list[int]], list[list[float]]]:
+        import torch
+
+        from agents.flow_grpo import cache_kwarg, output_cache
+
+        device = next(self.model.parameters()).device
+        index: dict[tuple[int, ...], int] = {}
+        rows = torch.tensor([index.setdefault(tuple(p), len(index)) for p in prompts], device=device)
+        unique = list(index)
+        width = max(len(p) for p in unique)
+        ids = torch.full((len(unique), width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for i, p in enumerate(unique):
+            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            attn[i, width - len(p) :] = 1
+        ids, attn = ids.to(device), attn.to(device)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=attn,
+            position_ids=(attn.cumsum(-1) - 1).clamp(min=0),
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = output_cache(out)
+        cache.reorder_cache(rows)
+        logits = out.logits[:, -1].float()[rows]
+        attn = attn[rows]
+        positions = attn.sum(-1)
+        eos = torch.tensor(self.eos_ids, device=device)
+        done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
+        steps_tok, steps_lp = [], []
+        key = cache_kwarg(self.model)
+        for _ in range(int(self.sampling.max_tokens)):
+            token = self._pick(logits)
+            token = torch.where(done, torch.full_like(token, self.pad_id), token)
+            steps_tok.append(token)
+            steps_lp.append(logits.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1))
+            done = done | torch.isin(token, eos)
+            if bool(done.all()):
+                break
+            attn = torch.cat([attn, (~done | torch.isin(token, eos)).long().unsqueeze(-1)], dim=1)
+            out = self.model(
+                input_ids=token.unsqueeze(-1),
+                attention_mask=attn,
+                position_ids=positions.unsqueeze(-1),
+                use_cache=True,
+                **{key: cache},
+            )
+            cache = output_cache(out)
+            positions = positions + 1
+            logits = out.logits[:, -1].float()
+        tokens = torch.stack(steps_tok, 1).tolist()
+        lps = torch.stack(steps_lp, 1).tolist()
+        return tokens, lps
+
+    def _pick(self, logits: Any) -> Any:
+        """Greedy at temperature 0; otherwise Gumbel-max over tempered logits restricted to the top-p nucleus."""
+        import torch
+
+        s = self.sampling
+        if s.temperature == 0:
+            return logits.argmax(-1)
+        scaled = logits / s.temperature
+        if s.top_p < 1.0:
+            sorted_logits, order = scaled.sort(-1, descending=True)
+            cum = sorted_logits.softmax(-1).cumsum(-1)
+            drop = cum - sorted_logits.softmax(-1) >= s.top_p  # keep the smallest prefix reaching top_p
+            scaled = scaled.scatter(-1, order, sorted_logits.masked_fill(drop, float("-inf")))
+        gumbel = -torch.log(-torch.log(torch.rand_like(scaled).clamp_(1e-20, 1.0)))
+        return (scaled + gumbel).argmax(-1)
 
 
 class VLLMBackend:
@@ -170,8 +297,11 @@ def make_backend(
     dtype: str = "bfloat16",
     batch_size: int | None = None,
 ) -> RolloutBackend:
-    """The backend a config names: ``hf`` shares the learner's model; ``vllm`` loads ``model_path`` then syncs."""
+    """The backend a config names: ``hf`` (own decode loop) and ``hf-generate`` (``model.generate``) share the
+    learner's model; ``vllm`` loads ``model_path`` then syncs."""
     if kind == "hf":
+        return HFSamplerBackend(model, tokenizer, sampling)
+    if kind == "hf-generate":
         return HFGenerateBackend(model, tokenizer, sampling=sampling, batch_size=batch_size)
     if kind == "vllm":
         import torch
@@ -183,4 +313,4 @@ def make_backend(
         )
         backend.sync_weights(model)
         return backend
-    raise ConfigError(f"backend={kind!r}; set backend to 'hf' or 'vllm'")
+    raise ConfigError(f"backend={kind!r}; set backend to 'hf', 'hf-generate' or 'vllm'")

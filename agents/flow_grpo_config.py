@@ -35,7 +35,7 @@ def _doc(text: str, **kw: Any) -> Any:
 _CHOICES: dict[str, tuple[str, ...]] = {
     "scale_rewards": ("group", "none"),
     "reference": ("copy", "lora_disabled", "none"),
-    "backend": ("hf", "vllm"),
+    "backend": ("hf", "hf-generate", "vllm"),
     "device": ("auto", "cpu", "cuda"),
     "dtype": ("auto", "float32", "bfloat16"),
     "gradient_checkpointing": ("auto", "on", "off"),
@@ -95,7 +95,11 @@ class FlowGRPOConfig:
     )
 
     # --- rollout -------------------------------------------------------------------------------
-    backend: str = _doc("generation backend for rollouts: hf (transformers generate) | vllm (GPU)", default="hf")
+    backend: str = _doc(
+        "rollout generation: hf (batched decode loop sharing each prompt's prefill) | hf-generate "
+        "(transformers generate) | vllm (in-process vLLM on a GPU, weights synced each step)",
+        default="hf",
+    )
     questions_per_step: int = _doc("B: questions per step", default=8)
     group_size: int = _doc("G: rollouts per question", default=4)
     max_new_tokens: int = _doc("token budget of one planner action", default=64)
@@ -118,6 +122,11 @@ class FlowGRPOConfig:
     weight_decay: float = _doc("AdamW weight decay", default=0.0)
     adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata={"help": "AdamW betas"})
     max_grad_norm: float = _doc("gradient clipping norm (0: off)", default=1.0)
+    share_prompts: bool = _doc(
+        "run each distinct prompt once per batch and share its key/value cache among the "
+        "responses to it (a group's first turns), gradients included",
+        default=True,
+    )
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():

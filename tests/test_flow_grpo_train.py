@@ -146,3 +146,82 @@ def test_cli_rejects_bad_settings_with_a_clear_message(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 2 and "eps_low" in proc.stderr
+
+
+def test_lora_with_disabled_adapter_reference(tmp_path):
+    pytest.importorskip("peft")
+    cfg = _config(
+        tmp_path,
+        steps=1,
+        eval_every=0,
+        lora=True,
+        lora_r=4,
+        reference="lora_disabled",
+        lora_target_modules=["q_proj", "v_proj"],
+    )
+    learner = train(cfg)
+    names = [n for n, p in learner.model.named_parameters() if p.requires_grad]
+    assert names and all("lora_" in n for n in names)
+    record = _records(Path(cfg.output_dir))[0]
+    assert math.isfinite(record["losses/loss"])
+    assert (Path(cfg.output_dir) / "final" / "config.json").is_file()  # merged into a plain model
+
+
+def _tiny():
+    from agents.tiny_lm import load_tiny_lm, tiny_lm_path
+
+    return load_tiny_lm(tiny_lm_path())
+
+
+def test_shared_prompt_forward_equals_one_row_per_sample():
+    from agents.flow_grpo import TurnSample, _pack, _pack_shared, token_logprobs
+
+    model, tok = _tiny()
+    g = torch.Generator().manual_seed(0)
+
+    def ids(n):
+        return torch.randint(5, len(tok) - 1, (n,), generator=g).tolist()
+
+    pa, pb = ids(30), ids(21)
+    samples = [
+        TurnSample(pa, ids(5), 0.0),
+        TurnSample(pa, ids(9), 0.0),
+        TurnSample(pb, ids(3), 0.0),
+        TurnSample(pa, ids(1), 0.0),
+        TurnSample(pb, ids(7), 0.0),
+    ]
+    results = []
+    for pack in (_pack, _pack_shared):
+        model.zero_grad()
+        batch = pack(samples, tok.pad_token_id, "cpu")
+        logp, entropy = token_logprobs(model, batch, 1.0, with_entropy=True)
+        (logp * batch["mask"]).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        results.append((logp * batch["mask"], entropy * batch["mask"], grads))
+    (la, ea, ga), (lb, eb, gb) = results
+    assert torch.allclose(la, lb, atol=1e-5) and torch.allclose(ea, eb, atol=1e-4)
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(ga, gb))
+
+
+def test_sampler_backend_matches_transformers_generate_greedy():
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401
+    from agentflow_env.engines.base import SamplingParams
+    from agents.flow_grpo_backends import HFGenerateBackend, HFSamplerBackend
+
+    model, tok = _tiny()
+    env = gym.make("agentflow/Gen-GameOf24-v0", split="train", max_turns=1)
+    obs = [env.reset(seed=i)[0] for i in range(3)]
+    obs = [o for o in obs for _ in range(2)]
+    greedy = SamplingParams(temperature=0.0, max_tokens=12)
+    ours = HFSamplerBackend(model, tok, greedy).act_with_samples(obs)
+    ref = HFGenerateBackend(model, tok, sampling=greedy).act_with_samples(obs)
+    for a, b in zip(ours, ref):
+        assert a.response_ids == b.response_ids and a.prompt_ids == b.prompt_ids and a.text == b.text
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    sampler = HFSamplerBackend(model, tok, SamplingParams(temperature=1.0, top_p=0.9, max_tokens=12))
+    torch.manual_seed(3)
+    first = [s.response_ids for s in sampler.act_with_samples(obs)]
+    torch.manual_seed(3)
+    assert first == [s.response_ids for s in sampler.act_with_samples(obs)]  # seeded sampling repeats
