@@ -427,7 +427,7 @@ def test_llm_backed_policy_specs_build_without_a_server() -> None:
 
 
 class SlowScripted:
-    """Scripted Game-of-24 play that takes 0.05 s per call (so a test can kill a run part-way)."""
+    """Scripted Game-of-24 play that takes 0.1 s per call (so a test can kill a run part-way)."""
 
     def __init__(self) -> None:
         from agents.baselines import ScriptedGameOf24Planner
@@ -437,7 +437,7 @@ class SlowScripted:
     def act(self, observations):
         import time
 
-        time.sleep(0.05)
+        time.sleep(0.1)
         return self.inner.act(observations)
 
 
