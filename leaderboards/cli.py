@@ -67,7 +67,7 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
 def _run_eval(args: argparse.Namespace) -> int:
     import json
 
-    from agentflow_env.error import ConfigError
+    from agentflow_env.error import AgentFlowError, ConfigError
     from leaderboards.runner import EvalConfig, evaluate
 
     config = EvalConfig(
@@ -91,6 +91,12 @@ def _run_eval(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted: finished tasks are saved; run the same command again to resume\n")
         return 130
+    except AgentFlowError as exc:  # an engine or tool failure mid-run: what finished is kept
+        sys.stderr.write(
+            f"error: {type(exc).__name__}: {exc}\nfinished tasks are saved; fix the cause and run "
+            "the same command again to resume\n"
+        )
+        return 1
     if args.json:
         sys.stdout.write(json.dumps({"run": str(result.path), **result.summary()}, indent=2) + "\n")
     else:
