@@ -434,14 +434,15 @@ class FlowGRPOLearner:
                 p.requires_grad_(False)
         if config.lora:
             model = self._wrap_lora(model)
-        if config.gradient_checkpointing == "on" or (config.gradient_checkpointing == "auto" and cuda):
+        checkpointing = config.gradient_checkpointing == "on" or (config.gradient_checkpointing == "auto" and cuda)
+        if checkpointing:
             model.config.use_cache = False
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             if config.lora:
                 model.enable_input_require_grads()
         self.model = model
         # the shared-prompt forward needs a key/value cache, which gradient checkpointing turns off
-        self._share_prompts = config.share_prompts and not getattr(model, "is_gradient_checkpointing", False)
+        self._share_prompts = config.share_prompts and not checkpointing
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             params, lr=config.learning_rate, weight_decay=config.weight_decay, betas=tuple(config.adam_betas)

@@ -34,12 +34,15 @@ def _args() -> argparse.Namespace:
         default=20,
         help="difficulty subset: puzzles with >= this many distinct solutions (more solutions = easier)",
     )
-    p.add_argument("--sft-steps", type=int, default=40, help="SFT optimizer steps on the scripted demonstrations")
+    p.add_argument("--sft-steps", type=int, default=300, help="SFT optimizer steps on the scripted demonstrations")
+    p.add_argument("--sft-lr", type=float, default=3e-3, help="SFT peak learning rate")
+    p.add_argument("--sft-model", default="", help="reuse this SFT output folder instead of training one")
     p.add_argument("--questions", type=int, default=8, help="B: questions per Flow-GRPO step")
     p.add_argument("--group-size", type=int, default=8, help="G: rollouts per question")
-    p.add_argument("--lr", type=float, default=1e-3, help="learning rate of Flow-GRPO and RFT")
-    p.add_argument("--eval-every", type=int, default=5, help="evaluate on the test split every this many steps")
-    p.add_argument("--max-new-tokens", type=int, default=28)
+    p.add_argument("--lr", type=float, default=5e-4, help="learning rate of Flow-GRPO and RFT")
+    p.add_argument("--temperature", type=float, default=1.0, help="rollout temperature")
+    p.add_argument("--eval-every", type=int, default=10, help="evaluate on the test split every this many steps")
+    p.add_argument("--max-new-tokens", type=int, default=24)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", default=str(ROOT / "runs" / "learning_proof"), help="scratch folder (models, logs)")
     p.add_argument("--out", default=str(ROOT / "perf" / "results"), help="where the JSON and PNG go")
@@ -272,7 +275,10 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    sft_path, sft_info = _sft(args, work)
+    if args.sft_model:
+        sft_path, sft_info = Path(args.sft_model), {"reused": args.sft_model}
+    else:
+        sft_path, sft_info = _sft(args, work)
     log.info("SFT: %s", sft_info)
     results: dict[str, Any] = {
         "setup": {

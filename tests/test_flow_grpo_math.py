@@ -183,3 +183,36 @@ def test_config_files_and_overrides(tmp_path):
     bad.write_text("stepz = 1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="unknown config key"):
         load_config(bad)
+
+
+def test_vllm_backend_fails_clearly_without_vllm_or_gpu():
+    from agentflow_env.engines.base import SamplingParams
+    from agentflow_env.error import DependencyNotInstalled
+    from agents.flow_grpo_backends import VLLMBackend, make_backend
+
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(DependencyNotInstalled, match="vllm"):
+            VLLMBackend("unused", None, SamplingParams())
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="backend='hf'"):
+            make_backend("vllm", None, None, SamplingParams())
+    with pytest.raises(ConfigError, match="backend"):
+        make_backend("tpu", None, None, SamplingParams())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown when no GPU is present")
+def test_train_step_perf_script_refuses_cuda_without_a_gpu():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, str(root / "perf" / "train_step.py"), "--device", "cuda", "--model-size", "0.5b"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr
