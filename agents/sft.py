@@ -6,6 +6,7 @@ Owns demonstration collection, the response-only loss, the training loop, succes
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
@@ -268,6 +269,9 @@ def train_sft(
     """Fine-tune ``config.base`` on scripted demonstrations and save it to ``config.out``.
 
     Evaluation (``eval_episodes`` > 0) plays the first test tasks greedily before and after.
+    A small model learns the exact wording of the env's prompts (tool cards included), so a
+    checkpoint goes stale when that wording changes: ``sft_metrics.json`` records a fingerprint of
+    the first demonstration prompt; retrain when ``obs["prompt"]`` of that task no longer matches.
     """
     import torch
 
@@ -332,7 +336,11 @@ def train_sft(
         result.eval_after = _evaluate_model(model, tokenizer, config, eval_ids)
         logger.info("after SFT: %s", result.eval_after)
     result.seconds = time.perf_counter() - started
-    (out / "sft_metrics.json").write_text(json.dumps({"config": asdict(config), **result.to_dict()}, indent=2))
+    # a tiny model is only as good as its prompts: record which prompt wording it was trained on
+    fingerprint = hashlib.sha1(demos[0].prompt.encode("utf-8")).hexdigest()[:12] if demos else None
+    (out / "sft_metrics.json").write_text(
+        json.dumps({"config": asdict(config), "prompt_fingerprint": fingerprint, **result.to_dict()}, indent=2)
+    )
     return result
 
 
