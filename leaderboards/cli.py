@@ -13,7 +13,7 @@ from typing import Any
 
 from leaderboards.store import RESULTS_DIR
 
-__all__ = ["configure_eval", "configure_leaderboard", "default_out", "print_result"]
+__all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_site", "print_result"]
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
 
@@ -21,9 +21,16 @@ SITE_DIR = Path(__file__).resolve().parent / "site"
 def default_out() -> Path:
     """The committed results folder when running from a git checkout, else ``./leaderboard-results``
     (an installed package's folder is no place for new results)."""
-    if (RESULTS_DIR.parents[1] / ".git").exists() and os.access(RESULTS_DIR.parent, os.W_OK):
-        return RESULTS_DIR
-    return Path("leaderboard-results")
+    return RESULTS_DIR if _in_checkout() else Path("leaderboard-results")
+
+
+def default_site() -> Path:
+    """``leaderboards/site`` in a git checkout, else ``./leaderboard-site``."""
+    return SITE_DIR if _in_checkout() else Path("leaderboard-site")
+
+
+def _in_checkout() -> bool:
+    return (RESULTS_DIR.parents[1] / ".git").exists() and os.access(RESULTS_DIR.parent, os.W_OK)
 
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
@@ -144,12 +151,22 @@ def print_result(result: Any) -> None:
 def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     render = sub.add_parser("render", help="write Markdown, HTML and bar charts from stored results")
-    render.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder to read")
-    render.add_argument("--out", type=Path, default=SITE_DIR, help="site folder to (re)write")
+    render.add_argument(
+        "--results",
+        type=Path,
+        default=default_out(),
+        help="results folder to read (default: leaderboards/results in a source checkout, else ./leaderboard-results)",
+    )
+    render.add_argument(
+        "--out",
+        type=Path,
+        default=default_site(),
+        help="site folder to (re)write (default: leaderboards/site in a source checkout, else ./leaderboard-site)",
+    )
     render.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib needed)")
     render.set_defaults(func=_run_render)
     show = sub.add_parser("show", help="print the stored results as tables")
-    show.add_argument("--results", type=Path, default=RESULTS_DIR)
+    show.add_argument("--results", type=Path, default=default_out(), help="results folder to read")
     show.add_argument("--protocol", default=None, help="only this protocol")
     show.set_defaults(func=_run_show)
 
