@@ -386,7 +386,13 @@ class HFPlanner:
         finished: list[bool] = []
         for row in new_tokens.tolist():
             cut = next((k for k, t in enumerate(row) if t in eos), None)
-            responses.append(row if cut is None else row[: cut + 1])
+            if cut is not None:
+                row = row[: cut + 1]
+            elif self.sampling.stop:
+                # a row ended by a stop string is padded (not EOS-terminated) after it
+                while row and row[-1] == self.pad_id:
+                    row = row[:-1]
+            responses.append(row)
             finished.append(cut is not None)
         logprobs: list[list[float]] = [[] for _ in encoded]
         if with_logprobs and self.logprob_source == "generate":
@@ -403,13 +409,14 @@ class HFPlanner:
         samples = []
         for e, resp, fin, lp in zip(encoded, responses, finished, logprobs):
             text = self.tokenizer.decode(resp, skip_special_tokens=True)
+            cut_text = self._cut_stop(text)
             samples.append(
                 PolicySample(
                     prompt_ids=e.ids,
                     response_ids=resp,
                     logprobs=lp,
-                    text=self._cut_stop(text),
-                    finished=fin,
+                    text=cut_text,
+                    finished=fin or cut_text != text,
                     prompt_truncated=e.truncated,
                     temperature=float(self.sampling.temperature),
                     logprob_temperature=float(self.logprob_temperature),

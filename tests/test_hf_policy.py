@@ -149,3 +149,16 @@ def test_bad_settings_say_what_to_change(lm):
         HFPlanner(model, tokenizer, sampling=SamplingParams(top_p=0.0))
     with pytest.raises(ValueError, match="prompt"):
         HFPlanner(model, tokenizer).act([{"question": "no prompt"}])
+
+
+def test_stop_strings_end_the_response(lm, observations):
+    model, tokenizer = lm
+    free = HFPlanner(model, tokenizer, sampling=SamplingParams(temperature=0.0, max_tokens=12)).act(observations[:2])
+    stop = next((c for c in free[0][2:] if c.strip()), None)
+    if stop is None:
+        pytest.skip("the untrained model's greedy text has no usable stop character")
+    planner = HFPlanner(model, tokenizer, sampling=SamplingParams(temperature=0.0, max_tokens=12, stop=[stop]))
+    sample = planner.act_with_samples(observations[:1])[0]
+    assert stop not in sample.text and free[0].startswith(sample.text)
+    assert sample.finished and len(sample.logprobs) == len(sample.response_ids)
+    assert planner.pad_id not in sample.response_ids or planner.pad_id in planner.eos_ids
