@@ -461,6 +461,7 @@ class FlowGRPOLearner:
             model_path=self.model_path,
             seed=config.seed,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            autocast_dtype=self.autocast_dtype,
         )
         self._reward_fn = _load_callable(config.reward_fn) if config.reward_fn else None
         self._tasks: dict[str, Any] = {}

@@ -4,6 +4,7 @@ and in-process vLLM (GPU) whose weights are synced from the learner each step wi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -48,8 +49,16 @@ class HFSamplerBackend:
     Samples follow the HF planner's conventions (prompt encoding, EOS kept, raw log-probs).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, sampling: SamplingParams, max_prompt_tokens: int = 4096):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        sampling: SamplingParams,
+        max_prompt_tokens: int = 4096,
+        autocast_dtype: Any = None,
+    ):
         self.model = model
+        self.autocast_dtype = autocast_dtype
         self.tokenizer = tokenizer
         self.sampling = sampling
         self._encoder = HFPlanner(_NoModel(), tokenizer, sampling=sampling, max_prompt_tokens=max_prompt_tokens)
@@ -72,7 +81,13 @@ class HFSamplerBackend:
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.no_grad():
+            device = next(self.model.parameters()).device
+            autocast = (
+                torch.autocast(device_type=device.type, dtype=self.autocast_dtype)
+                if self.autocast_dtype is not None
+                else contextlib.nullcontext()
+            )
+            with torch.no_grad(), autocast:
                 tokens, logprobs = self._decode([ids for ids, _ in encoded])
         finally:
             if was_training:
@@ -296,11 +311,12 @@ def make_backend(
     gpu_memory_utilization: float = 0.3,
     dtype: str = "bfloat16",
     batch_size: int | None = None,
+    autocast_dtype: Any = None,
 ) -> RolloutBackend:
     """The backend a config names: ``hf`` (own decode loop) and ``hf-generate`` (``model.generate``) share the
     learner's model; ``vllm`` loads ``model_path`` then syncs."""
     if kind == "hf":
-        return HFSamplerBackend(model, tokenizer, sampling)
+        return HFSamplerBackend(model, tokenizer, sampling, autocast_dtype=autocast_dtype)
     if kind == "hf-generate":
         return HFGenerateBackend(model, tokenizer, sampling=sampling, batch_size=batch_size)
     if kind == "vllm":

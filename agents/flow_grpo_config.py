@@ -157,8 +157,11 @@ class FlowGRPOConfig:
             )
         if self.beta < 0 or self.adv_eps <= 0 or self.learning_rate <= 0 or self.max_grad_norm < 0:
             raise ConfigError("beta must be >= 0, adv_eps and learning_rate > 0, max_grad_norm >= 0")
-        if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ConfigError(f"temperature={self.temperature} must be >= 0 and top_p={self.top_p} in (0, 1]")
+        if self.temperature <= 0 or not 0 < self.top_p <= 1:
+            raise ConfigError(
+                f"temperature={self.temperature} must be > 0 (rollouts of a group must differ) and "
+                f"top_p={self.top_p} in (0, 1]; change temperature or top_p"
+            )
         if self.reference == "lora_disabled" and not self.lora:
             raise ConfigError("reference='lora_disabled' needs lora=true; set lora=true or reference='copy'")
         if self.minibatch_size % self.grad_accum_steps:

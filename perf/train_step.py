@@ -165,12 +165,12 @@ def _trl_round(
         save_strategy="no",
         use_cpu=not cuda,
         bf16=cuda,
-        gradient_checkpointing=cuda,
         disable_tqdm=True,
         seed=round_index,
         dataloader_num_workers=0,
         shuffle_dataset=False,
         max_grad_norm=1.0,
+        **({"gradient_checkpointing": True} if cuda else {}),
     )
     timer = _StepTimer()
     trainer = GRPOTrainer(
