@@ -173,8 +173,10 @@ def bwrap_command(host_root: str | None, uid_drop: bool) -> list[str]:
         cmd += ["--perms", "0755", "--tmpfs", d]
     bound: list[str] = []
     made: set[str] = set()
+    # /tmp is private too: an interpreter or venv that lives there (a CI checkout) is bound back in
+    masked = [*hidden, "/tmp"]
     for p in _python_paths():  # sorted, so a parent comes before its children
-        top = next((d for d in hidden if p == d or p.startswith(d + "/")), None)
+        top = next((d for d in masked if p.startswith(d + "/")), None)
         if top is None or any(p == b or p.startswith(b + "/") for b in bound):
             continue
         # bwrap would create the missing parents with mode 0700, which a dropped uid cannot traverse
