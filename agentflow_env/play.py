@@ -133,8 +133,9 @@ def play(
                         )
                     )
                 done = terminated or truncated
-            total += reward
-            verdict = "[bold green]correct[/]" if reward >= 1.0 else f"[bold red]score {reward:.2f}[/]"
+            score = float(reward)
+            total += score
+            verdict = "[bold green]correct[/]" if score >= 1.0 else f"[bold red]score {score:.2f}[/]"
             over = "answered" if terminated else "out of budget"
             console.print(Text(f"Episode over ({over}). Answer: {info.get('answer')!r} → "), end="")
             console.print(verdict)

@@ -8,6 +8,7 @@ so no episode is silently lost. Needs the ``ray`` extra; Ray is imported only he
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -27,6 +28,10 @@ def _ray() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the extra
         raise DependencyNotInstalled("ray", "ray") from exc
     return ray
+
+
+def _identity(x: Any) -> Any:
+    return x
 
 
 class _EnvHost:
@@ -160,7 +165,8 @@ class RayVectorEnv(ThreadedVectorEnv):
         for worker, idx in zip(self.workers, slices):
             for j, i in enumerate(idx):
                 proxies[i] = _EnvProxy(worker, j, step_timeout_s)
-        super().__init__([lambda p=p: p for p in proxies], autoreset_mode=autoreset_mode, max_workers=n)
+        factories: list[Callable[[], Any]] = [functools.partial(_identity, p) for p in proxies]
+        super().__init__(factories, autoreset_mode=autoreset_mode, max_workers=n)
 
     @property
     def restarts(self) -> int:
