@@ -111,8 +111,13 @@ def is_solvable(numbers: tuple[int, ...], target: int = 24) -> bool:
     return False
 
 
-def count_solutions(numbers: tuple[int, ...], target: int = 24) -> int:
-    """Number of distinct expression trees that reach ``target`` (a difficulty proxy)."""
+def count_solutions(numbers: tuple[int, ...] | list[int], target: int = 24) -> int:
+    """Number of distinct expression trees that reach ``target`` (a difficulty proxy); cached."""
+    return _count_solutions(tuple(numbers), target)
+
+
+@lru_cache(maxsize=None)
+def _count_solutions(numbers: tuple[int, ...], target: int) -> int:
     found: list[str] = []
     _solve(tuple((Fraction(n), str(n)) for n in numbers), Fraction(target), True, found)
     return len(set(found))
