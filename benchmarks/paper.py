@@ -14,7 +14,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from agentflow_env.error import ConfigError, DataError
@@ -555,43 +555,6 @@ def make_paper_scorer(
 
 
 # ------------------------------------------------------------------ specs
-class _Loader:
-    """``load_tasks`` of one benchmark (a class, so ``make_env`` can read its keyword options)."""
-
-    def __init__(self, bench: PaperBenchmark):
-        self.bench = bench
-
-    def __call__(
-        self,
-        split: str = "test",
-        *,
-        data_dir: str | os.PathLike[str] | None = None,
-        source: str = "auto",
-        path: str | os.PathLike[str] | None = None,
-        columns: ColumnMap | None = None,
-        hub_dataset: str | None = None,
-        hub_config: str | None = None,
-        hub_cache_dir: str | None = None,
-        num_tasks: int | None = None,
-        seed: int | None = None,
-        keep_instructions: bool = False,
-    ) -> ListTaskSource:
-        return load_paper_tasks(
-            self.bench,
-            split,
-            data_dir=data_dir,
-            source=source,
-            path=path,
-            columns=columns,
-            hub_dataset=hub_dataset,
-            hub_config=hub_config,
-            hub_cache_dir=hub_cache_dir,
-            num_tasks=num_tasks,
-            seed=seed,
-            keep_instructions=keep_instructions,
-        )
-
-
 class _ScorerFactory:
     def __init__(self, bench: PaperBenchmark):
         self.bench = bench
@@ -607,7 +570,7 @@ def _spec(bench: PaperBenchmark) -> BenchmarkSpec:
     return BenchmarkSpec(
         name=bench.name,
         family=bench.family,
-        load_tasks=_Loader(bench),
+        load_tasks=partial(load_paper_tasks, bench),  # make_env reads its keyword options
         make_scorer=_ScorerFactory(bench),
         tools=bench.tools,
         max_turns=PAPER_MAX_TURNS,
