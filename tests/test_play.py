@@ -55,7 +55,8 @@ def test_play_quits_cleanly_on_end_of_input():
 def test_play_in_tmux():
     task, solution = _task()
     session = f"afplay-{uuid.uuid4().hex[:8]}"
-    cmd = " ".join(_cmd(task.id))
+    # keep the pane after the program exits, so its last screen can still be read
+    cmd = " ".join(_cmd(task.id)) + "; sleep 60"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd], check=True)
     try:
 
