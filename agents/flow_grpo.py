@@ -38,6 +38,7 @@ __all__ = [
     "importance_ratio",
     "k3_kl",
     "masked_mean",
+    "rft_loss",
     "train",
 ]
 
@@ -163,6 +164,14 @@ def flow_grpo_loss(
         ratio_mean=turn_avg(ratio),
         num_samples=count,
     )
+
+
+def rft_loss(logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Rejection-sampling fine-tuning: the negative log-likelihood of the kept turns, averaged over
+    each turn's own tokens, then over the turns that have tokens (the same weighting as Flow-GRPO)."""
+    has_tokens = mask.sum(-1) > 0
+    per_turn = masked_mean(-logprobs, mask)
+    return (per_turn * has_tokens).sum() / has_tokens.sum().clamp(min=1)
 
 
 # =============================================================================================
@@ -428,7 +437,7 @@ class FlowGRPOLearner:
             self.autocast_dtype = torch.bfloat16
         model.to(self.device)
         self.reference = None
-        if config.reference == "copy" and config.beta > 0:
+        if config.reference == "copy" and config.beta > 0 and config.algorithm == "flow_grpo":
             self.reference = copy.deepcopy(model).eval()
             for p in self.reference.parameters():
                 p.requires_grad_(False)
@@ -562,6 +571,8 @@ class FlowGRPOLearner:
         samples = [s for turns in rollouts.turns for s in turns]
         for s, a in zip(samples, turn_adv.tolist()):
             s.advantage = a
+        if cfg.algorithm == "rft":  # the baseline: imitate the turns of successful rollouts, drop the rest
+            samples = [s for r, turns in zip(rollouts.rewards, rollouts.turns) if r >= cfg.rft_threshold for s in turns]
         samples = [s for s in samples if s.response_ids]
 
         # 3 + 4. loss and update: PPO epochs over shuffled minibatches of turn samples
@@ -578,6 +589,7 @@ class FlowGRPOLearner:
             "rollout/turns": rollouts.num_turns / max(n_traj, 1),
             "rollout/tool_error_rate": rollouts.tool_errors / max(rollouts.num_turns, 1),
             "rollout/response_tokens": rollouts.generated_tokens / max(rollouts.num_turns, 1),
+            "rollout/trained_turns": float(len(samples)),
             "rollout/zero_advantage_groups": float(
                 (advantages.reshape(-1, cfg.group_size).abs().sum(1) == 0).float().mean()
             ),
@@ -596,7 +608,7 @@ class FlowGRPOLearner:
         cfg = self.config
         # one pass over one minibatch: the policy has not moved yet, so old log-probs are the current
         # ones detached (saves a forward); otherwise they are frozen before the first update
-        if cfg.ppo_epochs > 1 or len(samples) > cfg.minibatch_size:
+        if cfg.algorithm == "flow_grpo" and (cfg.ppo_epochs > 1 or len(samples) > cfg.minibatch_size):
             self._fill_old_and_ref_logprobs(samples)
         gen = torch.Generator().manual_seed(_step_seed(cfg.seed, self.step) + 1)
         totals: dict[str, float] = {}
@@ -632,6 +644,14 @@ class FlowGRPOLearner:
             batch = pack_samples(chunk, self.pad_id, self.device, self._share_prompts)
             with self._autocast():
                 logp, entropy = token_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
+            if cfg.algorithm == "rft":
+                nll = rft_loss(logp, batch["mask"])
+                (nll * weight).backward()
+                sums["losses/loss"] += float(nll.detach()) * weight
+                sums["losses/policy_loss"] += float(nll.detach()) * weight
+                assert entropy is not None
+                sums["losses/entropy"] += float(masked_mean(entropy.detach(), batch["mask"]).mean()) * weight
+                continue
             if chunk[0].old_logprobs:
                 old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
             else:
@@ -669,7 +689,8 @@ class FlowGRPOLearner:
 
     @property
     def _use_kl(self) -> bool:
-        return self.config.beta > 0 and self.config.reference != "none"
+        cfg = self.config
+        return cfg.algorithm == "flow_grpo" and cfg.beta > 0 and cfg.reference != "none"
 
     def _fill_old_and_ref_logprobs(self, samples: list[TurnSample]) -> None:
         """Log-probs of the rollout policy (recomputed with the training forward, so the first ratio is
@@ -872,21 +893,36 @@ def _to_rollouts(trajectories: Sequence[Any], reward_fn: Any = None) -> Rollouts
 def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLearner:
     """Run Flow-GRPO for ``config.steps`` steps (resuming from the latest checkpoint when asked).
 
-    ``stop_after`` ends this call after that many steps, as if the process were killed there.
+    ``stop_after`` ends this call after that many steps, as if the process were killed there;
+    ``config.max_minutes`` ends it after the step that crosses the time budget (checkpoint and model saved).
     """
     learner = FlowGRPOLearner(config)
     if config.resume and (ckpt := learner.latest_checkpoint()) is not None:
         learner.load_checkpoint(ckpt)
+    elif learner._metrics_file.is_file():  # a fresh run never appends to an older run's log
+        kept = learner._metrics_file.with_name(f"metrics-before-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        learner._metrics_file.rename(kept)
+        logger.warning("starting afresh in %s: the previous metrics.jsonl is now %s", learner.out, kept.name)
     (learner.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2), encoding="utf-8")
+    started = time.perf_counter()
+    if config.eval_on_start and learner.step == 0:
+        learner.log({**learner.evaluate(), "time/elapsed_s": time.perf_counter() - started})
     bar = _progress(config, learner.step)
     done_here = 0
+    out_of_time = evaluated = False
     try:
         while learner.step < config.steps:
             if stop_after is not None and done_here >= stop_after:
                 break
+            if config.max_minutes and time.perf_counter() - started >= 60 * config.max_minutes:
+                out_of_time = True
+                logger.info("max_minutes=%s reached at step %d", config.max_minutes, learner.step)
+                break
             metrics = learner.train_step()  # rollout -> advantages -> loss -> update
-            if config.eval_every and learner.step % config.eval_every == 0:
+            evaluated = bool(config.eval_every and learner.step % config.eval_every == 0)
+            if evaluated:
                 metrics.update(learner.evaluate())
+            metrics["time/elapsed_s"] = time.perf_counter() - started  # wall time of this call
             learner.log(metrics)
             if config.checkpoint_every and learner.step % config.checkpoint_every == 0:
                 learner.save_checkpoint()
@@ -894,7 +930,9 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics['rollout/reward']:.3f}", kl=f"{metrics.get('losses/kl', 0.0):.4f}")
-        if learner.step >= config.steps:
+        if learner.step >= config.steps or out_of_time:
+            if config.eval_every and done_here and not evaluated:  # the curve ends at the final policy
+                learner.log({**learner.evaluate(), "time/elapsed_s": time.perf_counter() - started})
             if not config.checkpoint_every or learner.step % config.checkpoint_every:
                 learner.save_checkpoint()
             learner.save_model()

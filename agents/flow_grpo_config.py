@@ -33,6 +33,7 @@ def _doc(text: str, **kw: Any) -> Any:
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {
+    "algorithm": ("flow_grpo", "rft"),
     "scale_rewards": ("group", "none"),
     "reference": ("copy", "lora_disabled", "none"),
     "backend": ("hf", "hf-generate", "vllm"),
@@ -55,11 +56,17 @@ class FlowGRPOConfig:
     checkpoint_every: int = _doc("save a checkpoint every this many steps (0: only at the end)", default=5)
     keep_checkpoints: int = _doc("how many checkpoints to keep (older ones are deleted)", default=2)
     eval_every: int = _doc("evaluate on the validation split every this many steps (0: never)", default=5)
+    eval_on_start: bool = _doc("also evaluate before the first step (logged as step 0)", default=False)
     eval_tasks: int = _doc("validation tasks per evaluation (greedy, one rollout each)", default=32)
     eval_split: str = _doc("split used for periodic evaluation", default="validation")
     tensorboard: bool = _doc("also write TensorBoard event files", default=True)
     progress: bool = _doc("show a progress bar", default=True)
     threads: int = _doc("torch CPU threads (0: leave torch's default)", default=0)
+    max_minutes: float = _doc(
+        "wall-clock budget of this call (0: none); the run stops after the step that crosses it, "
+        "checkpoints, and resumes from there when started again",
+        default=0.0,
+    )
 
     # --- environment -----------------------------------------------------------------------------
     env_id: str = _doc("the env id to train on", default="agentflow/Gen-GameOf24-v0")
@@ -108,6 +115,12 @@ class FlowGRPOConfig:
     vllm_gpu_memory_utilization: float = _doc("share of GPU memory vLLM may take (backend=vllm)", default=0.3)
 
     # --- objective -----------------------------------------------------------------------------
+    algorithm: str = _doc(
+        "flow_grpo: the clipped, group-normalised objective; rft: rejection-sampling fine-tuning "
+        "(maximise the likelihood of the turns of successful rollouts), the baseline at equal rollouts",
+        default="flow_grpo",
+    )
+    rft_threshold: float = _doc("rft keeps the rollouts whose reward is at least this", default=1.0)
     scale_rewards: str = _doc("group: A=(R-mean)/(std+eps); none: A=R-mean (no std scaling)", default="group")
     adv_eps: float = _doc("eps in the advantage denominator", default=1e-4)
     eps_low: float = _doc("lower clip range of the importance ratio (1 - eps_low)", default=0.2)
@@ -155,6 +168,8 @@ class FlowGRPOConfig:
                 f"eps_low={self.eps_low} must be in [0, 1) and eps_high={self.eps_high} >= 0; "
                 "the reference config uses eps_low=0.2, eps_high=0.3"
             )
+        if self.max_minutes < 0:
+            raise ConfigError(f"max_minutes={self.max_minutes} must be >= 0 (0: no time budget)")
         if self.beta < 0 or self.adv_eps <= 0 or self.learning_rate <= 0 or self.max_grad_norm < 0:
             raise ConfigError("beta must be >= 0, adv_eps and learning_rate > 0, max_grad_norm >= 0")
         if self.temperature <= 0 or not 0 < self.top_p <= 1:

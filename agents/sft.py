@@ -53,6 +53,8 @@ class SFTConfig:
 
     env_id: str = "agentflow/Gen-GameOf24-v0"
     """env whose train split gives the demonstrations"""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """``gymnasium.make`` kwargs of that env (e.g. ``{"max_turns": 1, "min_solutions": 20}``)"""
     out: str = "runs/sft-tiny"
     """folder for the fine-tuned model (save_pretrained), metrics.json and demonstrations.jsonl"""
     base: str | None = None
@@ -132,9 +134,11 @@ def _scripted_planner(env_id: str) -> Policy:
     return scripted_planner_for(env_id)
 
 
-def split_task_ids(env_id: str, split: str, count: int | None = None) -> list[str]:
+def split_task_ids(
+    env_id: str, split: str, count: int | None = None, env_kwargs: dict[str, Any] | None = None
+) -> list[str]:
     """The ids of the first ``count`` tasks of ``split`` (all of them when ``count`` is None)."""
-    env = _make_env(env_id, split)
+    env = _make_env(env_id, split, **(env_kwargs or {}))
     try:
         tasks = env.unwrapped.tasks
         n = len(tasks) if count is None else min(int(count), len(tasks))
@@ -152,15 +156,21 @@ def make_demonstrations(
     planner: Policy | None = None,
     successful_only: bool = True,
     num_envs: int = 8,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[Demonstration]:
-    """Play ``num_episodes`` distinct train tasks with a scripted planner; one demonstration per turn."""
+    """Play ``num_episodes`` distinct train tasks with a scripted planner; one demonstration per turn.
+
+    ``env_kwargs`` go to ``gymnasium.make`` (e.g. a difficulty subset or a turn limit), so the
+    demonstrations are the prompts the policy will see when it is trained on that env.
+    """
+    kwargs = dict(env_kwargs or {})
     from agents.rollout import collect_rollouts
 
     planner = planner or _scripted_planner(env_id)
-    ids = split_task_ids(env_id, split)
+    ids = split_task_ids(env_id, split, env_kwargs=kwargs)
     random.Random(seed).shuffle(ids)
     ids = (ids * (num_episodes // max(len(ids), 1) + 1))[:num_episodes]
-    fns = [lambda: _make_env(env_id, split) for _ in range(max(1, min(num_envs, len(ids))))]
+    fns = [lambda: _make_env(env_id, split, **kwargs) for _ in range(max(1, min(num_envs, len(ids))))]
     trajectories = collect_rollouts(fns, planner, task_ids=ids, seed=seed, record_samples=False, env_id=env_id)
     demos = []
     for traj in trajectories:
@@ -223,13 +233,21 @@ def _load_base(base: str | None) -> tuple[Any, Any]:
 
 
 def evaluate_planner(
-    planner: Policy, env_id: str, task_ids: Sequence[str], *, split: str = "test", num_envs: int = 32, seed: int = 0
+    planner: Policy,
+    env_id: str,
+    task_ids: Sequence[str],
+    *,
+    split: str = "test",
+    num_envs: int = 32,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """Success rate, mean reward, turns and well-formed-action rate of ``planner`` on ``task_ids``."""
     from agentflow_env.parsing import parse_action
     from agents.rollout import collect_rollouts
 
-    fns = [lambda: _make_env(env_id, split) for _ in range(max(1, min(num_envs, len(task_ids))))]
+    kwargs = dict(env_kwargs or {})
+    fns = [lambda: _make_env(env_id, split, **kwargs) for _ in range(max(1, min(num_envs, len(task_ids))))]
     trajs = collect_rollouts(fns, planner, task_ids=list(task_ids), seed=seed, record_samples=False, env_id=env_id)
     turns = [t for traj in trajs for t in traj.turns]
     well_formed = 0
@@ -256,7 +274,13 @@ def _evaluate_model(model: Any, tokenizer: Any, config: SFTConfig, task_ids: Seq
         max_prompt_tokens=config.max_prompt_tokens,
     )
     return evaluate_planner(
-        planner, config.env_id, task_ids, split=config.eval_split, num_envs=config.eval_num_envs, seed=config.seed
+        planner,
+        config.env_id,
+        task_ids,
+        split=config.eval_split,
+        num_envs=config.eval_num_envs,
+        seed=config.seed,
+        env_kwargs=config.env_kwargs,
     )
 
 
@@ -285,14 +309,22 @@ def train_sft(
     out.mkdir(parents=True, exist_ok=True)
     if demos is None:
         demos = make_demonstrations(
-            config.env_id, config.episodes, seed=config.seed, successful_only=config.successful_only
+            config.env_id,
+            config.episodes,
+            seed=config.seed,
+            successful_only=config.successful_only,
+            env_kwargs=config.env_kwargs,
         )
     with (out / "demonstrations.jsonl").open("w", encoding="utf-8") as fh:
         for d in demos:
             fh.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
     examples = tokenize_demonstrations(tokenizer, demos, config.max_prompt_tokens)
     result = SFTResult(out=str(out), examples=len(examples))
-    eval_ids = split_task_ids(config.env_id, config.eval_split, config.eval_episodes) if config.eval_episodes else []
+    eval_ids = (
+        split_task_ids(config.env_id, config.eval_split, config.eval_episodes, config.env_kwargs)
+        if config.eval_episodes
+        else []
+    )
     if eval_ids:
         result.eval_before = _evaluate_model(model, tokenizer, config, eval_ids)
         logger.info("before SFT: %s", result.eval_before)
@@ -349,6 +381,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
     d = SFTConfig()
     parser.add_argument("--env", dest="env_id", default=d.env_id, help="env id whose train split gives demonstrations")
+    parser.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default={},
+        help='gymnasium.make kwargs of the env as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
+    )
     parser.add_argument("--out", default=d.out, help="output folder (model, sft_metrics.json, demonstrations.jsonl)")
     parser.add_argument("--base", default=None, help="model folder to start from (default: the cached tiny LM)")
     parser.add_argument("--episodes", type=int, default=d.episodes, help="scripted demonstration episodes")
@@ -371,11 +409,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=_run)
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give an object like '{{\"max_turns\": 1}}'") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object; give one like '{{\"max_turns\": 1}}'")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
     import sys
 
     config = SFTConfig(
         env_id=args.env_id,
+        env_kwargs=args.env_kwargs,
         out=args.out,
         base=args.base,
         episodes=args.episodes,
@@ -388,6 +437,7 @@ def _run(args: argparse.Namespace) -> int:
         eval_episodes=args.eval_episodes,
         eval_max_tokens=args.eval_max_tokens,
         seed=args.seed,
+        torch_threads=args.threads,
     )
     from rich.console import Console
 
