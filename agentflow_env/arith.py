@@ -38,6 +38,7 @@ _SYMBOLS = {
 }
 _SYMBOL_RE = re.compile("|".join(re.escape(k) for k in sorted(_SYMBOLS, key=len, reverse=True)))
 # "x" between two operands means multiplication: "3 x 8", "(1+2)x8".
+_GLUED_RE = re.compile(r"(?<![\w.])\d+(?:\.\d*)?(?![eE][+-]?\d)[A-Za-z]\w*")
 _X_MUL_RE = re.compile(r"(?<=[\d)\s])\s*[xX]\s*(?=[\d(\s])")
 
 
@@ -61,6 +62,8 @@ def _parse(text: str) -> ast.expr:
     expr = normalize_expression(text)
     if not expr:
         raise ArithmeticError_("empty expression")
+    if glued := _GLUED_RE.search(expr):  # caught here: ast.parse would print a SyntaxWarning for it
+        raise ArithmeticError_(f"a number runs into a name at {glued.group()!r}; put an operator between them")
     try:
         return ast.parse(expr, mode="eval").body
     except SyntaxError as exc:

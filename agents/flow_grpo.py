@@ -681,6 +681,8 @@ class FlowGRPOLearner:
             sums["losses/ratio"] += out.ratio_mean * weight
             assert entropy is not None
             sums["losses/entropy"] += float(masked_mean(entropy.detach(), batch["mask"]).mean()) * weight
+        if cfg.algorithm == "rft":
+            del sums["losses/ratio"]  # no importance ratio in RFT (and no KL, no clipping: those stay 0)
         params = [p for p in self.model.parameters() if p.requires_grad]
         norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))
         sums["losses/grad_norm"] = float(norm)
@@ -811,8 +813,14 @@ class FlowGRPOLearner:
         """A killed run may have logged steps after its last checkpoint: drop them, they are redone."""
         if not self._metrics_file.is_file():
             return
-        lines = self._metrics_file.read_text(encoding="utf-8").splitlines()
-        kept = [ln for ln in lines if ln.strip() and json.loads(ln).get("step", 0) <= step]
+        kept = []
+        for ln in self._metrics_file.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(ln)
+            except json.JSONDecodeError:  # a line torn by the kill
+                continue
+            if isinstance(record, dict) and record.get("step", 0) <= step:
+                kept.append(ln)
         self._metrics_file.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
 
     def save_model(self, folder: Path | None = None) -> Path:
@@ -914,10 +922,6 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
         while learner.step < config.steps:
             if stop_after is not None and done_here >= stop_after:
                 break
-            if config.max_minutes and time.perf_counter() - started >= 60 * config.max_minutes:
-                out_of_time = True
-                logger.info("max_minutes=%s reached at step %d", config.max_minutes, learner.step)
-                break
             metrics = learner.train_step()  # rollout -> advantages -> loss -> update
             evaluated = bool(config.eval_every and learner.step % config.eval_every == 0)
             if evaluated:
@@ -930,6 +934,10 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics['rollout/reward']:.3f}", kl=f"{metrics.get('losses/kl', 0.0):.4f}")
+            if config.max_minutes and time.perf_counter() - started >= 60 * config.max_minutes:
+                out_of_time = learner.step < config.steps
+                logger.info("max_minutes=%s reached at step %d", config.max_minutes, learner.step)
+                break
         if learner.step >= config.steps or out_of_time:
             if config.eval_every and done_here and not evaluated:  # the curve ends at the final policy
                 learner.log({**learner.evaluate(), "time/elapsed_s": time.perf_counter() - started})

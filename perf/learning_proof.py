@@ -30,7 +30,13 @@ def _args() -> argparse.Namespace:
     p.add_argument("--config", default=str(CONFIG), help="the Flow-GRPO config (RFT uses it with algorithm=rft)")
     p.add_argument("--minutes", type=float, default=15.0, help="wall-clock budget of the Flow-GRPO run")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--sft-steps", type=int, default=300, help="SFT optimizer steps on the scripted demonstrations")
+    p.add_argument(
+        "--sft-env-kwargs",
+        default='{"max_turns": 1}',
+        help="env kwargs of the SFT demonstrations (JSON); default: one-turn episodes over the whole train split",
+    )
+    p.add_argument("--sft-episodes", type=int, default=2000, help="scripted demonstration episodes (tasks cycle)")
+    p.add_argument("--sft-steps", type=int, default=600, help="SFT optimizer steps on the scripted demonstrations")
     p.add_argument("--sft-lr", type=float, default=2e-3, help="SFT peak learning rate")
     p.add_argument("--sft-model", default="", help="reuse this SFT output folder instead of training one")
     p.add_argument("--work", default=str(ROOT / "runs" / "learning_proof"), help="scratch folder (models, logs)")
@@ -140,7 +146,7 @@ def main() -> int:
         "commands": commands,
     }
 
-    # 1. SFT on scripted demonstrations of every train task of the subset
+    # 1. SFT on scripted one-turn demonstrations over the train split (all difficulties: more arithmetic to copy)
     sft = Path(args.sft_model) if args.sft_model else work / "sft"
     if not args.sft_model:
         cmd = [
@@ -149,11 +155,11 @@ def main() -> int:
             "--env",
             cfg["env_id"],
             "--env-kwargs",
-            json.dumps(cfg["env_kwargs"]),
+            json.dumps(json.loads(args.sft_env_kwargs)),
             "--out",
             str(sft),
             "--episodes",
-            "100000",  # capped at one episode per train task below
+            str(args.sft_episodes),
             "--epochs",
             "100",
             "--max-steps",
@@ -164,9 +170,6 @@ def main() -> int:
             str(args.threads),
             "--json",
         ]
-        from agents.sft import split_task_ids
-
-        cmd[cmd.index("100000")] = str(len(split_task_ids(cfg["env_id"], "train", env_kwargs=cfg["env_kwargs"])))
         commands["sft"] = shlex.join(["agentflow-env", *cmd[3:]])
         setup["sft_seconds"] = _run(cmd, work / "sft.log")
     setup["sft"] = json.loads((sft / "sft_metrics.json").read_text()) if (sft / "sft_metrics.json").is_file() else {}

@@ -135,3 +135,16 @@ def test_unicode_junk_is_an_error_not_a_crash(calc: CalculatorTool) -> None:
     for junk in ("\x00\x01", "😀 + 1", "𝟙 + 𝟚", "\u202e2+2", "½ + ½"):
         result = calc.run(junk)
         assert isinstance(result.text, str) and result.text
+
+
+@pytest.mark.parametrize("expr", ["3x", "2and 3", "12abc + 1", "1ex"])
+def test_a_number_glued_to_a_name_is_a_clear_error_without_a_warning(expr: str) -> None:
+    import warnings
+
+    from agentflow_env.arith import ArithmeticError_, evaluate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ast.parse would raise SyntaxWarning("invalid decimal literal") here
+        with pytest.raises(ArithmeticError_, match="runs into a name"):
+            evaluate(expr)
+        assert evaluate("1e2 + 2.5e-1 * 4") == 101  # exponents are still numbers

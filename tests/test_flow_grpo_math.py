@@ -20,6 +20,7 @@ from agents.flow_grpo import (  # noqa: E402
     importance_ratio,
     k3_kl,
     masked_mean,
+    rft_loss,
 )
 from agents.flow_grpo_config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
 
@@ -216,3 +217,22 @@ def test_train_step_perf_script_refuses_cuda_without_a_gpu():
         timeout=120,
     )
     assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr
+
+
+def test_rft_loss_is_per_turn_nll_then_batch_mean():
+    # turn 1: one token, log p = log 0.5; turn 2: two tokens, log p = log 0.25 and log 1; row 3: padding only
+    logp = torch.tensor([[math.log(0.5), 9.0], [math.log(0.25), 0.0], [5.0, 5.0]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    expected = (math.log(2) + (math.log(4) + 0.0) / 2) / 2
+    assert float(rft_loss(logp, mask)) == pytest.approx(expected, rel=1e-6)
+    x = logp.clone().requires_grad_(True)
+    rft_loss(x, mask).backward()
+    assert x.grad.flatten().tolist() == pytest.approx([-0.5, 0.0, -0.25, -0.25, 0.0, 0.0])
+
+
+def test_algorithm_and_time_budget_settings_are_checked():
+    with pytest.raises(ConfigError, match="algorithm"):
+        FlowGRPOConfig(algorithm="ppo")
+    with pytest.raises(ConfigError, match="max_minutes"):
+        FlowGRPOConfig(max_minutes=-1)
+    assert FlowGRPOConfig(algorithm="rft").algorithm == "rft"

@@ -98,7 +98,7 @@ def test_killed_run_resumes_exactly(tmp_path):
         assert torch.equal(a["model"][k], b["model"][k]), k
 
     def strip(rows):
-        return [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in rows]
+        return [{k: v for k, v in r.items() if not k.startswith(("perf/", "time/"))} for r in rows]
 
     assert strip(_records(Path(straight.output_dir))) == strip(_records(Path(split.output_dir)))
 
@@ -225,3 +225,107 @@ def test_sampler_backend_matches_transformers_generate_greedy():
     first = [s.response_ids for s in sampler.act_with_samples(obs)]
     torch.manual_seed(3)
     assert first == [s.response_ids for s in sampler.act_with_samples(obs)]  # seeded sampling repeats
+
+
+def test_rft_trains_only_on_the_turns_of_successful_rollouts(tmp_path):
+    cfg = _config(tmp_path, algorithm="rft", rft_threshold=0.75, steps=1, eval_every=0, minibatch_size=64)
+    learner = FlowGRPOLearner(cfg)
+    assert learner.reference is None  # no KL term, no reference copy
+    seen = []
+    collect = learner.collect
+
+    def recording_collect(*args, **kwargs):
+        seen.append(collect(*args, **kwargs))
+        return seen[-1]
+
+    learner.collect = recording_collect
+    before = {k: v.clone() for k, v in learner.model.state_dict().items()}
+    metrics = learner.train_step()
+    learner.close()
+    ro = seen[0]
+    kept = sum(len([t for t in turns if t.response_ids]) for r, turns in zip(ro.rewards, ro.turns) if r >= 0.75)
+    assert metrics["rollout/trained_turns"] == kept
+    moved = any(not torch.equal(before[k], v) for k, v in learner.model.state_dict().items())
+    assert moved == (kept > 0)
+    if kept:
+        assert math.isfinite(metrics["losses/loss"]) and metrics["losses/loss"] > 0 and metrics["losses/kl"] == 0.0
+
+
+def test_time_budget_stops_after_a_step_then_resumes(tmp_path):
+    cfg = _config(tmp_path, steps=3, max_minutes=1e-6, eval_every=0, eval_on_start=True, checkpoint_every=0)
+    learner = train(cfg)
+    assert learner.step == 1  # the first step crosses the budget; the run stops after it
+    run = Path(cfg.output_dir)
+    records = _records(run)
+    assert [r["step"] for r in records] == [0, 1]
+    assert "eval/Gen-GameOf24-v0/success" in records[0] and records[1]["time/elapsed_s"] > 0
+    assert (run / "final" / "config.json").is_file() and (run / "checkpoints" / "step-000001").is_dir()
+    resumed = train(cfg.replace(max_minutes=0.0))
+    assert resumed.step == 3
+    assert [r["step"] for r in _records(run)] == [0, 1, 2, 3]
+
+
+def test_a_fresh_run_keeps_the_old_log_aside(tmp_path):
+    cfg = _config(tmp_path, steps=1, eval_every=0, resume=False)
+    train(cfg)
+    train(cfg)
+    run = Path(cfg.output_dir)
+    assert [r["step"] for r in _records(run)] == [1]
+    old = list(run.glob("metrics-before-*.jsonl"))
+    assert len(old) == 1 and json.loads(old[0].read_text().splitlines()[0])["step"] == 1
+
+
+def test_sigkilled_cli_run_resumes_to_the_same_weights(tmp_path):
+    """A real ``kill -9`` in the middle of ``agentflow-env train``: rerunning the command resumes from the
+    last checkpoint and ends bit-identical to an uninterrupted run (weights and logged metrics)."""
+    import signal
+    import time
+
+    def command(out: Path) -> list[str]:
+        config = tmp_path / f"{out.name}.toml"
+        config.write_text(
+            f'output_dir = "{out.as_posix()}"\nsteps = 8\nthreads = 1\nprogress = false\neval_every = 0\n'
+            "tensorboard = false\ncheckpoint_every = 2\nkeep_checkpoints = 1\nminibatch_size = 4\n"
+            'reward_fn = "tests.test_flow_grpo_train:length_reward"\n[rollout]\nquestions_per_step = 2\n'
+            "group_size = 2\nmax_new_tokens = 4\n[env_kwargs]\nmax_turns = 1\n",
+            encoding="utf-8",
+        )
+        return [sys.executable, "-m", "agentflow_env.cli", "train", "--config", str(config)]
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    done = subprocess.run(command(straight), capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    proc = subprocess.Popen(command(killed), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while not list((killed / "checkpoints").glob("step-*/state.pt")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
+    assert not (killed / "final").exists()
+
+    again = subprocess.run(command(killed), capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    a = torch.load(straight / "checkpoints" / "step-000008" / "state.pt", weights_only=False)
+    b = torch.load(killed / "checkpoints" / "step-000008" / "state.pt", weights_only=False)
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+
+    def strip(rows):
+        return [{k: v for k, v in r.items() if not k.startswith(("perf/", "time/"))} for r in rows]
+
+    assert strip(_records(killed)) == strip(_records(straight))
+    assert [r["step"] for r in _records(killed)] == list(range(1, 9))
+
+
+def test_a_torn_last_log_line_is_dropped_on_resume(tmp_path):
+    cfg = _config(tmp_path, steps=2, eval_every=0, checkpoint_every=1)
+    train(cfg, stop_after=1)
+    log = Path(cfg.output_dir) / "metrics.jsonl"
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write('{"step": 2, "rollout/rew')  # the process died mid-write
+    resumed = train(cfg)
+    assert resumed.step == 2
+    assert [r["step"] for r in _records(Path(cfg.output_dir))] == [1, 2]

@@ -269,3 +269,32 @@ def test_agentic_answers_follow_the_world_and_the_arithmetic():
         assert sum(lk.hops for lk in lookups) == task.metadata["hops"]
     with pytest.raises(ConfigError):
         agentic.load_tasks("test", templates=["nope"])
+
+
+def test_shipped_game24_counts_match_the_solver():
+    import random
+
+    from benchmarks.generated import game24
+
+    table = game24._shipped_counts()
+    assert set(table) == set(game24.solvable_puzzles(13))  # one count per solvable puzzle, nothing else
+    for numbers in random.Random(0).sample(sorted(table), 25) + [(1, 1, 1, 8), (4, 6, 8, 12)]:
+        assert table[numbers] == game24._count_solutions(numbers, 24), numbers
+    assert game24.count_solutions([8, 1, 1, 1]) == table[(1, 1, 1, 8)]  # order does not matter
+
+
+def test_damaged_game24_counts_fall_back_to_counting(tmp_path, monkeypatch):
+    from benchmarks.generated import game24
+
+    broken = tmp_path / "counts.json"
+    broken.write_text('{"1,1,1,8": ', encoding="utf-8")
+    monkeypatch.setattr(game24, "_COUNTS_FILE", broken)
+    game24._shipped_counts.cache_clear()
+    try:
+        assert game24._shipped_counts() == {}
+        assert game24.count_solutions((1, 1, 1, 8)) == game24._count_solutions((1, 1, 1, 8), 24) > 0
+        assert game24.write_counts_table(broken, max_number=4) == len(game24.solvable_puzzles(4))
+        game24._shipped_counts.cache_clear()
+        assert set(game24._shipped_counts()) == set(game24.solvable_puzzles(4))
+    finally:
+        game24._shipped_counts.cache_clear()

@@ -99,6 +99,8 @@ def test_sft_command_runs(lm_path, tmp_path):
         "sft",
         "--env",
         ENV_ID,
+        "--env-kwargs",
+        '{"max_turns": 1}',
         "--out",
         str(out),
         "--base",
@@ -110,7 +112,7 @@ def test_sft_command_runs(lm_path, tmp_path):
         "--max-steps",
         "2",
         "--batch-size",
-        "2",
+        "1",
         "--threads",
         "1",
         "--json",
@@ -118,5 +120,24 @@ def test_sft_command_runs(lm_path, tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
-    assert summary["steps"] == 2 and summary["examples"] == 4 and summary["final_loss"] > 0
+    assert summary["steps"] == 2 and summary["examples"] == 2 and summary["final_loss"] > 0  # 2 one-turn episodes
     assert (out / "model.safetensors").is_file()
+    recorded = json.loads((out / "sft_metrics.json").read_text())["config"]
+    assert recorded["env_kwargs"] == {"max_turns": 1} and recorded["torch_threads"] == 1
+
+
+def test_demonstrations_follow_the_env_kwargs():
+    one_turn = make_demonstrations(ENV_ID, 3, seed=0, num_envs=1, env_kwargs={"max_turns": 1})
+    assert len(one_turn) == 3  # one turn per episode: the scripted planner must answer at once
+    assert all(d.turn == 1 and d.action.startswith("Final Answer:") for d in one_turn)
+    assert "last turn" in one_turn[0].prompt
+
+
+def test_sft_command_rejects_a_bad_env_kwargs_value(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-kwargs", "[1, 2]", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "JSON object" in proc.stderr

@@ -6,8 +6,10 @@ Also holds the exact solver the generator and the scripted planner share.
 from __future__ import annotations
 
 import itertools
+import json
 from fractions import Fraction
 from functools import cache, lru_cache
+from pathlib import Path
 
 from agentflow_env.scoring.game24 import Game24Scorer
 from agentflow_env.types import Task
@@ -112,11 +114,40 @@ def is_solvable(numbers: tuple[int, ...], target: int = 24) -> bool:
 
 
 def count_solutions(numbers: tuple[int, ...] | list[int], target: int = 24) -> int:
-    """Number of distinct expression trees that reach ``target`` (a difficulty proxy); cached."""
-    return _count_solutions(tuple(numbers), target)
+    """Number of distinct expression trees that reach ``target`` (a difficulty proxy); cached.
+
+    The counts of the standard pool (1..13, target 24) ship precomputed in ``game24_solution_counts.json``
+    (``python -m benchmarks.generated.game24`` rewrites it; a test checks it against the solver), so a
+    difficulty filter costs nothing instead of ~30 s of enumeration per process.
+    """
+    key = tuple(sorted(int(n) for n in numbers))
+    if target == 24:
+        table = _shipped_counts()
+        if key in table:
+            return table[key]
+    return _count_solutions(key, target)
 
 
-@lru_cache(maxsize=None)
+_COUNTS_FILE = Path(__file__).with_name("game24_solution_counts.json")
+
+
+@cache
+def _shipped_counts() -> dict[tuple[int, ...], int]:
+    try:
+        rows = json.loads(_COUNTS_FILE.read_text(encoding="utf-8"))
+        return {tuple(int(n) for n in k.split(",")): int(v) for k, v in rows.items()}
+    except (OSError, ValueError, AttributeError):  # missing or damaged: fall back to counting
+        return {}
+
+
+def write_counts_table(path: Path = _COUNTS_FILE, max_number: int = 13) -> int:
+    """Recompute the shipped solution counts of every solvable puzzle over ``1..max_number`` (target 24)."""
+    rows = {",".join(map(str, c)): _count_solutions(c, 24) for c in solvable_puzzles(max_number)}
+    path.write_text(json.dumps(rows, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
+    return len(rows)
+
+
+@cache
 def _count_solutions(numbers: tuple[int, ...], target: int) -> int:
     found: list[str] = []
     _solve(tuple((Fraction(n), str(n)) for n in numbers), Fraction(target), True, found)
@@ -185,3 +216,7 @@ SPEC = BenchmarkSpec(
     description="Game of 24 over every solvable puzzle; exact checker, calculator tool.",
     size=lambda: len(solvable_puzzles(13)),
 )
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_counts_table()} counts to {_COUNTS_FILE}")
