@@ -6,7 +6,6 @@ The maths are small pure functions at the top; ``train`` reads in order: rollout
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 import json
 import logging
@@ -322,12 +321,13 @@ def _shared_prefix_logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.T
 
 def cache_kwarg(model: Any) -> str:
     """The forward() keyword of the key/value cache: ``cache`` in recent transformers, else ``past_key_values``."""
-    return _cache_kwarg_of(type(model.get_base_model() if hasattr(model, "get_base_model") else model))
+    cls = type(model.get_base_model() if hasattr(model, "get_base_model") else model)
+    if cls not in _CACHE_KWARG:
+        _CACHE_KWARG[cls] = "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+    return _CACHE_KWARG[cls]
 
 
-@functools.cache
-def _cache_kwarg_of(cls: type) -> str:
-    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+_CACHE_KWARG: dict[type, str] = {}
 
 
 def output_cache(out: Any) -> Any:
@@ -454,7 +454,10 @@ class FlowGRPOLearner:
         self._share_prompts = config.share_prompts and not checkpointing
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
-            params, lr=config.learning_rate, weight_decay=config.weight_decay, betas=tuple(config.adam_betas)
+            params,
+            lr=config.learning_rate,
+            weight_decay=config.weight_decay,
+            betas=(config.adam_betas[0], config.adam_betas[1]),
         )
         self.step = 0
         from agents.flow_grpo_backends import make_backend
@@ -476,7 +479,7 @@ class FlowGRPOLearner:
         self._tasks: dict[str, Any] = {}
         self._runners: dict[tuple[str, int], Any] = {}
         self._metrics_file = self.out / "metrics.jsonl"
-        self._tb = None
+        self._tb: Any = None
 
     def _wrap_lora(self, model: Any) -> Any:
         try:

@@ -342,7 +342,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("settings (override the config file)")
     for f in dataclasses.fields(FlowGRPOConfig):
         choices = _CHOICES.get(f.name)
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
         help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
         metavar = None if choices else _type_name(_field_types()[f.name]).upper()
         group.add_argument(

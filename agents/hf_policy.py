@@ -158,11 +158,11 @@ def sequence_logprobs(
         # the logits of columns width_p-1 .. width_p+width_r-1 predict the response tokens
         logits = _forward_last(model, ids.to(device), mask.to(device), positions.to(device), width_r + 1)
         for k, i in enumerate(chunk):
-            r = len(response_ids_list[i])
-            row_logits = logits[k, :r].float()
+            n = len(response_ids_list[i])
+            row_logits = logits[k, :n].float()
             if temperature != 1.0:
                 row_logits = row_logits / temperature
-            targets = ids[k, width_p : width_p + r].to(device)
+            targets = ids[k, width_p : width_p + n].to(device)
             out[i] = torch.log_softmax(row_logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return out
 

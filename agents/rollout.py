@@ -228,7 +228,8 @@ class _EpisodeLoop:
     def refill(self, slots: list[int]) -> None:
         """Reset each env in ``slots`` to the next pending episode (or leave it idle when none is left)."""
         n = self.runner.num_envs
-        mask, seeds = [False] * n, [None] * n
+        mask = [False] * n
+        seeds: list[int | None] = [None] * n
         options: list[dict[str, Any] | None] = [None] * n
         for i in slots:
             self.slot[i] = self.queue.pop() if self.queue else None

@@ -88,5 +88,5 @@ def evaluate_choice(env: gym.Env, choose: Any, episodes: int = 50, seed: int = 1
         while not done:
             features, reward, terminated, truncated, _ = env.step(choose(features))
             done = terminated or truncated
-        total += reward
+        total += float(reward)
     return total / episodes

@@ -172,7 +172,7 @@ def make_demonstrations(
     ids = (ids * (num_episodes // max(len(ids), 1) + 1))[:num_episodes]
     fns = [lambda: _make_env(env_id, split, **kwargs) for _ in range(max(1, min(num_envs, len(ids))))]
     trajectories = collect_rollouts(fns, planner, task_ids=ids, seed=seed, record_samples=False, env_id=env_id)
-    demos = []
+    demos: list[Demonstration] = []
     for traj in trajectories:
         if successful_only and not traj.success:
             continue

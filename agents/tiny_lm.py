@@ -105,7 +105,7 @@ def _family_texts(env_id: str, episodes: int, seed: int, max_steps: int = 10) ->
         for episode in range(episodes):
             env = envs[episode % len(envs)]
             # small task indices are cheap in every family (generated sources sample tasks in order)
-            size = len(env.unwrapped.tasks)
+            size = len(env.unwrapped.tasks)  # type: ignore[attr-defined]
             obs, _ = env.reset(seed=seed + episode, options={"index": (seed * 7919 + episode) % size})
             for step in range(max_steps):
                 action = planner.act([obs])[0]
