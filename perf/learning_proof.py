@@ -132,10 +132,12 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = _config(args.config)
+    if Path(args.config).resolve().is_relative_to(ROOT):  # commands run in ROOT: show them with short paths
+        args.config = os.path.relpath(Path(args.config).resolve(), ROOT)
+    cfg = _config(str(ROOT / args.config))
     commands: dict[str, str] = {}
     setup: dict[str, Any] = {
-        "config_file": os.path.relpath(args.config, ROOT),
+        "config_file": args.config,
         "config": cfg,
         "minutes_budget": args.minutes,
         "threads": args.threads,
