@@ -248,10 +248,26 @@ def _prompts(learner: Any, count: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _flops(n_params: int, prompt_tokens: float, completion_tokens: float, seqs: int) -> float:
-    """Approximate FLOPs of one step: generation (2N per new token), policy fwd+bwd (6N), reference fwd (2N)."""
-    train_tokens = seqs * (prompt_tokens + completion_tokens)
-    return 2 * n_params * seqs * completion_tokens + 8 * n_params * train_tokens
+def _flop_shape(model: Any) -> tuple[int, int]:
+    """``(body, head)`` parameter counts: the transformer body every token runs through, and the LM head
+    that only positions whose logits are computed pay for (embedding lookups cost no FLOPs)."""
+    params = sum(p.numel() for p in model.parameters())
+    embed = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight
+    tied = head is embed
+    return params - embed.numel() - (0 if tied else head.numel()), head.numel()
+
+
+def _flops(body: int, head: int, prompt: float, completion: float, seqs: int, prompt_rows: int) -> float:
+    """FLOPs one step executes (2 per weight per token for a forward pass; attention scores left out).
+
+    Prompt tokens run through the body only (logits are kept for the last position), completion tokens
+    through body and head. A step runs that forward five times: generation (prefill + decode), the
+    policy's forward and backward (3x) and the reference's forward. ``prompt_rows`` is how many prompt
+    copies are processed: B when a group's prompt is run once and shared (Flow-GRPO), B*G otherwise (TRL).
+    """
+    forward = 2 * body * prompt_rows * prompt + 2 * (body + head) * seqs * completion
+    return 5 * forward
 
 
 def _cpu_matmul_rate(threads: int, n: int = 2048, repeats: int = 5) -> float:
@@ -283,8 +299,8 @@ def main() -> int:
         return 2
     if args.device == "cpu" and args.model_size != "tiny":
         sys.stderr.write(
-            "perf/train_step.py: --model-size 0.5b on CPU takes minutes per step and ~25 GB of memory "
-            "(two fp32 policies, a reference and AdamW states); MFU is taken against this CPU's measured "
+            "perf/train_step.py: --model-size 0.5b on CPU takes minutes per step and ~12 GB of memory "
+            "(fp32 policy, reference and AdamW states; one side at a time); MFU is taken against this CPU's measured "
             "fp32 matmul rate\n"
         )
     logging.basicConfig(level=logging.WARNING)
@@ -298,6 +314,8 @@ def main() -> int:
 
         learner: Any = FlowGRPOLearner(_ours_config(args, model_path, work))
         n_params = sum(p.numel() for p in learner.model.parameters())
+        body, head = _flop_shape(learner.model)
+        shared_prompts = learner._share_prompts
         total = args.warmup + args.steps
         prompts = _prompts(learner, args.questions * total)
         from agents.hf_policy import format_prompt
@@ -353,9 +371,10 @@ def main() -> int:
     for key, step_s, info in (("flow_grpo", ours_s, ours_info), ("trl_grpo", trl_s, trl_info)):
         comp = info.get("mean_completion_tokens", args.completion_length)
         result[key]["tokens_per_s"] = seqs * (prompt_tokens + comp) / step_s
-        result[key]["model_flops_per_s"] = _flops(n_params, prompt_tokens, comp, seqs) / step_s
+        rows = args.questions if key == "flow_grpo" and shared_prompts else seqs
+        result[key]["executed_flops_per_s"] = _flops(body, head, prompt_tokens, comp, seqs, rows) / step_s
         if peak:
-            result[key]["mfu"] = result[key]["model_flops_per_s"] / peak
+            result[key]["mfu"] = result[key]["executed_flops_per_s"] / peak
     sys.stdout.write(json.dumps(result, indent=2) + "\n")
     return 0
 
