@@ -158,7 +158,8 @@ def make_demonstrations(
     num_envs: int = 8,
     env_kwargs: dict[str, Any] | None = None,
 ) -> list[Demonstration]:
-    """Play ``num_episodes`` distinct train tasks with a scripted planner; one demonstration per turn.
+    """Play ``num_episodes`` episodes with a scripted planner; one demonstration per turn. The split's tasks
+    come in a seeded order, cycled when there are fewer tasks than episodes.
 
     ``env_kwargs`` go to ``gymnasium.make`` (e.g. a difficulty subset or a turn limit), so the
     demonstrations are the prompts the policy will see when it is trained on that env.
@@ -389,7 +390,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", default=d.out, help="output folder (model, sft_metrics.json, demonstrations.jsonl)")
     parser.add_argument("--base", default=None, help="model folder to start from (default: the cached tiny LM)")
-    parser.add_argument("--episodes", type=int, default=d.episodes, help="scripted demonstration episodes")
+    parser.add_argument(
+        "--episodes", type=int, default=d.episodes, help="scripted demonstration episodes (tasks cycle)"
+    )
     parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations")
     parser.add_argument("--batch-size", type=int, default=d.batch_size)
     parser.add_argument("--lr", type=float, default=d.lr, help="AdamW peak learning rate")
