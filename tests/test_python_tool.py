@@ -462,3 +462,25 @@ def test_env_episode_survives_malicious_commands():
     finally:
         env.close()
     assert tool._state.idle == [] and not tool._state.registered
+
+
+def test_a_private_parent_on_sys_path_does_not_hide_a_readable_child(tmp_path, monkeypatch):
+    """A 0700 checkout (``mktemp -d``) holding the venv: binding the checkout whole would leave the
+    venv unreadable to the workers' dropped uids; it is skipped and the venv is bound on its own."""
+    private = tmp_path / "checkout"
+    venv = private / ".venv"
+    venv.mkdir(parents=True)
+    private.chmod(0o700)
+    venv.chmod(0o755)
+    monkeypatch.setattr(launcher, "_python_paths", lambda: sorted([str(private), str(venv)]))
+    monkeypatch.setattr(launcher, "_hidden_dirs", lambda: [str(tmp_path)])
+    monkeypatch.setattr(launcher.shutil, "which", lambda name: "/usr/bin/bwrap")
+
+    def binds(cmd):
+        return [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind" and cmd[i + 1] != "/"]
+
+    dropped = launcher.bwrap_command(None, uid_drop=True)
+    assert binds(dropped) == [str(venv)]
+    made = [dropped[i + 1] for i, a in enumerate(dropped) if a == "--dir"]
+    assert str(private) in made  # recreated 0755 inside the sandbox, so the venv is reachable
+    assert binds(launcher.bwrap_command(None, uid_drop=False)) == [str(private)]  # same uid: it can read it

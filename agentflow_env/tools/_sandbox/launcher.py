@@ -118,6 +118,14 @@ def _python_paths() -> list[str]:
     return sorted(os.path.realpath(p) for p in paths)
 
 
+def _others_can_enter(path: str) -> bool:
+    """Whether a uid that is neither owner nor group can list and enter ``path`` (mode o+rx)."""
+    try:
+        return os.stat(path).st_mode & 0o005 == 0o005
+    except OSError:
+        return False
+
+
 def _hidden_dirs() -> list[str]:
     """Home directories are masked with an empty tmpfs (secrets live there); needed paths are bound back."""
     dirs = {"/root", "/home", os.path.expanduser("~")}
@@ -178,6 +186,10 @@ def bwrap_command(host_root: str | None, uid_drop: bool) -> list[str]:
     for p in _python_paths():  # sorted, so a parent comes before its children
         top = next((d for d in masked if p.startswith(d + "/")), None)
         if top is None or any(p == b or p.startswith(b + "/") for b in bound):
+            continue
+        if uid_drop and not _others_can_enter(p):
+            # e.g. a 0700 checkout from mktemp on sys.path: bound whole, it would hide the readable
+            # venv inside it from the dropped uids; its needed children are bound on their own
             continue
         # bwrap would create the missing parents with mode 0700, which a dropped uid cannot traverse
         for parent in reversed(Path(p).parents):
