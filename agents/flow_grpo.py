@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import json
 import logging
 import math
@@ -633,64 +634,63 @@ class FlowGRPOLearner:
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
         micro = math.ceil(len(minibatch) / cfg.grad_accum_steps)
-        sums = {
-            "losses/loss": 0.0,
-            "losses/policy_loss": 0.0,
-            "losses/kl": 0.0,
-            "losses/clip_fraction": 0.0,
-            "losses/ratio": 0.0,
-            "losses/entropy": 0.0,
-        }
+        sums: dict[str, float] = {}
         for start in range(0, len(minibatch), micro):
             chunk = minibatch[start : start + micro]
             weight = len(chunk) / len(minibatch)  # micro-batch means add up to the minibatch mean
             batch = pack_samples(chunk, self.pad_id, self.device, self._share_prompts)
             with self._autocast():
                 logp, entropy = token_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
-            if cfg.algorithm == "rft":
-                nll = rft_loss(logp, batch["mask"])
-                (nll * weight).backward()
-                sums["losses/loss"] += float(nll.detach()) * weight
-                sums["losses/policy_loss"] += float(nll.detach()) * weight
-                assert entropy is not None
-                sums["losses/entropy"] += float(masked_mean(entropy.detach(), batch["mask"]).mean()) * weight
-                continue
-            if chunk[0].old_logprobs:
-                old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
-            else:
-                old = logp.detach()
-            ref = None
-            if self._use_kl and chunk[0].ref_logprobs:
-                ref = _pad_values([s.ref_logprobs for s in chunk], batch["mask"])
-            elif self._use_kl:
-                with torch.no_grad(), self._autocast():
-                    ref = self._reference_logprobs(batch).float()
-            adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=logp.device)
-            out = flow_grpo_loss(
-                logp,
-                old,
-                adv,
-                batch["mask"],
-                ref,
-                eps_low=cfg.eps_low,
-                eps_high=cfg.eps_high,
-                beta=cfg.beta if self._use_kl else 0.0,
-            )
-            (out.loss * weight).backward()
-            sums["losses/loss"] += float(out.loss.detach()) * weight
-            sums["losses/policy_loss"] += out.policy_loss * weight
-            sums["losses/kl"] += out.kl * weight
-            sums["losses/clip_fraction"] += out.clip_fraction * weight
-            sums["losses/ratio"] += out.ratio_mean * weight
+            loss, parts = self._chunk_loss(chunk, batch, logp)
+            (loss * weight).backward()
             assert entropy is not None
-            sums["losses/entropy"] += float(masked_mean(entropy.detach(), batch["mask"]).mean()) * weight
-        if cfg.algorithm == "rft":
-            del sums["losses/ratio"]  # no importance ratio in RFT (and no KL, no clipping: those stay 0)
+            parts["losses/loss"] = float(loss.detach())
+            parts["losses/entropy"] = float(masked_mean(entropy.detach(), batch["mask"]).mean())
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + v * weight
         params = [p for p in self.model.parameters() if p.requires_grad]
         norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))
         sums["losses/grad_norm"] = float(norm)
         self.optimizer.step()
         return sums
+
+    def _chunk_loss(
+        self, chunk: list[TurnSample], batch: dict[str, torch.Tensor], logp: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """The objective of ``config.algorithm`` on one micro-batch, and its parts for the logs."""
+        import torch
+
+        cfg = self.config
+        if cfg.algorithm == "rft":  # no importance ratio, no clipping, no KL
+            nll = rft_loss(logp, batch["mask"])
+            return nll, {"losses/policy_loss": float(nll.detach()), "losses/kl": 0.0, "losses/clip_fraction": 0.0}
+        if chunk[0].old_logprobs:
+            old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
+        else:
+            old = logp.detach()
+        ref = None
+        if self._use_kl and chunk[0].ref_logprobs:
+            ref = _pad_values([s.ref_logprobs for s in chunk], batch["mask"])
+        elif self._use_kl:
+            with torch.no_grad(), self._autocast():
+                ref = self._reference_logprobs(batch).float()
+        adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=logp.device)
+        out = flow_grpo_loss(
+            logp,
+            old,
+            adv,
+            batch["mask"],
+            ref,
+            eps_low=cfg.eps_low,
+            eps_high=cfg.eps_high,
+            beta=cfg.beta if self._use_kl else 0.0,
+        )
+        return out.loss, {
+            "losses/policy_loss": out.policy_loss,
+            "losses/kl": out.kl,
+            "losses/clip_fraction": out.clip_fraction,
+            "losses/ratio": out.ratio_mean,
+        }
 
     @property
     def _use_kl(self) -> bool:
@@ -911,7 +911,9 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
     if config.resume and (ckpt := learner.latest_checkpoint()) is not None:
         learner.load_checkpoint(ckpt)
     elif learner._metrics_file.is_file():  # a fresh run never appends to an older run's log
-        kept = learner._metrics_file.with_name(f"metrics-before-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        names = (f"metrics-before-{stamp}{suffix}.jsonl" for suffix in itertools.chain([""], itertools.count(1)))
+        kept = next(p for p in map(learner.out.joinpath, names) if not p.exists())  # never overwrite an old log
         learner._metrics_file.rename(kept)
         logger.warning("starting afresh in %s: the previous metrics.jsonl is now %s", learner.out, kept.name)
     (learner.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2), encoding="utf-8")

@@ -265,14 +265,17 @@ def test_time_budget_stops_after_a_step_then_resumes(tmp_path):
     assert [r["step"] for r in _records(run)] == [0, 1, 2, 3]
 
 
-def test_a_fresh_run_keeps_the_old_log_aside(tmp_path):
+def test_a_fresh_run_keeps_the_old_log_aside(tmp_path, monkeypatch):
+    import agents.flow_grpo as fg
+
+    monkeypatch.setattr(fg.time, "strftime", lambda fmt: "20260101-000000")  # as if all started in one second
     cfg = _config(tmp_path, steps=1, eval_every=0, resume=False)
-    train(cfg)
-    train(cfg)
+    for _ in range(3):  # the second and third runs each set the previous log aside, overwriting none
+        train(cfg)
     run = Path(cfg.output_dir)
     assert [r["step"] for r in _records(run)] == [1]
     old = list(run.glob("metrics-before-*.jsonl"))
-    assert len(old) == 1 and json.loads(old[0].read_text().splitlines()[0])["step"] == 1
+    assert len(old) == 2 and all(json.loads(f.read_text().splitlines()[0])["step"] == 1 for f in old)
 
 
 def test_sigkilled_cli_run_resumes_to_the_same_weights(tmp_path):
