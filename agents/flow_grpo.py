@@ -40,6 +40,7 @@ __all__ = [
     "masked_mean",
     "rft_loss",
     "train",
+    "turn_weights",
 ]
 
 logger = logging.getLogger(__name__)
@@ -133,11 +134,14 @@ def flow_grpo_loss(
     eps_low: float = 0.2,
     eps_high: float = 0.3,
     beta: float = 0.001,
+    weights: torch.Tensor | None = None,
 ) -> LossOutput:
     """The Flow-GRPO objective on ``[N, T]`` token log-probs of N turn samples (padding has mask 0).
 
     Per token: clipped surrogate + beta * k3 KL. It is averaged over each turn's own tokens, then
     over the turns that have at least one token, so neither padding nor long turns tip the balance.
+    ``weights`` (``[N]``, default all 1) turns the mean over turns into a weighted mean: with
+    ``1 / T_i`` for every turn of rollout i it is the paper's ``1/G sum_i 1/T_i sum_t``.
     """
     mask = mask.to(logprobs.dtype)
     ratio = importance_ratio(logprobs, old_logprobs)
@@ -149,12 +153,12 @@ def flow_grpo_loss(
         per_token = per_token + beta * kl
     has_tokens = mask.sum(-1) > 0
     count = int(has_tokens.sum())
-    denom = max(count, 1)
-    per_turn = masked_mean(per_token, mask)
-    loss = (per_turn * has_tokens).sum() / denom
+    turn_weight = has_tokens.to(mask.dtype) * (1.0 if weights is None else weights.to(mask.dtype))
+    denom = turn_weight.sum().clamp(min=1e-12) if count else turn_weight.new_tensor(1.0)
+    loss = (masked_mean(per_token, mask) * turn_weight).sum() / denom
 
     def turn_avg(x: torch.Tensor) -> float:
-        return float((masked_mean(x.detach().to(mask.dtype), mask) * has_tokens).sum() / denom)
+        return float((masked_mean(x.detach().to(mask.dtype), mask) * turn_weight).sum() / denom)
 
     return LossOutput(
         loss=loss,
@@ -166,12 +170,27 @@ def flow_grpo_loss(
     )
 
 
-def rft_loss(logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def rft_loss(logprobs: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
     """Rejection-sampling fine-tuning: the negative log-likelihood of the kept turns, averaged over
-    each turn's own tokens, then over the turns that have tokens (the same weighting as Flow-GRPO)."""
-    has_tokens = mask.sum(-1) > 0
+    each turn's own tokens, then over the turns that have tokens (the same weighting as Flow-GRPO,
+    ``weights`` included)."""
+    has_tokens = (mask.sum(-1) > 0).to(logprobs.dtype)
+    turn_weight = has_tokens * (1.0 if weights is None else weights.to(logprobs.dtype))
     per_turn = masked_mean(-logprobs, mask)
-    return (per_turn * has_tokens).sum() / has_tokens.sum().clamp(min=1)
+    return (per_turn * turn_weight).sum() / turn_weight.sum().clamp(min=1e-12)
+
+
+def turn_weights(turns_per_rollout: Sequence[int], aggregation: str) -> list[float]:
+    """The weight of each turn sample in the loss, rollouts in order.
+
+    ``trajectory`` (the paper's 1/G sum_i 1/T_i sum_t): every turn of rollout i weighs 1/T_i, so each
+    rollout weighs the same whatever its length. ``turn``: every turn weighs 1.
+    """
+    if aggregation == "turn":
+        return [1.0 for n in turns_per_rollout for _ in range(n)]
+    if aggregation != "trajectory":
+        raise ValueError(f"loss aggregation {aggregation!r}: choose trajectory or turn")
+    return [1.0 / n for n in turns_per_rollout for _ in range(n)]
 
 
 # =============================================================================================
@@ -186,6 +205,7 @@ class TurnSample:
     prompt_ids: list[int]
     response_ids: list[int]
     advantage: float
+    weight: float = 1.0  # the turn's weight in the loss (see turn_weights)
     rollout_logprobs: list[float] = field(default_factory=list)
     old_logprobs: list[float] = field(default_factory=list)
     ref_logprobs: list[float] = field(default_factory=list)
@@ -575,9 +595,15 @@ class FlowGRPOLearner:
         samples = [s for turns in rollouts.turns for s in turns]
         for s, a in zip(samples, turn_adv.tolist()):
             s.advantage = a
-        if cfg.algorithm == "rft":  # the baseline: imitate the turns of successful rollouts, drop the rest
-            samples = [s for r, turns in zip(rollouts.rewards, rollouts.turns) if r >= cfg.rft_threshold for s in turns]
-        samples = [s for s in samples if s.response_ids]
+        kept = [
+            [s for s in turns if s.response_ids]
+            for r, turns in zip(rollouts.rewards, rollouts.turns)
+            # rft, the baseline: imitate the turns of successful rollouts, drop the rest
+            if cfg.algorithm != "rft" or r >= cfg.rft_threshold
+        ]
+        samples = [s for turns in kept for s in turns]
+        for s, w in zip(samples, turn_weights([len(t) for t in kept], cfg.loss_aggregation)):
+            s.weight = w
 
         # 3 + 4. loss and update: PPO epochs over shuffled minibatches of turn samples
         update_started = time.perf_counter()
@@ -634,10 +660,11 @@ class FlowGRPOLearner:
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
         micro = math.ceil(len(minibatch) / cfg.grad_accum_steps)
+        total_weight = sum(s.weight for s in minibatch)
         sums: dict[str, float] = {}
         for start in range(0, len(minibatch), micro):
             chunk = minibatch[start : start + micro]
-            weight = len(chunk) / len(minibatch)  # micro-batch means add up to the minibatch mean
+            weight = sum(s.weight for s in chunk) / total_weight  # micro-batch means add up to the minibatch mean
             batch = pack_samples(chunk, self.pad_id, self.device, self._share_prompts)
             with self._autocast():
                 logp, entropy = token_logprobs(self.model, batch, cfg.temperature, with_entropy=True)
@@ -661,8 +688,9 @@ class FlowGRPOLearner:
         import torch
 
         cfg = self.config
+        weights = torch.tensor([s.weight for s in chunk], dtype=torch.float32, device=logp.device)
         if cfg.algorithm == "rft":  # no importance ratio, no clipping, no KL
-            nll = rft_loss(logp, batch["mask"])
+            nll = rft_loss(logp, batch["mask"], weights)
             return nll, {"losses/policy_loss": float(nll.detach()), "losses/kl": 0.0, "losses/clip_fraction": 0.0}
         if chunk[0].old_logprobs:
             old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
@@ -684,6 +712,7 @@ class FlowGRPOLearner:
             eps_low=cfg.eps_low,
             eps_high=cfg.eps_high,
             beta=cfg.beta if self._use_kl else 0.0,
+            weights=weights,
         )
         return out.loss, {
             "losses/policy_loss": out.policy_loss,

@@ -34,6 +34,7 @@ def _doc(text: str, **kw: Any) -> Any:
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": ("flow_grpo", "rft"),
+    "loss_aggregation": ("trajectory", "turn"),
     "scale_rewards": ("group", "none"),
     "reference": ("copy", "lora_disabled", "none"),
     "backend": ("hf", "hf-generate", "vllm"),
@@ -121,6 +122,11 @@ class FlowGRPOConfig:
         default="flow_grpo",
     )
     rft_threshold: float = _doc("rft keeps the rollouts whose reward is at least this", default=1.0)
+    loss_aggregation: str = _doc(
+        "trajectory (the paper: 1/G sum_i 1/T_i sum_t, every rollout weighs the same whatever its "
+        "length) | turn (every planner turn weighs the same, so long rollouts weigh more)",
+        default="trajectory",
+    )
     scale_rewards: str = _doc("group: A=(R-mean)/(std+eps); none: A=R-mean (no std scaling)", default="group")
     adv_eps: float = _doc("eps in the advantage denominator", default=1e-4)
     eps_low: float = _doc("lower clip range of the importance ratio (1 - eps_low)", default=0.2)

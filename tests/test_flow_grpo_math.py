@@ -21,6 +21,7 @@ from agents.flow_grpo import (  # noqa: E402
     k3_kl,
     masked_mean,
     rft_loss,
+    turn_weights,
 )
 from agents.flow_grpo_config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
 
@@ -236,3 +237,74 @@ def test_algorithm_and_time_budget_settings_are_checked():
     with pytest.raises(ConfigError, match="max_minutes"):
         FlowGRPOConfig(max_minutes=-1)
     assert FlowGRPOConfig(algorithm="rft").algorithm == "rft"
+
+
+def test_trajectory_aggregation_weighs_every_rollout_equally_hand_computed():
+    # Two rollouts of one group: rollout A has 1 turn (advantage +1), rollout B has 3 turns (advantage -1).
+    # On-policy (ratio 1, no clipping) each turn's surrogate is -A, one token per turn.
+    # Paper ("trajectory"): 1/G sum_i 1/T_i sum_t (-A_i) = 1/2 * (-1 + 3/3 * 1) = 0.
+    # "turn": mean over the 4 turns = (-1 + 1 + 1 + 1) / 4 = 0.5 (the long failure dominates).
+    logp = torch.full((4, 1), -1.0)
+    adv = torch.tensor([1.0, -1.0, -1.0, -1.0])
+    mask = torch.ones(4, 1)
+    w_traj = torch.tensor(turn_weights([1, 3], "trajectory"))
+    assert w_traj.tolist() == pytest.approx([1.0, 1 / 3, 1 / 3, 1 / 3])
+    paper = flow_grpo_loss(logp, logp.clone(), adv, mask, beta=0.0, weights=w_traj)
+    assert float(paper.loss) == pytest.approx(0.0, abs=1e-7)
+    per_turn = flow_grpo_loss(
+        logp, logp.clone(), adv, mask, beta=0.0, weights=torch.tensor(turn_weights([1, 3], "turn"))
+    )
+    assert float(per_turn.loss) == pytest.approx(0.5)
+    assert float(flow_grpo_loss(logp, logp.clone(), adv, mask, beta=0.0).loss) == pytest.approx(0.5)
+
+
+def test_trajectory_aggregation_gradient_matches_the_paper_formula():
+    # Three rollouts with 2, 1 and 3 turns, tokens of different lengths per turn; the loss must equal
+    # 1/G sum_i 1/T_i sum_t mean_tokens(-A_i * ratio) computed by hand (ratio = exp(logp - old)).
+    torch.manual_seed(0)
+    turns = [2, 1, 3]
+    adv_per_rollout = [0.7, -1.2, 0.4]
+    lengths = [2, 3, 1, 4, 2, 3]  # tokens of each of the 6 turn samples
+    logp = torch.randn(6, 4, requires_grad=True)
+    old = logp.detach() + 0.01 * torch.randn(6, 4)  # inside the clip range
+    mask = torch.zeros(6, 4)
+    for i, n in enumerate(lengths):
+        mask[i, :n] = 1
+    adv = broadcast_to_turns(torch.tensor(adv_per_rollout), turns)
+    out = flow_grpo_loss(
+        logp,
+        old,
+        adv,
+        mask,
+        beta=0.0,
+        eps_low=0.5,
+        eps_high=0.5,
+        weights=torch.tensor(turn_weights(turns, "trajectory")),
+    )
+    expected, row = 0.0, 0
+    for t_i, a in zip(turns, adv_per_rollout):
+        total = 0.0
+        for _ in range(t_i):
+            n = lengths[row]
+            ratio = (logp[row, :n] - old[row, :n]).exp()
+            total = total + (-a * ratio).mean()
+            row += 1
+        expected = expected + total / t_i
+    expected = expected / len(turns)
+    assert float(out.loss.detach()) == pytest.approx(float(expected.detach()), rel=1e-6)
+    (g1,) = torch.autograd.grad(out.loss, logp)
+    (g2,) = torch.autograd.grad(expected, logp)
+    assert torch.allclose(g1, g2, atol=1e-7)
+
+
+def test_rft_loss_takes_the_same_weights():
+    logp = torch.tensor([[-1.0], [-3.0], [-3.0]])
+    mask = torch.ones(3, 1)
+    assert float(rft_loss(logp, mask)) == pytest.approx(7 / 3)
+    # rollout 1 has one turn, rollout 2 two: (1 + (3 + 3) / 2) / 2 = 2
+    assert float(rft_loss(logp, mask, torch.tensor(turn_weights([1, 2], "trajectory")))) == pytest.approx(2.0)
+
+
+def test_turn_weights_rejects_an_unknown_aggregation():
+    with pytest.raises(ValueError, match="trajectory or turn"):
+        turn_weights([1], "token")

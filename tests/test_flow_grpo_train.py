@@ -332,3 +332,26 @@ def test_a_torn_last_log_line_is_dropped_on_resume(tmp_path):
     resumed = train(cfg)
     assert resumed.step == 2
     assert [r["step"] for r in _records(Path(cfg.output_dir))] == [1, 2]
+
+
+def test_several_minibatches_and_epochs_exercise_the_ratio_and_clipping(tmp_path):
+    # Off-policy parts for real: 2 PPO epochs over 3 minibatches per step with a large learning rate,
+    # so later minibatches see a policy that has already moved: ratio != 1 and some tokens clipped.
+    cfg = _config(
+        tmp_path,
+        steps=2,
+        questions_per_step=2,
+        group_size=4,
+        ppo_epochs=2,
+        minibatch_size=3,
+        grad_accum_steps=1,
+        learning_rate=5e-2,
+        eps_low=0.05,
+        eps_high=0.05,
+        eval_every=0,
+        checkpoint_every=0,
+    )
+    train(cfg)
+    records = _records(Path(cfg.output_dir))
+    assert any(r["losses/clip_fraction"] > 0 for r in records), records
+    assert any(abs(r["losses/ratio"] - 1.0) > 1e-4 for r in records), records
