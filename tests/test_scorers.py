@@ -1,5 +1,5 @@
-"""Hand-checked (prediction, gold, expected) tables for the QA, math, multiple-choice and judge scorers,
-plus math-verify inside threads and a subprocess, and its time bound."""
+"""Hand-checked (prediction, gold, expected) tables for the QA, math and multiple-choice scorers (the
+judge's are in test_judge.py), plus math-verify inside threads and a subprocess, and its time bound."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring import math as math_scoring
 from agentflow_env.scoring.choice import ChoiceScorer, extract_choice
-from agentflow_env.scoring.judge import JudgeScorer, build_judge_prompt, parse_verdict
 from agentflow_env.scoring.math import MathScorer
 from agentflow_env.scoring.qa import QAScorer, exact_match, gaia_match, normalize_answer, token_f1, unwrap_answer
 from agentflow_env.types import Task
@@ -219,81 +218,3 @@ def test_choice_by_option_text_medqa():
     # verbatim text tells apart options that normalise alike
     signed = Task("s", "q", "A", metadata={"options": ["-12*hbar/25", "12*hbar/25", "25*hbar/2", "-25*hbar/2"]})
     assert scorer("-12*hbar/25", signed) == 1.0
-
-
-# ------------------------------------------------------------------ LLM judge
-class FakeEngine:
-    """Says CORRECT when the candidate line contains the reference text; records prompts."""
-
-    def __init__(self, replies=None):
-        self.prompts = []
-        self.replies = list(replies or [])
-
-    def generate(self, prompts, sampling=None):
-        self.prompts.extend(prompts)
-        out = []
-        for prompt in prompts:
-            if self.replies:
-                out.append(self.replies.pop(0))
-                continue
-            ref = prompt.split("Reference answer: ")[1].split("\n")[0].lower()
-            cand = prompt.split("Candidate answer: ")[1].split("\n")[0].lower()
-            out.append("Same entity.\nVerdict: CORRECT" if ref.split(" | ")[0] in cand else "Verdict: INCORRECT")
-        return out
-
-
-VERDICTS = [
-    ("The answers match.\nVerdict: CORRECT", True),
-    ("Verdict: INCORRECT", False),
-    ("verdict: **correct**", True),
-    ("They differ. Verdict - wrong", None),  # no recognised verdict form after 'Verdict'
-    ("CORRECT", True),
-    ("It is not correct, it is incorrect", None),  # conflicting bare words
-    ("", None),
-]
-
-
-@pytest.mark.parametrize(("reply", "verdict"), VERDICTS)
-def test_parse_verdict(reply, verdict):
-    assert parse_verdict(reply) is verdict
-
-
-def test_judge_scorer_with_fake_engine():
-    engine = FakeEngine()
-    judge = JudgeScorer(engine)
-    task = Task("j", "Who was president when Citibank was founded?", ["james madison"], family="search")
-    assert judge("It was James Madison.", task) == 1.0
-    assert judge("Thomas Jefferson", task) == 0.0
-    assert judge("", task) == 0.0
-    assert "Citibank" in engine.prompts[0] and "james madison" in engine.prompts[0]
-    assert judge.score_batch(["James Madison", "nope"], [task, task]) == [1.0, 0.0]
-
-
-def test_judge_prompt_lists_options_and_retries():
-    task = Task("c", "Which ratio?", "B", family="science", metadata={"options": OPTIONS})
-    prompt = build_judge_prompt("0.7", task)
-    assert "B. 0.7" in prompt and "Options:\nA. 0.9" in prompt
-    engine = FakeEngine(replies=["hmm", "Verdict: CORRECT"])
-    judge = JudgeScorer(engine, retries=1)
-    assert judge("0.7", task) == 1.0 and len(engine.prompts) == 2
-    stubborn = JudgeScorer(FakeEngine(replies=["hmm", "hmm"]), retries=1)
-    assert stubborn("0.7", task) == 0.0 and stubborn.unparsed == 1
-    with pytest.raises(ConfigError, match="judge"):
-        JudgeScorer(None)  # type: ignore[arg-type]
-
-
-def test_judge_with_project_engines(tmp_path):
-    engines = pytest.importorskip("agentflow_env.engines")
-    if not hasattr(engines, "make_engine"):
-        pytest.skip("make_engine is not available yet")
-    from agentflow_env.engines.scripted import ScriptedEngine
-
-    scripted = ScriptedEngine(
-        {r"Candidate answer: (?i:james madison)": "Verdict: CORRECT"}, default="Verdict: INCORRECT"
-    )
-    judge = JudgeScorer(scripted)
-    task = Task("j", "Who?", ["james madison"], family="search")
-    assert judge("James Madison", task) == 1.0 and judge("John Adams", task) == 0.0
-    replies = tmp_path / "judge.json"
-    replies.write_text('["Verdict: CORRECT"]', encoding="utf-8")
-    assert JudgeScorer(f"scripted:{replies}")("anything", task) == 1.0  # a spec string goes through make_engine
