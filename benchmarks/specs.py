@@ -120,8 +120,9 @@ def make_env(
     env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
     if tools is not None:
         env_tools = list(tools)
-    elif spec.make_tools is not None:
-        env_tools = spec.make_tools(**_accepted(spec.make_tools, kwargs))
+    elif spec.make_tools is not None:  # a family whose corpus depends on the split gets the split too
+        tool_kwargs = {**kwargs, "split": split or spec.default_split}
+        env_tools = spec.make_tools(**_accepted(spec.make_tools, tool_kwargs))
     else:
         env_tools = [make_tool(name) for name in spec.tools]
     return AgentFlowEnv(

@@ -24,6 +24,7 @@ from benchmarks.generated.world import (
     normalize_answer,
     parse_chain,
     render_chain,
+    task_world,
     world_index,
 )
 from benchmarks.specs import get_spec
@@ -124,8 +125,9 @@ def test_search_index_is_built_once_and_finds_the_entity():
 
 # ---------------------------------------------------------------- Gen-MultiHop
 def test_multihop_questions_parse_back_and_their_answers_follow_the_world():
-    world = build_world(0, 300, 2)
     for task in multihop.load_tasks("validation", num_tasks=60):
+        world = task_world(task)
+        assert world is build_world(0, 300, 2, "validation")
         q = multihop.parse_question(task.question)
         assert q is not None and q.kind == task.metadata["kind"]
         assert sum(lk.hops for lk in q.lookups) == task.metadata["hops"]
@@ -261,8 +263,9 @@ def test_science_knobs_and_quantities():
 
 # ---------------------------------------------------------------- Gen-Agentic
 def test_agentic_answers_follow_the_world_and_the_arithmetic():
-    world = build_world(0, 300, 2)
     for task in agentic.load_tasks("test", num_tasks=40):
+        world = task_world(task)
+        assert world is build_world(0, 300, 2, "test")
         template, lookups, consts = agentic.parse_agentic_question(task.question)
         values = [world.entities[world.follow(lk.start, lk.relations)[-1]].attributes[lk.attribute] for lk in lookups]
         assert evaluate(template.expression(values, consts)) == Fraction(task.answer)

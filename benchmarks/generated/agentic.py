@@ -19,7 +19,7 @@ from agentflow_env.types import Task
 from benchmarks.generated.common import GeneratedTasks
 from benchmarks.generated.mathgen import ExactNumberScorer, format_number
 from benchmarks.generated.multihop import Lookup, hop_choices, random_lookup
-from benchmarks.generated.world import World, build_world, make_world_tools, parse_chain, world_task
+from benchmarks.generated.world import World, build_world, make_world_tools, parse_chain, world_split, world_task
 from benchmarks.specs import BenchmarkSpec
 
 __all__ = ["SPEC", "TEMPLATES", "AgenticTemplate", "load_tasks", "make_tools", "parse_agentic_question"]
@@ -162,11 +162,13 @@ def load_tasks(
     world_size: int = 300,
     distractors: int = 2,
     templates: Sequence[str] | None = None,
+    world: str = "per-split",
 ) -> GeneratedTasks:
-    """Retrieval-plus-arithmetic questions over the world of ``seed`` (shared by all splits).
+    """Retrieval-plus-arithmetic questions over the world of ``seed`` and ``split``.
 
     Knobs: ``hops`` (passages to read, at least one per operand), ``magnitude`` (size of the constants),
-    ``world_size``, ``distractors`` and ``templates`` (a subset of ``TEMPLATES``).
+    ``world_size``, ``distractors``, ``templates`` (a subset of ``TEMPLATES``) and ``world``
+    (``"per-split"``: each split its own world, the default; ``"shared"``: one world for all splits).
     """
     choices = hop_choices(hops)
     if not 1 <= magnitude <= 100_000:
@@ -174,26 +176,36 @@ def load_tasks(
     names = list(templates) if templates is not None else list(TEMPLATES)
     if not names or any(n not in TEMPLATES for n in names):
         raise ConfigError(f"templates={templates!r}; choose from {', '.join(TEMPLATES)}")
+    part = world_split(world, split)
     settings = (int(seed), int(world_size), int(distractors))
-    world = build_world(*settings)
+    the_world = build_world(*settings, split=part)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(200):
             template = TEMPLATES[names[int(rng.integers(len(names)))]]
-            drawn = _draw(world, rng, template, choices[int(rng.integers(len(choices)))], magnitude)
+            drawn = _draw(the_world, rng, template, choices[int(rng.integers(len(choices)))], magnitude)
             if drawn is None:
                 continue
             text, answer, n_hops = drawn
             meta = {"hops": n_hops, "template": template.name}
-            return text, world_task("genag", "agentic", text, answer, settings, meta)
+            return text, world_task("genag", "agentic", text, answer, settings, meta, split=part)
         raise ConfigError(f"{FAMILY}: no question fits hops={hops} in this world; raise world_size or hops")
 
-    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)
+    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed, by_content_hash=part is None)
 
 
-def make_tools(seed: int = 0, world_size: int = 300, distractors: int = 2, top_k: int = 3) -> list[Tool]:
-    """BM25 search over the world's passages (index cached per settings), the calculator and the Python coder."""
-    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator", "python"))
+def make_tools(
+    seed: int = 0,
+    world_size: int = 300,
+    distractors: int = 2,
+    top_k: int = 3,
+    split: str = "test",
+    world: str = "per-split",
+) -> list[Tool]:
+    """BM25 search over the passages of the world ``split``'s questions use (index cached), the calculator
+    and the Python coder."""
+    part = world_split(world, split)
+    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator", "python"), split=part)
 
 
 SPEC = BenchmarkSpec(
@@ -203,7 +215,7 @@ SPEC = BenchmarkSpec(
     make_scorer=ExactNumberScorer,
     tools=("search", "calculator", "python"),
     max_turns=10,
-    source="generated: unbounded (num_tasks per split, default 500); fictional world of the seed plus arithmetic",
+    source="generated: unbounded (num_tasks per split, default 500); a fictional world per seed and split; arithmetic",
     description="Look facts up in a generated encyclopedia, then compute with them (years apart, populations, rates).",
     make_tools=make_tools,
     instructions=(

@@ -1,7 +1,9 @@
 """Shared machinery of the generated families: content-hash splits and lazily generated task sources.
 
 A task belongs to a split by a hash of its *content* (never of its index), so train, validation
-and test are disjoint by construction, whatever the seed or size.
+and test are disjoint by construction, whatever the seed or size. Families whose splits draw from
+separate material (Gen-MultiHop and Gen-Agentic: one generated world per split) are disjoint by that
+material instead, and skip the hash filter.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class GeneratedTasks:
     ``make(rng) -> (content_key, Task)`` draws one candidate; candidates whose content key hashes
     to another split, or that repeat an earlier key, are skipped. Task ``i`` depends only on
     ``(family, seed, split, i)``, so sources of any size agree on their common prefix.
+
+    ``by_content_hash=False`` keeps every new key: for a ``make`` that already draws only from its
+    split's own material (its own world), where the hash would just throw draws away.
     """
 
     def __init__(
@@ -53,6 +58,7 @@ class GeneratedTasks:
         num_tasks: int = 500,
         seed: int = 0,
         max_tries: int = 10_000,
+        by_content_hash: bool = True,
     ):
         if num_tasks < 1:
             raise ConfigError(f"num_tasks must be positive, got {num_tasks}")
@@ -60,6 +66,7 @@ class GeneratedTasks:
         self.num_tasks = int(num_tasks)
         self._make = make
         self._max_tries = max_tries
+        self._by_content_hash = by_content_hash
         self._tasks: list[Task] = []
         self._keys: set[str] = set()
         self._draws = 0
@@ -93,7 +100,7 @@ class GeneratedTasks:
             rng = np.random.default_rng([_stable_int(self.family), self.seed, SPLITS.index(self.split), self._draws])
             self._draws += 1
             key, task = self._make(rng)
-            if key in self._keys or split_of(f"{self.family}:{key}") != self.split:
+            if key in self._keys or (self._by_content_hash and split_of(f"{self.family}:{key}") != self.split):
                 continue
             self._keys.add(key)
             return task

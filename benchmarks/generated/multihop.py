@@ -23,6 +23,7 @@ from benchmarks.generated.world import (
     make_world_tools,
     parse_chain,
     render_chain,
+    world_split,
     world_task,
 )
 from benchmarks.specs import BenchmarkSpec
@@ -213,36 +214,48 @@ def load_tasks(
     comparison: float = 0.3,
     world_size: int = 300,
     distractors: int = 2,
+    world: str = "per-split",
 ) -> GeneratedTasks:
-    """Questions over the world of ``seed`` (shared by all splits); split by question text.
+    """Questions over the world of ``seed`` and ``split``.
 
     Knobs: ``hops`` (passages to read per question), ``comparison`` (share of comparison questions
-    among those with 4 or more hops), ``world_size`` (people; places and firms scale with it) and
+    among those with 4 or more hops), ``world_size`` (people; places and firms scale with it),
     ``distractors`` (event passages per person that mention names without stating relations, and
-    near-namesake people).
+    near-namesake people) and ``world``: ``"per-split"`` (default) gives each split its own world with
+    its own entity names, so no entity, fact or chain of a test question occurs in train;
+    ``"shared"`` is the one world of earlier versions, split by question text only.
     """
     choices = hop_choices(hops)
     if not 0.0 <= comparison <= 1.0:
         raise ConfigError(f"comparison={comparison}; give a share in [0, 1]")
+    part = world_split(world, split)
     settings = (int(seed), int(world_size), int(distractors))
-    world = build_world(*settings)
+    the_world = build_world(*settings, split=part)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(200):
-            drawn = draw_question(world, rng, choices, comparison)
+            drawn = draw_question(the_world, rng, choices, comparison)
             if drawn is None:
                 continue
             q, text, answer = drawn
             meta = {"hops": sum(lk.hops for lk in q.lookups), "kind": q.kind, **q.metadata}
-            return text, world_task("genmh", "search", text, answer, settings, meta)
+            return text, world_task("genmh", "search", text, answer, settings, meta, split=part)
         raise ConfigError(f"{FAMILY}: no question with hops={hops} fits this world; raise world_size")
 
-    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)
+    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed, by_content_hash=part is None)
 
 
-def make_tools(seed: int = 0, world_size: int = 300, distractors: int = 2, top_k: int = 3) -> list[Tool]:
-    """BM25 search over the world's passages (index cached per settings) and the calculator."""
-    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator",))
+def make_tools(
+    seed: int = 0,
+    world_size: int = 300,
+    distractors: int = 2,
+    top_k: int = 3,
+    split: str = "test",
+    world: str = "per-split",
+) -> list[Tool]:
+    """BM25 search over the passages of the world ``split``'s questions use (index cached) and the calculator."""
+    part = world_split(world, split)
+    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator",), split=part)
 
 
 INSTRUCTIONS = (
@@ -257,7 +270,7 @@ SPEC = BenchmarkSpec(
     make_scorer=WorldAnswerScorer,
     tools=("search", "calculator"),
     max_turns=10,
-    source="generated: unbounded (num_tasks per split, default 500); fictional world of the seed",
+    source="generated: unbounded (num_tasks per split, default 500); a fictional world per seed and split",
     description="Multi-hop bridge and comparison questions over a generated encyclopedia; BM25 search tool.",
     make_tools=make_tools,
     instructions=INSTRUCTIONS,

@@ -1,7 +1,12 @@
 """The generated world behind Gen-MultiHop and Gen-Agentic: people, places, organisations and their relations.
 
-A world is a function of ``(seed, world_size, distractors)``; it is written as short encyclopedia passages
+A world is a function of ``(seed, world_size, distractors, split)``; it is written as short encyclopedia passages
 (the search corpus) whose fact sentences follow fixed patterns (``FACT_PATTERNS``) that writer and reader share.
+
+Split-disjoint worlds (the default, ``world="per-split"``): train, validation and test each get their own
+world, and their entity names come from disjoint thirds of the name space, so no entity, fact or chain of
+one split's world exists in another's. ``world="shared"`` (``split=None`` here) is the single world of
+earlier versions, whose questions are split by text only.
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ from agentflow_env.error import ConfigError
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
-from benchmarks.generated.common import _stable_int
+from benchmarks.generated.common import SPLITS, _stable_int, check_split
 
 __all__ = [
     "ATTRIBUTES",
     "NAME_RE",
     "RELATIONS",
+    "WORLDS",
     "Entity",
     "World",
     "WorldAnswerScorer",
@@ -36,7 +42,9 @@ __all__ = [
     "normalize_answer",
     "parse_chain",
     "render_chain",
+    "task_world",
     "world_index",
+    "world_split",
     "world_task",
 ]
 
@@ -190,13 +198,17 @@ class Entity:
 
 @dataclass
 class World:
-    """All entities of one generated world and the corpus of passages describing them."""
+    """All entities of one generated world and the corpus of passages describing them.
+
+    ``split`` is the split this world belongs to, or ``None`` for the shared world of all splits.
+    """
 
     seed: int
     world_size: int
     distractors: int
     entities: dict[str, Entity]
     passages: list[dict[str, str]]
+    split: str | None = None
 
     def of_kind(self, kind: str) -> list[Entity]:
         return [e for e in self.entities.values() if e.kind == kind]
@@ -208,23 +220,48 @@ class World:
             path.append(self.entities[path[-1]].relations[rel])
         return path
 
+    def fact_path(self, start: str, relations: Sequence[str], attribute: str | None = None) -> list[tuple[str, ...]]:
+        """The facts a lookup reads, in order: ``(subject, relation, object)`` per hop, then
+        ``(entity, attribute, value)`` when ``attribute`` is set."""
+        path = self.follow(start, relations)
+        facts: list[tuple[str, ...]] = [(a, rel, b) for a, rel, b in zip(path, relations, path[1:])]
+        if attribute is not None:
+            facts.append((path[-1], attribute, str(self.entities[path[-1]].attributes[attribute])))
+        return facts
+
+
+def name_part(name: str, kind: str) -> str:
+    """The split whose world may use ``name`` (thirds of the name space by a stable hash).
+
+    People are keyed by surname, so a near-namesake stays in its original's part; the rest by full name.
+    """
+    key = name.split(" ", 1)[-1] if kind == "person" else name
+    return SPLITS[_stable_int(f"gen-world-name:{key}") % len(SPLITS)]
+
 
 class _Namer:
-    """Draws unique made-up names; no name is a word-prefix of another (so fact patterns stay unambiguous)."""
+    """Draws unique made-up names; no name is a word-prefix of another (so fact patterns stay unambiguous).
 
-    def __init__(self, rng: np.random.Generator):
+    With ``split`` set, entity names are drawn only from that split's part of the name space (``name_part``).
+    """
+
+    def __init__(self, rng: np.random.Generator, split: str | None = None):
         self.rng = rng
+        self.split = split
         self.used: set[str] = set()
 
     def _pick(self, pool: Sequence[str]) -> str:
         return pool[int(self.rng.integers(len(pool)))]
 
-    def draw(self, make) -> str:
+    def draw(self, make, kind: str | None = None) -> str:
         for _ in range(1000):
             name = make()
-            if name not in self.used and not any(w.lower() in {"of", "or", "and", "the"} for w in name.split()):
-                self.used.add(name)
-                return name
+            if name in self.used or any(w.lower() in {"of", "or", "and", "the"} for w in name.split()):
+                continue
+            if self.split is not None and kind is not None and name_part(name, kind) != self.split:
+                continue
+            self.used.add(name)
+            return name
         raise ConfigError("ran out of distinct names; lower world_size")
 
     def person(self) -> str:
@@ -232,23 +269,26 @@ class _Namer:
             lambda: (
                 f"{self._pick(_FIRST_ON)}{self._pick(_FIRST_MID)}{self._pick(_FIRST_END)} "
                 f"{self._pick(_SUR_PRE)}{self._pick(_SUR_SUF)}"
-            )
+            ),
+            "person",
         )
 
     def namesake(self, name: str) -> str:
         """A different person whose name differs from ``name`` only in the ending of the first name."""
         first, last = name.split(" ", 1)
         stem = first[: max(2, len(first) - 2)]
-        return self.draw(lambda: f"{stem}{self._pick(_FIRST_END)} {last}")
+        return self.draw(lambda: f"{stem}{self._pick(_FIRST_END)} {last}", "person")
 
     def city(self) -> str:
-        return self.draw(lambda: f"{self._pick(_PLACE_PRE)}{self._pick(_PLACE_MID)}{self._pick(_CITY_SUF)}")
+        return self.draw(lambda: f"{self._pick(_PLACE_PRE)}{self._pick(_PLACE_MID)}{self._pick(_CITY_SUF)}", "city")
 
     def country(self) -> str:
-        return self.draw(lambda: f"{self._pick(_PLACE_PRE)}{self._pick(_PLACE_MID)}{self._pick(_COUNTRY_SUF)}")
+        return self.draw(
+            lambda: f"{self._pick(_PLACE_PRE)}{self._pick(_PLACE_MID)}{self._pick(_COUNTRY_SUF)}", "country"
+        )
 
     def org(self) -> str:
-        return self.draw(lambda: f"{self._pick(_ORG_PRE)}{self._pick(_ORG_SUF)} {self._pick(tuple(_ORG_KINDS))}")
+        return self.draw(lambda: f"{self._pick(_ORG_PRE)}{self._pick(_ORG_SUF)} {self._pick(tuple(_ORG_KINDS))}", "org")
 
 
 def _demonym(country: str) -> str:
@@ -256,25 +296,52 @@ def _demonym(country: str) -> str:
     return stem + {"land": "ish", "eth": "ethan"}.get(country[len(stem) :], "ian")
 
 
-def _check_settings(world_size: int, distractors: int) -> None:
+# the largest world a third of the name space holds (organisation names run out first)
+MAX_SPLIT_WORLD_SIZE = 3000
+WORLDS = ("per-split", "shared")
+
+
+def world_split(world: str, split: str) -> str | None:
+    """The split whose own world ``split``'s questions use: ``split`` under ``"per-split"``, ``None`` (the one
+    shared world) under ``"shared"``."""
+    if world not in WORLDS:
+        raise ConfigError(f"world={world!r}; choose one of {', '.join(WORLDS)}")
+    return check_split(split) if world == "per-split" else None
+
+
+def _check_settings(world_size: int, distractors: int, split: str | None = None) -> None:
     if not 20 <= world_size <= 20_000:
         raise ConfigError(f"world_size={world_size}; use 20..20000 people")
+    if split is not None and world_size > MAX_SPLIT_WORLD_SIZE:
+        raise ConfigError(
+            f"world_size={world_size}; a split's own world holds at most {MAX_SPLIT_WORLD_SIZE} people "
+            '(its third of the name space runs out); use world="shared" for larger worlds'
+        )
     if not 0 <= distractors <= 10:
         raise ConfigError(f"distractors={distractors}; use 0..10 distractor passages per person")
 
 
-@lru_cache(maxsize=16)
-def build_world(seed: int = 0, world_size: int = 300, distractors: int = 2) -> World:
+def build_world(seed: int = 0, world_size: int = 300, distractors: int = 2, split: str | None = None) -> World:
     """The world of ``seed``: ``world_size`` people plus proportional cities, countries and organisations.
 
     ``distractors`` is the number of event passages per person that mention them (and other entities
     and years) without stating any relation, so that naive name matching retrieves the wrong text; it
     also turns ``distractors * world_size / 10`` people into near-namesakes of others (same surname,
     first name differing in its ending).
+
+    ``split`` (``train``, ``validation``, ``test``) builds that split's own world, whose entity names no
+    other split's world uses; ``None`` builds the one world shared by all splits. Cached per settings.
     """
-    _check_settings(world_size, distractors)
-    rng = np.random.default_rng([_stable_int("gen-world"), int(seed), int(world_size), int(distractors)])
-    namer = _Namer(rng)
+    part = None if split is None else check_split(split)
+    _check_settings(int(world_size), int(distractors), part)
+    return _build_world(int(seed), int(world_size), int(distractors), part)
+
+
+@lru_cache(maxsize=16)
+def _build_world(seed: int, world_size: int, distractors: int, split: str | None) -> World:
+    keys = [_stable_int("gen-world"), seed, world_size, distractors]
+    rng = np.random.default_rng(keys if split is None else [*keys, 1 + SPLITS.index(split)])
+    namer = _Namer(rng, split)
     ents: dict[str, Entity] = {}
     n_countries, n_cities, n_orgs = max(4, world_size // 40), max(8, world_size // 6), max(8, world_size // 4)
     countries = [namer.country() for _ in range(n_countries)]
@@ -334,9 +401,10 @@ def build_world(seed: int = 0, world_size: int = 300, distractors: int = 2) -> W
         ents[people[int(idx)]].details["mayor_of"] = city
     passages = [_passage(e, ents) for e in ents.values()]
     passages += _event_passages(rng, people, orgs, cities, distractors, namer)
+    tag = f"w{seed}" if split is None else f"w{seed}-{split}"
     for i, p in enumerate(passages):
-        p["id"] = f"w{seed}-{i}"
-    return World(int(seed), int(world_size), int(distractors), ents, passages)
+        p["id"] = f"{tag}-{i}"
+    return World(seed, world_size, distractors, ents, passages, split)
 
 
 def _passage(e: Entity, ents: dict[str, Entity]) -> dict[str, str]:
@@ -394,12 +462,17 @@ def _event_passages(
     return out
 
 
+def world_index(seed: int = 0, world_size: int = 300, distractors: int = 2, split: str | None = None) -> Any:
+    """The BM25 index over the passages of ``build_world(seed, world_size, distractors, split)``, built once
+    per settings per process."""
+    return _world_index(int(seed), int(world_size), int(distractors), None if split is None else check_split(split))
+
+
 @lru_cache(maxsize=16)
-def world_index(seed: int = 0, world_size: int = 300, distractors: int = 2) -> Any:
-    """The BM25 index over the world's passages, built once per settings per process."""
+def _world_index(seed: int, world_size: int, distractors: int, split: str | None) -> Any:
     from agentflow_env.tools.search import BM25Index
 
-    return BM25Index.build(build_world(seed, world_size, distractors).passages)
+    return BM25Index.build(build_world(seed, world_size, distractors, split).passages)
 
 
 def make_world_tools(
@@ -408,15 +481,18 @@ def make_world_tools(
     distractors: int = 2,
     top_k: int = 3,
     extra_tools: Sequence[str] = ("calculator",),
+    split: str | None = None,
 ) -> list[Tool]:
-    """The search tool over the world of ``seed`` (cached index) plus ``extra_tools`` by short name.
+    """The search tool over the world of ``seed`` and ``split`` (``None``: the shared world; cached index)
+    plus ``extra_tools`` by short name.
 
     ``python`` among ``extra_tools`` is skipped (with a log line) when that tool cannot be built here.
     """
     from agentflow_env.tools.search import BM25SearchTool
 
-    _check_settings(world_size, distractors)
-    search = BM25SearchTool(index=world_index(int(seed), int(world_size), int(distractors)), top_k=int(top_k))
+    part = None if split is None else check_split(split)
+    _check_settings(int(world_size), int(distractors), part)
+    search = BM25SearchTool(index=world_index(seed, world_size, distractors, part), top_k=int(top_k))
     tools: list[Tool] = [cast(Tool, search)]
     for name in extra_tools:
         tool = optional_tool(name)
@@ -441,18 +517,35 @@ def optional_tool(name: str) -> Tool | None:
 
 
 def world_task(
-    prefix: str, family: str, text: str, answer: str, settings: tuple[int, int, int], metadata: dict[str, Any]
+    prefix: str,
+    family: str,
+    text: str,
+    answer: str,
+    settings: tuple[int, int, int],
+    metadata: dict[str, Any],
+    split: str | None = None,
 ) -> Task:
-    """A task over the world of ``settings`` = ``(seed, world_size, distractors)``, id'd by content and world."""
+    """A task over the world of ``settings`` = ``(seed, world_size, distractors)`` and ``split`` (``None``: the
+    shared world), id'd by content and world; ``metadata["world"]`` names the world's split or ``"shared"``."""
     seed, world_size, distractors = settings
-    meta = {"world_seed": seed, "world_size": world_size, "distractors": distractors, **metadata}
+    meta = {"world_seed": seed, "world_size": world_size, "distractors": distractors, "world": split or "shared"}
+    meta.update(metadata)
+    world_key = (seed, world_size, distractors) if split is None else (seed, world_size, distractors, split)
     return Task(
-        id=f"{prefix}-{Task.content_id(seed, world_size, distractors, text)}",
+        id=f"{prefix}-{Task.content_id(*world_key, text)}",
         question=text,
         answer=answer,
         family=family,
         metadata=meta,
     )
+
+
+def task_world(task: Task) -> World:
+    """The world a Gen-MultiHop or Gen-Agentic task was drawn from (read from its metadata)."""
+    meta = task.metadata
+    world = meta.get("world", "shared")
+    split = None if world == "shared" else str(world)
+    return build_world(int(meta["world_seed"]), int(meta["world_size"]), int(meta["distractors"]), split)
 
 
 # ---------------------------------------------------------------- scoring
