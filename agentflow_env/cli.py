@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
     "sft": ("agents.sft:configure", "fine-tune a planner LM (the tiny LM by default) on scripted demonstrations"),
     "serve": ("agentflow_env.engines.server:configure", "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API"),
+    "env-server": ("agentflow_env.env_server:configure", "serve reset/step of any agentflow/* id over HTTP"),
 }
 
 
