@@ -7,6 +7,7 @@ Expressions are parsed with :mod:`ast` after mapping ``×``/``÷``/``x``/``\\tim
 from __future__ import annotations
 
 import ast
+import math
 import re
 from fractions import Fraction
 
@@ -14,7 +15,9 @@ __all__ = ["ArithmeticError_", "evaluate", "normalize_expression", "parse_number
 
 _MAX_EXPR_CHARS = 2_000
 _MAX_POW = 1_000
-_MAX_DIGITS = 10_000
+# digits of numerator and denominator together; below Python's 4300-digit int-to-str limit, so a result always prints
+_MAX_DIGITS = 4_000
+_LOG10_2 = math.log10(2)
 
 _SYMBOLS = {
     "×": "*",
@@ -72,11 +75,25 @@ def _parse(text: str) -> ast.expr:
         raise ArithmeticError_(f"not an arithmetic expression: {expr[:80]!r}") from None
 
 
+def _digits(value: Fraction) -> int:
+    """An upper bound on the decimal digits of numerator and denominator together, without printing them."""
+    bits = value.numerator.bit_length() + value.denominator.bit_length()
+    return int(bits * _LOG10_2) + 2
+
+
+def _check_size(value: Fraction) -> Fraction:
+    if _digits(value) > _MAX_DIGITS:
+        raise ArithmeticError_(f"the result is too large to compute exactly (more than {_MAX_DIGITS} digits)")
+    return value
+
+
 def _number(node: ast.Constant) -> Fraction:
     value = node.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArithmeticError_(f"only numbers are allowed, not {value!r}")
-    return Fraction(value) if isinstance(value, int) else Fraction(str(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArithmeticError_(f"the number {value} is out of range; write it as a power of ten, e.g. 10**400")
+    return _check_size(Fraction(value) if isinstance(value, int) else Fraction(str(value)))
 
 
 def _pow(base: Fraction, exp: Fraction) -> Fraction:
@@ -86,6 +103,8 @@ def _pow(base: Fraction, exp: Fraction) -> Fraction:
         raise ArithmeticError_(f"exponent {exp} is too large (limit {_MAX_POW})")
     if base == 0 and exp < 0:
         raise ArithmeticError_("division by zero")
+    if abs(base) != 1 and base != 0 and (_digits(base) - 1) * abs(exp) > _MAX_DIGITS:  # bounded before computing
+        raise ArithmeticError_(f"the result is too large to compute exactly (more than {_MAX_DIGITS} digits)")
     return base ** int(exp)
 
 
@@ -120,9 +139,7 @@ def _eval(node: ast.expr, allow_pow: bool, leaves: list[Fraction] | None, ops: l
             result = _pow(left, right)
         else:
             raise ArithmeticError_(f"operator {type(op).__name__} is not allowed")
-        if len(str(result.numerator)) + len(str(result.denominator)) > _MAX_DIGITS:
-            raise ArithmeticError_("the result is too large to compute exactly")
-        return result
+        return _check_size(result)
     raise ArithmeticError_(f"{type(node).__name__} is not allowed in arithmetic; use numbers, + - * / and parentheses")
 
 

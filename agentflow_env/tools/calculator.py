@@ -1,15 +1,35 @@
-"""The calculator tool: exact rational arithmetic without ``eval``; sympy for symbolic input."""
+"""The calculator tool: exact rational arithmetic without ``eval``; sympy, in a killable helper, for the rest.
+
+Plain arithmetic is evaluated in this process by :mod:`agentflow_env.arith`, whose sizes are bounded before
+each operation. Anything symbolic goes to a helper process (:mod:`agentflow_env.tools.symbolic`) that bounds
+every size before evaluating and is killed when it overruns, so no input can hold this process's CPU or GIL:
+a call never runs much past its ``timeout``.
+"""
 
 from __future__ import annotations
 
-import math
-import re
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
 import threading
-from typing import Any
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from agentflow_env.arith import ArithmeticError_, evaluate, format_fraction
 from agentflow_env.tools.base import BaseTool
+from agentflow_env.tools.symbolic import prepare
 from agentflow_env.types import ToolResult
+
+__all__ = ["CalculatorTool", "SymbolicAnswer"]
+
+SYMBOLIC_TIMEOUT_S = 3.0  # per expression, within the call's own timeout
+HELPER_START_TIMEOUT_S = 30.0  # importing sympy in a new helper, on a busy machine
+MAX_HELPERS = max(1, min(4, os.cpu_count() or 1))  # helpers alive at once (concurrent calls share them)
+_MAX_REPLY_BYTES = 64 * 1024
 
 
 class CalculatorTool(BaseTool):
@@ -25,7 +45,12 @@ class CalculatorTool(BaseTool):
     examples = ("(13 - 1) * (8 / 4)",)
     max_expressions = 64
 
+    def reset(self) -> None:
+        """Start of an episode: have a symbolic helper importing sympy in the background (a no-op when one is idle)."""
+        _POOL.prestart()
+
     def _run(self, command: str, timeout: float) -> ToolResult:
+        deadline = time.monotonic() + max(0.0, timeout)
         exprs = [e.strip() for e in command.replace(";", "\n").splitlines() if e.strip()]
         if not exprs:
             return ToolResult(
@@ -43,215 +68,243 @@ class CalculatorTool(BaseTool):
         for expr in exprs:
             try:
                 lines.append(f"{expr} = {format_fraction(evaluate(expr))}")
+                continue
             except ArithmeticError_ as exc:
-                symbolic = self._symbolic(expr)
-                if symbolic is not None:
-                    lines.append(f"{expr} = {symbolic}")
-                else:
-                    lines.append(f"{expr} -> Error: {exc}")
-                    errors.append(str(exc))
+                message = str(exc)
+            answer = self._symbolic(expr, SYMBOLIC_TIMEOUT_S, deadline)
+            if answer.text is not None:
+                lines.append(f"{expr} = {answer.text}")
+                continue
+            message = answer.error or message
+            lines.append(f"{expr} -> Error: {message}")
+            errors.append(message)
         ok = len(errors) < len(exprs)
         return ToolResult(text="\n".join(lines), ok=ok, error="; ".join(errors) or None)
 
     @staticmethod
-    def _symbolic(expr: str) -> str | None:
-        """Symbolic fallback (sqrt, log, pi, simplify, ...) with sympy; None when the input is not accepted.
+    def _symbolic(expr: str, timeout: float = SYMBOLIC_TIMEOUT_S, deadline: float | None = None) -> SymbolicAnswer:
+        """Symbolic fallback (sqrt, log, pi, simplify, ...) with sympy, in a helper process killed on overrun.
 
-        The text is first checked against a whitelist (known function and constant names, one-letter symbols,
-        numbers and operators: no attributes, strings, brackets or dunders), then parsed by sympy's parser with
-        a namespace holding only those names and no builtins. Size guards reject power towers, huge factorials
-        and long inputs before anything is computed, and the evaluation runs under a wall-clock limit.
+        The text is first checked here against a whitelist (known function and constant names, one-letter
+        symbols, numbers and operators: no attributes, strings, brackets or dunders). In the helper, sympy's
+        parser turns it into code whose sizes are bounded before anything is evaluated (power towers, huge
+        factorials and literals, also inside function arguments); the evaluation then runs under ``timeout``,
+        and never past ``deadline`` (the whole call's end).
         """
-        return _symbolic_eval(expr)
+        return symbolic_answer(expr, timeout, deadline)
 
 
-# ------------------------------------------------------------------------------- the symbolic fallback (sympy)
-
-_SYM_MAX_CHARS = 300
-_SYM_MAX_RESULT_CHARS = 2_000
-_SYM_TIMEOUT_S = 3.0
-_SYM_MAX_DIGITS = 20_000  # a numeric power may produce at most this many digits
-_SYM_MAX_SYMBOLIC_EXP = 200  # (x + 1)**n with symbols: n at most this
-_SYM_MAX_FACTORIAL = 5_000
-_SYM_FUNCTIONS = (
-    "sqrt cbrt root exp log ln sin cos tan cot sec csc asin acos atan atan2 sinh cosh tanh asinh acosh atanh "
-    "factorial binomial gcd lcm floor ceiling Abs abs Min Max min max sign re im conjugate simplify expand factor "
-    "cancel apart together nsimplify trigsimp diff integrate limit solve Rational Integer Sum Product Eq"
-).split()
-_SYM_CONSTANTS = {"pi": "pi", "E": "E", "e": "E", "I": "I", "oo": "oo", "inf": "oo", "infinity": "oo"}
-_SYM_TYPOGRAPHY = {"^": "**", "×": "*", "÷": "/", "−": "-", "·": "*", "⋅": "*", "π": "pi", "√": "sqrt", "$": ""}
-_SYM_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SYM_ALLOWED_CHARS = re.compile(r"^[A-Za-z0-9_+\-*/().,!\s]*$")
-# computed eagerly by sympy even when parsing with evaluate=False, so the guard pass sees inert placeholders
-# instead; the arguments of the first two are bounded, the others are checked through their arguments
-_SYM_EAGER = ("factorial", "binomial")
-_SYM_INERT = (
-    *_SYM_EAGER,
-    "expand",
-    "simplify",
-    "factor",
-    "cancel",
-    "apart",
-    "together",
-    "nsimplify",
-    "trigsimp",
-    "diff",
-    "integrate",
-    "limit",
-    "solve",
-    "Sum",
-    "Product",
-)
-_sym_namespace: dict[str, Any] | None = None
+# ------------------------------------------------------------------------------ the symbolic helper processes
 
 
-def _sym_names() -> dict[str, Any]:
-    """The only names sympy's parser may resolve: the whitelisted functions and constants, no builtins."""
-    global _sym_namespace
-    if _sym_namespace is None:
-        import sympy
+@dataclass
+class SymbolicAnswer:
+    """The symbolic side's answer: ``text`` when it evaluated; else ``error`` (why) or neither (not maths)."""
 
-        table: dict[str, Any] = {"__builtins__": {}}
-        aliases = {"ln": "log", "abs": "Abs", "min": "Min", "max": "Max"}
-        for name in _SYM_FUNCTIONS:
-            table[name] = getattr(sympy, aliases.get(name, name))
-        for name, target in _SYM_CONSTANTS.items():
-            table[name] = getattr(sympy, target)
-        for letter in "abcdfghjklmnopqrstuvwxyz":  # one-letter symbols (e is Euler's number, I is i)
-            table[letter] = sympy.Symbol(letter)
-        # what the parser itself emits (number literals; operators when evaluate=False)
-        table.update(
-            Symbol=sympy.Symbol,
-            Float=sympy.Float,
-            Integer=sympy.Integer,
-            Rational=sympy.Rational,
-            Add=sympy.Add,
-            Mul=sympy.Mul,
-            Pow=sympy.Pow,
+    text: str | None = None
+    error: str | None = None
+
+
+class _Helper:
+    """One helper process that answers one JSON request per line (see :func:`agentflow_env.tools.symbolic.serve`)."""
+
+    _CODE = "from agentflow_env.tools.symbolic import serve; serve()"
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])  # the helper imports this very copy
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self._CODE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            env=env,
         )
-        _sym_namespace = table
-    return _sym_namespace
+        self.ready = False
+        self._buffer = b""
 
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
-def _sym_prepare(text: str) -> str | None:
-    expr = text.strip()
-    for old, new in _SYM_TYPOGRAPHY.items():
-        expr = expr.replace(old, new)
-    if "=" in expr:  # "sqrt(2)**2 = ?" asks for the left side
-        expr = expr.split("=")[0]
-    expr = expr.strip()
-    if not expr or len(expr) > _SYM_MAX_CHARS or not _SYM_ALLOWED_CHARS.match(expr):
-        return None
-    if "__" in expr or re.search(r"(?<![0-9])\.|\.(?![0-9])", expr):  # dots only inside numbers
-        return None
-    names = _sym_names()
-    if any(name not in names for name in _SYM_IDENT.findall(expr)):
-        return None
-    return expr
+    def read_line(self, deadline: float) -> bytes | None:
+        """One reply line, or ``None`` when none came by ``deadline`` (or the helper died)."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or len(self._buffer) > _MAX_REPLY_BYTES:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:  # the helper exited
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
 
+    def wait_ready(self, deadline: float) -> bool:
+        if not self.ready:
+            line = self.read_line(deadline)
+            self.ready = line is not None and b"ready" in line
+        return self.ready
 
-def _sym_number(expr: Any) -> complex | None:
-    import sympy
-
-    try:
-        return complex(sympy.N(expr, 15))
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def _sym_pow_ok(base: Any, exp: Any) -> bool:
-    """A power is allowed when its exact value has a bounded number of digits (or a small symbolic degree)."""
-    if exp.free_symbols:
-        return True
-    e = _sym_number(exp)
-    if e is None or abs(e) > 1e6:
-        return False
-    if base.free_symbols:
-        return abs(e) <= _SYM_MAX_SYMBOLIC_EXP
-    b = _sym_number(base)
-    if b is None:  # holds a bounded factorial placeholder: allow only small powers of it
-        return abs(e) <= 16
-    return abs(b) <= 1 or abs(e.real) * math.log10(abs(b)) <= _SYM_MAX_DIGITS
-
-
-def _sym_magnitude_ok(node: Any) -> bool:
-    """Reject, before evaluating, the inputs whose exact value would be astronomically large."""
-    import sympy
-
-    if isinstance(node, dict):
-        node = [*node.keys(), *node.values()]
-    if isinstance(node, (list, tuple)):  # eager functions (solve, ...) already produced a collection
-        return all(_sym_magnitude_ok(item) for item in node)
-    if not isinstance(node, sympy.Basic):
-        return True
-    for sub in sympy.postorder_traversal(node):
-        if isinstance(sub, sympy.Integer) and abs(int(sub)) > 10**200:
-            return False
-        if isinstance(sub, sympy.Pow) and not _sym_pow_ok(*sub.args):
-            return False
-        if getattr(sub.func, "__name__", "") in _SYM_EAGER and not sub.args[0].free_symbols:
-            n = _sym_number(sub.args[0])
-            if n is None or abs(n) > _SYM_MAX_FACTORIAL:
-                return False
-    return True
-
-
-def _sym_format(value: Any) -> str | None:
-    import sympy
-
-    if isinstance(value, (bool, sympy.logic.boolalg.BooleanAtom)):
-        return str(bool(value))
-    if isinstance(value, sympy.Basic) and value.has(sympy.zoo, sympy.nan):
-        return None  # division by zero or an undefined form
-    if isinstance(value, (list, tuple, dict)):
-        text = str(value)
-    elif isinstance(value, sympy.Basic) and value.is_number and not value.free_symbols:
-        if isinstance(value, sympy.Integer):
-            text = str(value)
-        elif isinstance(value, sympy.Rational):
-            text = f"{value.p}/{value.q} (≈ {float(value):.10g})"
-        else:
-            approx = sympy.N(value, 15)
-            text = str(value) if str(value) == str(approx) else f"{value} (≈ {approx})"
-            if len(text) > _SYM_MAX_RESULT_CHARS:
-                text = f"≈ {approx}"
-    else:
-        text = str(value)
-    return text if len(text) <= _SYM_MAX_RESULT_CHARS else None
-
-
-def _symbolic_eval(text: str, timeout: float = _SYM_TIMEOUT_S) -> str | None:
-    expr = _sym_prepare(text)  # imports sympy outside the time limit
-    if expr is None:
-        return None
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        import sympy
-        from sympy.parsing.sympy_parser import (
-            auto_number,
-            factorial_notation,
-            implicit_multiplication,
-            parse_expr,
-            rationalize,
-        )
-
-        # no auto_symbol: every name must come from the whitelisted namespace; rationalize keeps 0.1 exact
-        transformations = (auto_number, rationalize, factorial_notation, implicit_multiplication)
+    def ask(self, expr: str, timeout: float) -> dict[str, str] | None:
+        """The reply, or ``None`` when the helper overran ``timeout`` or died (then it is no longer usable)."""
+        assert self.proc.stdin is not None
+        deadline = time.monotonic() + timeout
         try:
-            names = dict(_sym_names())
-            guard = {**names, **{f: sympy.Function(f) for f in _SYM_INERT}}
-            tree = parse_expr(expr, global_dict=guard, local_dict={}, transformations=transformations, evaluate=False)
-            if not _sym_magnitude_ok(tree):
-                return
-            value = parse_expr(expr, global_dict=names, local_dict={}, transformations=transformations)
-            if hasattr(value, "doit"):
-                value = value.doit()
-            box["out"] = _sym_format(value)
-        except Exception:  # not an expression sympy accepts: the caller reports the arithmetic error
-            return
+            self.proc.stdin.write(json.dumps({"e": expr, "t": timeout}).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return None
+        line = self.read_line(deadline)
+        if line is None:
+            return None
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None
+        return reply if isinstance(reply, dict) else None
 
-    worker = threading.Thread(target=work, name="calculator-sympy", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    return box.get("out") if not worker.is_alive() else None
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+
+class _HelperPool:
+    """Up to :data:`MAX_HELPERS` helpers; a call borrows an idle one, and one that overran is killed and replaced."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._idle: list[_Helper] = []
+        self._count = 0
+        self._pid = os.getpid()
+
+    def _forked(self) -> None:
+        """In a forked child the helpers and their pipes are the parent's: forget them, start afresh."""
+        self._cond = threading.Condition()
+        self._idle, self._count, self._pid = [], 0, os.getpid()
+
+    def _take(self, deadline: float) -> _Helper | None:
+        with self._cond:
+            while True:
+                while self._idle:
+                    helper = self._idle.pop()
+                    if helper.alive():
+                        return helper
+                    helper.kill()
+                    self._count -= 1
+                if self._count < MAX_HELPERS:
+                    self._count += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+        try:
+            return _Helper()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _give_back(self, helper: _Helper, usable: bool) -> None:
+        if not usable:
+            helper.kill()
+        with self._cond:
+            if usable:
+                self._idle.append(helper)
+            else:
+                self._count -= 1
+            self._cond.notify()
+        if not usable:
+            self.prestart()  # the next call finds a helper that has already imported sympy
+
+    def prestart(self) -> None:
+        """Start a helper now (it imports sympy in the background) unless one is already idle."""
+        with self._cond:
+            if self._idle or self._count >= MAX_HELPERS:
+                return
+            self._count += 1
+        try:
+            helper = _Helper()
+        except OSError:
+            with self._cond:
+                self._count -= 1
+            return
+        self._give_back(helper, True)
+
+    def ask(self, expr: str, timeout: float, deadline: float) -> SymbolicAnswer:
+        """Evaluate in a helper for at most ``timeout`` seconds, and never past ``deadline`` (the call's end).
+
+        Waiting for a free helper, or for a new one to import sympy, counts against the deadline only.
+        """
+        if os.getpid() != self._pid:
+            self._forked()
+        helper = self._take(deadline)
+        if helper is None:
+            return SymbolicAnswer(error="the symbolic engine is busy with other calls; try again")
+        if not helper.wait_ready(min(deadline, time.monotonic() + HELPER_START_TIMEOUT_S)):
+            if helper.alive():
+                self._give_back(helper, True)  # still importing sympy: a later call will find it ready
+                return SymbolicAnswer(error="the symbolic engine is still starting; try again in a moment")
+            self._give_back(helper, False)
+            return SymbolicAnswer(error="the symbolic engine could not start")
+        left = min(timeout, deadline - time.monotonic())
+        if left <= 0:
+            self._give_back(helper, True)
+            return SymbolicAnswer(error="the call's time limit ran out before this expression")
+        reply = helper.ask(expr, left)
+        if reply is None:
+            self._give_back(helper, False)  # killed: whatever it was computing stops now
+            return SymbolicAnswer(error=f"the symbolic computation took longer than {left:.1f} s and was stopped")
+        self._give_back(helper, True)
+        kind, text = reply.get("kind"), str(reply.get("text", ""))
+        if kind == "value":
+            return SymbolicAnswer(text=text)
+        if kind == "size":
+            return SymbolicAnswer(error=text)
+        return SymbolicAnswer()
+
+    def close(self) -> None:
+        with self._cond:
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+        for helper in idle:
+            helper.kill()
+
+
+_POOL = _HelperPool()
+atexit.register(_POOL.close)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_POOL._forked)
+
+
+def symbolic_answer(text: str, timeout: float = SYMBOLIC_TIMEOUT_S, deadline: float | None = None) -> SymbolicAnswer:
+    """Evaluate ``text`` with sympy in a helper process, killed after ``timeout`` seconds or at ``deadline``
+    (a :func:`time.monotonic` time; by default ``timeout`` from now)."""
+    expr = prepare(text)
+    if expr is None:
+        return SymbolicAnswer()
+    if deadline is None:
+        deadline = time.monotonic() + timeout
+    if min(timeout, deadline - time.monotonic()) <= 0:
+        return SymbolicAnswer(error="the call's time limit ran out before this expression")
+    return _POOL.ask(expr, timeout, deadline)
+
+
+def _symbolic_eval(text: str, timeout: float = SYMBOLIC_TIMEOUT_S) -> str | None:
+    """The symbolic answer's text, or ``None`` (not accepted, too large, or over ``timeout``)."""
+    return symbolic_answer(text, timeout).text

@@ -1,0 +1,91 @@
+"""Latency of Calculator_Tool per call: plain arithmetic, symbolic (sympy) cells, the first call, hostile input.
+
+Prints JSON: median milliseconds per call for each kind of expression, the first symbolic call of a fresh process
+(sympy is imported then) and the time a size-guarded bomb takes to come back as an error.
+Usage: python perf/calculator.py [--calls 200] [--module path/to/calculator.py]
+(``--module`` times another copy of the tool, e.g. ``git show REV:agentflow_env/tools/calculator.py > old.py``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Any
+
+CELLS = {
+    "arithmetic": "(13 - 1) * (8 / 4)",
+    "arithmetic_power": "2**100 / 3**20 + 7",
+    "symbolic_sqrt": "sqrt(8)",
+    "symbolic_simplify": "simplify(sin(x)**2 + cos(x)**2)",
+    "symbolic_integrate": "integrate(x**2, (x, 0, 3))",
+    "symbolic_solve": "solve(x**2 - 4, x)",
+}
+HOSTILE = ["gcd(10**(10**8), 7)", "factorial(10**7)", "Integer(9**9**9)"]
+
+
+def _tool_class(module_path: str | None) -> Any:
+    if module_path is None:
+        from agentflow_env.tools.calculator import CalculatorTool
+
+        return CalculatorTool
+    spec = importlib.util.spec_from_file_location("calculator_under_test", module_path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CalculatorTool
+
+
+def _median_ms(fn: Any, calls: int) -> float:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(samples), 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200, help="calls per expression")
+    parser.add_argument("--module", default=None, help="time the CalculatorTool of this file instead")
+    parser.add_argument("--hostile", nargs="*", default=HOSTILE, help="bombs to time (each must fail)")
+    args = parser.parse_args()
+
+    tool = _tool_class(args.module)()
+    start = time.perf_counter()
+    first = tool.run(CELLS["symbolic_sqrt"], 30)
+    first_ms = (time.perf_counter() - start) * 1000
+    assert first.ok, first.text
+    medians: dict[str, float] = {}
+    for name, expr in CELLS.items():
+        result = tool.run(expr, 30)
+        assert result.ok, f"{name}: {result.text}"
+        medians[name] = _median_ms(lambda expr=expr: tool.run(expr, 30), args.calls)
+    hostile_ms = {}
+    for expr in args.hostile:
+        start = time.perf_counter()
+        result = tool.run(expr, 30)
+        hostile_ms[expr] = round((time.perf_counter() - start) * 1000, 1)
+        assert not result.ok, result.text
+    tool.close()
+    out = {
+        "benchmark": "calculator_latency",
+        "module": args.module or "agentflow_env.tools.calculator",
+        "calls": args.calls,
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "first_symbolic_call_ms": round(first_ms, 1),
+        "median_ms": medians,
+        "hostile_ms": hostile_ms,
+    }
+    sys.stdout.write(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
