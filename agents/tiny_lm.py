@@ -21,6 +21,7 @@ __all__ = [
     "CHAT_TEMPLATE",
     "DEFAULT_MODEL_KWARGS",
     "SPECIAL_TOKENS",
+    "VLLM_MODEL_KWARGS",
     "build_tiny_lm",
     "build_tokenizer",
     "corpus_texts",
@@ -61,6 +62,10 @@ DEFAULT_MODEL_KWARGS: dict[str, Any] = {
     "rope_theta": 10000.0,
     "tie_word_embeddings": True,
 }
+
+# The same tiny LM in a shape vLLM's CPU attention accepts (it rejects head_dim 16: hidden 64 over 4 heads);
+# hidden 64 over 2 heads and 1 KV head gives head_dim 32. Pass as ``tiny_lm_path(**VLLM_MODEL_KWARGS)``.
+VLLM_MODEL_KWARGS: dict[str, Any] = {"num_attention_heads": 2, "num_key_value_heads": 1}
 
 
 def _require_hf() -> None:
