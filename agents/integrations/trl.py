@@ -1,0 +1,280 @@
+"""TRL bridge: multi-turn ``agentflow/*`` episodes inside TRL's ``GRPOTrainer`` (``rollout_func``).
+
+    from trl import GRPOConfig, GRPOTrainer
+    from agents.integrations.trl import AgentFlowTRL
+
+    bridge = AgentFlowTRL("agentflow/Gen-GameOf24-v1", env_kwargs={"max_turns": 3})
+    trainer = GRPOTrainer(model=..., processing_class=tokenizer, args=GRPOConfig(...),
+                          train_dataset=bridge.dataset(), reward_funcs=bridge.reward_func,
+                          rollout_func=bridge.rollout_func)
+
+Each dataset row is one task; TRL repeats it ``num_generations`` times, and ``rollout_func`` plays
+every row's episode to the end with the trainer's own model, all rows batched per turn. The planner
+writes the env's text format (``Tool Name: ... / Command: ...``), so no tool-calling chat template
+is needed. One row's sample is the whole conversation (:mod:`agents.integrations.chat`): the first
+planner prompt, then each planner turn's tokens (trained, ``env_mask`` 1) and the env's reply
+tokens (not trained, ``env_mask`` 0). The reward is the env's verified outcome, so TRL's group
+advantage reaches every planner turn of the trajectory: Flow-GRPO's broadcast.
+
+Generated tokens are kept exactly as sampled (no re-tokenisation of the model's own text); only
+the env's reply is tokenised, and the model conditions on exactly those ids when it continues.
+An episode that would run past ``max_completion_length`` stops there and scores 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+import agentflow_env  # noqa: F401  (registers the env ids)
+from agentflow_env.error import ConfigError
+from agents.integrations.chat import step_message
+
+__all__ = ["AgentFlowTRL"]
+
+
+class AgentFlowTRL:
+    """A dataset, a ``rollout_func`` and a reward function for ``trl.GRPOTrainer`` on one env id."""
+
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        split: str = "train",
+        env_kwargs: dict[str, Any] | None = None,
+        num_tasks: int | None = None,
+        max_new_tokens: int | None = None,
+        seed: int = 0,
+    ):
+        self.env_id = env_id
+        self.split = split
+        self.env_kwargs = dict(env_kwargs or {})
+        self.num_tasks = num_tasks
+        self.max_new_tokens = max_new_tokens
+        self.seed = int(seed)
+        self._envs: list[Any] = []
+        self._task_of_prompt: dict[str, str] = {}
+        self._calls = 0
+        self.last_turns: list[int] = []  # planner turns of each row of the latest rollout (for tests and logs)
+
+    # ------------------------------------------------------------------ data
+    def _env(self, i: int) -> Any:
+        while len(self._envs) <= i:
+            self._envs.append(gym.make(self.env_id, split=self.split, **self.env_kwargs))
+        return self._envs[i]
+
+    def dataset(self) -> Any:
+        """A ``datasets.Dataset`` with one row per task: ``prompt`` (the env's first planner prompt) and ``task_id``."""
+        from datasets import Dataset
+
+        env = self._env(0)
+        n = len(env.unwrapped.tasks)
+        rows = []
+        for index in range(n if self.num_tasks is None else min(n, self.num_tasks)):
+            obs, info = env.reset(options={"index": index})
+            self._task_of_prompt[obs["prompt"]] = str(info["task_id"])
+            rows.append({"prompt": obs["prompt"], "task_id": str(info["task_id"])})
+        return Dataset.from_list(rows)
+
+    def reward_func(
+        self, completions: Sequence[Any], env_reward: Sequence[float] | None = None, **_: Any
+    ) -> list[float]:
+        """TRL reward function: the env's verified outcome of each row's episode (from ``rollout_func``)."""
+        if env_reward is None:
+            raise ConfigError("agentflow reward needs the rollout_func of the same AgentFlowTRL bridge")
+        return [float(r) for r in env_reward]
+
+    reward_func.__name__ = "agentflow_env_reward"  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ rollouts
+    def rollout_func(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list[Any]]:
+        """Play one episode per prompt row with ``trainer``'s model; returns TRL's rollout dict."""
+        tokenizer = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        args = trainer.args
+        budget = int(getattr(args, "max_completion_length", 256) or 256)
+        per_turn = int(self.max_new_tokens or budget)
+        chat = _ChatCodec(tokenizer)
+        self._calls += 1
+
+        rows = []
+        for r, prompt in enumerate(prompts):
+            text = _prompt_text(prompt)
+            task_id = self._task_of_prompt.get(text)
+            if task_id is None:
+                raise ConfigError(
+                    "a prompt row is not one of this bridge's dataset rows; build the dataset with .dataset()"
+                )
+            env = self._env(r)
+            obs, info = env.reset(seed=_seed(self.seed, self._calls, r), options={"task_id": task_id})
+            rows.append(
+                _Row(
+                    env=env, messages=[{"role": "user", "content": obs["prompt"]}], prompt_ids=chat.start(obs["prompt"])
+                )
+            )
+
+        while True:
+            active = [row for row in rows if not row.done]
+            if not active:
+                break
+            room = [budget - len(row.completion_ids) for row in active]
+            max_new = max(1, min(per_turn, max(room)))
+            samples = _generate(
+                model, tokenizer, [row.prompt_ids + row.completion_ids for row in active], args, max_new
+            )
+            for row, (ids, logps), left in zip(active, samples, room):
+                if len(ids) > left:  # ran past the completion budget: the episode ends unfinished
+                    ids, logps = ids[:left], logps[:left]
+                    row.add(ids, logps, trained=True)
+                    row.done = True
+                    continue
+                row.add(ids, logps, trained=True)
+                action = tokenizer.decode(ids, skip_special_tokens=True)
+                _, reward, terminated, truncated, info = row.env.step(action)
+                row.turns += 1
+                row.messages.append({"role": "assistant", "content": action})
+                if terminated or truncated:
+                    row.reward, row.done = float(reward), True
+                    continue
+                message = step_message(info)
+                reply = chat.reply(row.messages, message, ended_with_eos=bool(ids) and ids[-1] in chat.eos_ids)
+                row.messages.append({"role": "user", "content": message})
+                if len(row.completion_ids) + len(reply) >= budget:
+                    row.done = True  # no room for another turn
+                    continue
+                row.add(reply, [0.0] * len(reply), trained=False)
+
+        self.last_turns = [row.turns for row in rows]
+        return {
+            "prompt_ids": [row.prompt_ids for row in rows],
+            "completion_ids": [row.completion_ids for row in rows],
+            "logprobs": [row.logprobs for row in rows],
+            "env_mask": [row.env_mask for row in rows],
+            "env_reward": [row.reward for row in rows],
+            "num_turns": [row.turns for row in rows],
+        }
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+        self._envs = []
+
+
+class _Row:
+    def __init__(self, env: Any, messages: list[dict[str, str]], prompt_ids: list[int]):
+        self.env = env
+        self.messages = messages
+        self.prompt_ids = prompt_ids
+        self.completion_ids: list[int] = []
+        self.logprobs: list[float] = []
+        self.env_mask: list[int] = []
+        self.reward = 0.0
+        self.turns = 0
+        self.done = False
+
+    def add(self, ids: Sequence[int], logps: Sequence[float], trained: bool) -> None:
+        self.completion_ids.extend(int(i) for i in ids)
+        self.logprobs.extend(float(x) for x in logps)
+        self.env_mask.extend([1 if trained else 0] * len(ids))
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):  # conversational rows
+        return str(prompt[-1].get("content", ""))
+    raise ConfigError(f"unsupported prompt row type {type(prompt).__name__}; use AgentFlowTRL.dataset()")
+
+
+def _seed(seed: int, call: int, row: int) -> int:
+    return (seed * 1_000_003 + call * 10_007 + row) % (2**31)
+
+
+class _ChatCodec:
+    """Token ids of the first prompt and of each env reply, through the tokenizer's chat template.
+
+    A reply's ids are the text the template adds after the assistant's action (its end-of-turn,
+    the user message, the next assistant header), so the conversation's ids equal what the template
+    renders, while the model's own tokens are never re-tokenised.
+    """
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.templated = bool(getattr(tokenizer, "chat_template", None))
+        eos = tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def start(self, prompt: str) -> list[int]:
+        if not self.templated:
+            return self._encode(prompt + "\n\n")
+        return self._encode(self._render([{"role": "user", "content": prompt}]))
+
+    def reply(self, messages: list[dict[str, str]], message: str, ended_with_eos: bool) -> list[int]:
+        if not self.templated:
+            return self._encode("\n\n" + message + "\n\n")
+        before = self._render(messages[:-1]) + messages[-1]["content"]
+        after = self._render([*messages, {"role": "user", "content": message}])
+        if not after.startswith(before):
+            raise ConfigError(
+                "the tokenizer's chat template rewrites earlier turns (e.g. drops reasoning), so a multi-turn "
+                "conversation cannot grow token by token; use a template that renders earlier turns unchanged"
+            )
+        delta = after[len(before) :]
+        eos_text = self.tokenizer.eos_token or ""
+        if ended_with_eos and eos_text and delta.startswith(eos_text):
+            delta = delta[len(eos_text) :]  # the model already produced the end-of-turn token
+        return self._encode(delta)
+
+
+def _generate(
+    model: Any, tokenizer: Any, contexts: list[list[int]], args: Any, max_new: int
+) -> list[tuple[list[int], list[float]]]:
+    """Sample one continuation per context (left-padded batch); token ids and their sampling log-probs."""
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    width = max(len(c) for c in contexts)
+    ids = torch.full((len(contexts), width), pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, c in enumerate(contexts):
+        ids[i, width - len(c) :] = torch.tensor(c, dtype=torch.long)
+        mask[i, width - len(c) :] = 1
+    device = next(model.parameters()).device
+    temperature = float(getattr(args, "temperature", 1.0) or 1.0)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                do_sample=True,
+                temperature=temperature,
+                top_p=float(getattr(args, "top_p", 1.0) or 1.0),
+                top_k=0,
+                max_new_tokens=max_new,
+                pad_token_id=pad,
+                eos_token_id=tokenizer.eos_token_id,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
+            scores = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
+    finally:
+        model.train(was_training)
+    new = out.sequences[:, width:].tolist()
+    eos = tokenizer.eos_token_id
+    results = []
+    for i, row in enumerate(new):
+        n = len(row)
+        if eos in row:
+            n = row.index(eos) + 1  # keep the end-of-turn token: the model learns to stop
+        results.append((row[:n], scores[i, :n].float().tolist()))
+    return results
