@@ -78,6 +78,19 @@ _ENV_KWARGS = {
     "llm_kwargs",
     "render_mode",
 }
+# options of the paper flow (flow="paper"): AgentFlow's solver module by module
+_PAPER_KWARGS = {
+    "engine",
+    "tool_engine",
+    "prompts",
+    "toolbox",
+    "sampling",
+    "max_turns",
+    "time_budget_s",
+    "tool_timeout_s",
+    "render_mode",
+}
+FLOWS = ("modes", "paper")
 
 
 def spec_names() -> list[str]:
@@ -106,8 +119,19 @@ def make_env(
 
     Env kwargs (``max_turns``, ``executor``, ...) go to :class:`AgentFlowEnv`; the rest go to the
     task loader, the scorer and the tool factory (``data_dir``, ``num_tasks``, ``seed``, ...).
+
+    ``flow="paper"`` builds :class:`~agentflow_env.paper_mode.PaperFlowEnv` instead: AgentFlow's solver
+    module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
+    ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``). Its questions
+    keep AgentFlow's wording (``keep_instructions=True``) and, for the paper's benchmarks, the full
+    final output is graded by the LLM judge on ``engine`` unless ``scoring``/``judge_engine`` say otherwise.
     """
+    flow = kwargs.pop("flow", "modes")
+    if flow not in FLOWS:
+        raise ConfigError(f"flow={flow!r}; choose 'modes' (the env's own modules) or 'paper' (AgentFlow's solver)")
     spec = get_spec(benchmark)
+    if flow == "paper":
+        return _make_paper_env(spec, split, tasks, scorer, tools, kwargs)
     env_kwargs = {**spec.env_defaults, **{k: kwargs.pop(k) for k in list(kwargs) if k in _ENV_KWARGS}}
     env_kwargs.setdefault("max_turns", spec.max_turns)
     builders = [spec.load_tasks, spec.make_scorer] + ([spec.make_tools] if spec.make_tools else [])
@@ -125,9 +149,61 @@ def make_env(
         env_tools = spec.make_tools(**_accepted(spec.make_tools, tool_kwargs))
     else:
         env_tools = [make_tool(name) for name in spec.tools]
+    if env_kwargs.get("engine") is not None:  # LLM-backed tools built without an engine use the env's
+        for tool in env_tools:
+            attach = getattr(tool, "attach_engine", None)
+            if callable(attach):
+                attach(env_kwargs["engine"])
     return AgentFlowEnv(
         task_source, env_scorer, env_tools, instructions=spec.instructions, name=benchmark, **env_kwargs
     )
+
+
+def _make_paper_env(
+    spec: BenchmarkSpec,
+    split: str | None,
+    tasks: TaskSource | None,
+    scorer: Scorer | None,
+    tools: Sequence[Tool] | None,
+    kwargs: dict[str, Any],
+) -> AgentFlowEnv:
+    from agentflow_env.paper_mode import PaperFlowEnv
+
+    misplaced = sorted(k for k in kwargs if k in _ENV_KWARGS and k not in _PAPER_KWARGS)
+    if misplaced:
+        raise ConfigError(
+            f"flow='paper' runs AgentFlow's own modules and budgets; {', '.join(misplaced)} do not apply "
+            f"(its options: {', '.join(sorted(_PAPER_KWARGS))})"
+        )
+    env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _PAPER_KWARGS}
+    env_kwargs.setdefault("max_turns", spec.max_turns)
+    if "time_budget_s" in spec.env_defaults:
+        env_kwargs.setdefault("time_budget_s", spec.env_defaults["time_budget_s"])
+    if env_kwargs.get("engine") is None:
+        raise ConfigError("flow='paper' needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
+    if isinstance(env_kwargs["engine"], str):
+        from agentflow_env.engines import make_engine
+
+        env_kwargs["engine"] = make_engine(env_kwargs["engine"])
+    loader_names, loader_var_kw = _params(spec.load_tasks)
+    if "keep_instructions" in loader_names or loader_var_kw:
+        kwargs.setdefault("keep_instructions", True)  # the question as AgentFlow sends it
+    scorer_names, _ = _params(spec.make_scorer)
+    if "scoring" in scorer_names:
+        kwargs.setdefault("scoring", "judge")  # AgentFlow's judge reads the whole final output
+        if kwargs["scoring"] == "judge" and "judge_engine" in scorer_names:
+            kwargs.setdefault("judge_engine", env_kwargs["engine"])
+    _check_options(spec.name, kwargs, [spec.load_tasks, spec.make_scorer])
+    task_source = (
+        tasks
+        if tasks is not None
+        else spec.load_tasks(split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
+    )
+    env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
+    runnable = None
+    if tools is not None:
+        runnable = dict(tools) if isinstance(tools, dict) else {t.name: t for t in tools}
+    return PaperFlowEnv(task_source, env_scorer, tools=runnable, name=f"{spec.name}-paper", **env_kwargs)
 
 
 def _params(fn: Callable[..., Any]) -> tuple[set[str], bool]:

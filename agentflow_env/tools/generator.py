@@ -79,6 +79,15 @@ class BaseGeneratorTool(BaseTool):
                     self._engine_error = f"{type(exc).__name__}: {exc}"
             return self._engine
 
+    def attach_engine(self, engine: Engine | str) -> bool:
+        """Use ``engine`` when neither ``engine=`` nor ``$AGENTFLOW_GENERATOR_ENGINE`` gave one (the env's
+        engine in its LLM modes, so the tool never runs engine-less there); True when it was attached."""
+        with self._lock:
+            if self._spec is not None or self._engine is not None or os.environ.get(self.env_var):
+                return False
+            self._spec = engine
+            return True
+
     def _messages(self, command: str) -> list[dict[str, str]]:
         chat = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return [*chat, {"role": "user", "content": command}]

@@ -1,0 +1,24 @@
+"""The paper mode: AgentFlow's solver, module by module (query analysis, planner, executor, tool, verifier,
+final output), as a Gymnasium env whose agent is the planner. See :class:`PaperFlowEnv`."""
+
+from agentflow_env.paper_mode.env import TOOLBOX_PRESETS, PaperFlowEnv, resolve_prompts
+from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
+from agentflow_env.paper_mode.sampling import SAMPLING_PRESETS, ModuleSampling, planner_sampling
+from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
+from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS
+
+__all__ = [
+    "RESULT_LIMIT",
+    "SAMPLING_PRESETS",
+    "STAND_INS",
+    "STATED_TOOLS",
+    "TOOLBOX_PRESETS",
+    "ActionMemory",
+    "BuiltinPrompts",
+    "ModuleSampling",
+    "PaperFlowEnv",
+    "PromptSource",
+    "cut_result",
+    "planner_sampling",
+    "resolve_prompts",
+]

@@ -1,0 +1,379 @@
+"""``prompts="agentflow:PATH"``: AgentFlow's exact prompt templates and tool metadata, read at run time
+from the user's own AgentFlow checkout (nothing of AgentFlow's text ships with this project).
+
+How: each module's prompt-building function is parsed with :mod:`ast`; the statements that build the
+text-only prompt (the ``else`` branch of ``if self.is_multimodal``) are checked against a small
+whitelist (assignments of string literals and f-strings whose fields are names, attributes,
+``memory.get_actions()``, ``.strip()`` and ``+``/``-``) and evaluated with the same inputs AgentFlow's
+code would have. Tool metadata is read from each tool's ``super().__init__(...)`` call the same way, and
+the toolbox is assembled as AgentFlow's ``Initializer`` does (every ``*Tool`` class a tool module defines
+or imports, keyed by its ``TOOL_NAME``, sorted by that name).
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from agentflow_env.paper_mode.memory import ActionMemory
+
+__all__ = ["AGENTFLOW_ENABLED_TOOLS", "AgentFlowPrompts", "AgentFlowSourceError", "find_package_dir"]
+
+# the tools every AgentFlow test script enables (test/*/run.sh), by class name
+AGENTFLOW_ENABLED_TOOLS = ("Base_Generator_Tool", "Python_Coder_Tool", "Google_Search_Tool", "Wikipedia_Search_Tool")
+
+_ALLOWED_NODES = (
+    ast.Assign,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Constant,
+    ast.JoinedStr,
+    ast.FormattedValue,
+    ast.Attribute,
+    ast.Call,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Dict,
+    ast.List,
+    ast.Tuple,
+    ast.keyword,
+)
+_ALLOWED_METHODS = {"get_actions", "strip"}
+
+
+class AgentFlowSourceError(ConfigError):
+    """The checkout is missing a file or function, or its template code is outside what the reader evaluates."""
+
+
+def find_package_dir(path: str | Path) -> Path:
+    """The folder holding ``models/planner.py``: PATH itself, PATH/agentflow or PATH/agentflow/agentflow."""
+    root = Path(path).expanduser()
+    for candidate in (root, root / "agentflow", root / "agentflow" / "agentflow"):
+        if (candidate / "models" / "planner.py").is_file():
+            return candidate
+    raise AgentFlowSourceError(
+        f"{root} is not an AgentFlow checkout: no models/planner.py under it, agentflow/ or agentflow/agentflow/"
+    )
+
+
+def _parse(path: Path) -> ast.Module:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except FileNotFoundError:
+        raise AgentFlowSourceError(f"AgentFlow file not found: {path}") from None
+    except SyntaxError as exc:
+        raise AgentFlowSourceError(f"{path} does not parse: {exc}") from None
+
+
+def _find_class(tree: ast.Module, name: str, origin: Path) -> ast.ClassDef:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node
+    raise AgentFlowSourceError(f"{origin}: class {name} not found")
+
+
+def _find_method(cls: ast.ClassDef, name: str, origin: Path) -> ast.FunctionDef:
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    raise AgentFlowSourceError(f"{origin}: {cls.name}.{name} not found")
+
+
+def _is_safe(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if not isinstance(sub, _ALLOWED_NODES):
+            return False
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            if not (isinstance(func, ast.Attribute) and func.attr in _ALLOWED_METHODS) or sub.args or sub.keywords:
+                return False
+        if isinstance(sub, ast.Attribute) and sub.attr.startswith("__"):
+            return False
+    return True
+
+
+def _text_only_path(body: list[ast.stmt]) -> list[ast.Assign]:
+    """The simple assignments on the text-only path of a function body, in order."""
+    out: list[ast.Assign] = []
+    for stmt in body:
+        if isinstance(stmt, ast.If) and "is_multimodal" in ast.unparse(stmt.test):
+            out.extend(_text_only_path(stmt.orelse))
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            out.append(stmt)
+    return out
+
+
+@dataclass
+class _Template:
+    """The statements that build one prompt, and the variable that ends up holding it."""
+
+    statements: list[ast.Assign]
+    target: str
+    origin: str
+
+    def render(self, namespace: dict[str, Any]) -> str:
+        scope = dict(namespace)
+        for stmt in self.statements:
+            code = compile(ast.Module(body=[stmt], type_ignores=[]), self.origin, "exec")
+            try:
+                exec(code, {"__builtins__": {}}, scope)  # checked by _is_safe: literals, fields, .strip()
+            except Exception as exc:
+                raise AgentFlowSourceError(
+                    f"{self.origin}: evaluating line {stmt.lineno} failed ({type(exc).__name__}: {exc})"
+                ) from None
+        value = scope.get(self.target)
+        if not isinstance(value, str):
+            raise AgentFlowSourceError(f"{self.origin}: {self.target} is not a string")
+        return value
+
+
+def _template(tree: ast.Module, origin: Path, cls: str, method: str) -> _Template:
+    func = _find_method(_find_class(tree, cls, origin), method, origin)
+    steps = [s for s in _text_only_path(func.body) if _is_safe(s)]
+    prompts = [
+        i
+        for i, s in enumerate(steps)
+        if isinstance(s.value, (ast.JoinedStr, ast.Constant)) and "prompt" in s.targets[0].id  # type: ignore[attr-defined]
+    ]
+    if not prompts:
+        raise AgentFlowSourceError(f"{origin}: {cls}.{method} builds no prompt the reader can evaluate")
+    last = prompts[-1]
+    target = steps[last].targets[0].id  # type: ignore[attr-defined]
+    return _Template(steps[: last + 1], target, f"{origin}:{cls}.{method}")
+
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    """Module-level string constants and f-strings over them (TOOL_NAME, LIMITATION, ...)."""
+    scope: dict[str, Any] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and _is_safe(stmt)
+        ):
+            try:
+                exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<tool>", "exec"), {"__builtins__": {}}, scope)
+            except Exception:  # a constant that needs something unknown is simply not a metadata input
+                continue
+    return scope
+
+
+def _class_attr(cls: ast.ClassDef, name: str) -> Any:
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            return ast.literal_eval(stmt.value)
+    return None
+
+
+_METADATA_FIELDS = ("tool_description", "tool_version", "input_types", "output_type", "demo_commands")
+
+
+class _ToolFile:
+    """One ``tools/<dir>/tool.py``: its TOOL_NAME, tool classes and their metadata."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.tree = _parse(path)
+        self.constants = _module_constants(self.tree)
+        self.tool_name = self.constants.get("TOOL_NAME")
+        self.classes = {
+            n.name: n
+            for n in self.tree.body
+            if isinstance(n, ast.ClassDef) and any(ast.unparse(b) == "BaseTool" for b in n.bases)
+        }
+
+    def imported_tools(self) -> list[tuple[str, str]]:
+        """``(module, class)`` of ``*Tool`` classes this file imports from other tool modules."""
+        out = []
+        for node in self.tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and ".tools." in f".{node.module}.":
+                for alias in node.names:
+                    if alias.name.endswith("Tool") and alias.name != "BaseTool":
+                        out.append((node.module, alias.name))
+        return out
+
+    def metadata(self, class_name: str, base_requires_llm: bool) -> dict[str, Any]:
+        cls = self.classes.get(class_name)
+        if cls is None:
+            raise AgentFlowSourceError(f"{self.path}: class {class_name} not found")
+        init = _find_method(cls, "__init__", self.path)
+        call = None
+        for node in ast.walk(init):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "__init__"
+                and ast.unparse(node.func.value) == "super()"
+            ):
+                call = node
+                break
+        if call is None:
+            raise AgentFlowSourceError(f"{self.path}: {class_name}.__init__ has no super().__init__(...) call")
+        values: dict[str, Any] = {}
+        for kw in call.keywords:
+            if kw.arg is None:
+                continue
+            if not _is_safe(kw.value):
+                raise AgentFlowSourceError(f"{self.path}: {class_name} metadata field {kw.arg} is not a literal")
+            expr = compile(ast.Expression(body=kw.value), str(self.path), "eval")
+            values[kw.arg] = eval(expr, {"__builtins__": {}}, dict(self.constants))  # checked by _is_safe
+        requires = _class_attr(cls, "require_llm_engine")
+        metadata = {"tool_name": values.get("tool_name", "Unknown")}
+        for key in _METADATA_FIELDS:
+            metadata[key] = values.get(key)
+        metadata["user_metadata"] = values.get("user_metadata")
+        metadata["require_llm_engine"] = base_requires_llm if requires is None else bool(requires)
+        return metadata
+
+
+class AgentFlowPrompts:
+    """Prompts and tool metadata exactly as the AgentFlow checkout at ``path`` builds them.
+
+    ``enabled_tools`` are the class (or TOOL_NAME) names to enable, as in AgentFlow's ``--enabled_tools``.
+    """
+
+    def __init__(self, path: str | Path, enabled_tools: tuple[str, ...] | list[str] = AGENTFLOW_ENABLED_TOOLS):
+        self.package = find_package_dir(path)
+        self.label = f"agentflow:{Path(path).expanduser()}"
+        models = self.package / "models"
+        planner_file, verifier_file, executor_file = (
+            models / "planner.py",
+            models / "verifier.py",
+            models / "executor.py",
+        )
+        planner, verifier, executor = _parse(planner_file), _parse(verifier_file), _parse(executor_file)
+        self._analysis = _template(planner, planner_file, "Planner", "analyze_query")
+        self._next_step = _template(planner, planner_file, "Planner", "generate_next_step")
+        self._final = _template(planner, planner_file, "Planner", "generate_direct_output")
+        self._verification = _template(verifier, verifier_file, "Verifier", "verificate_context")
+        self._command = _template(executor, executor_file, "Executor", "generate_tool_command")
+        coder_file = self.package / "tools" / "python_coder" / "tool.py"
+        self._code = _template(_parse(coder_file), coder_file, "Python_Coder_Tool", "execute")
+        self.system_prompt = self._system_prompt("dashscope.py", "ChatDashScope")
+        self.planner_system_prompt = self._system_prompt("vllm.py", "ChatVLLM")
+        self._metadata = self._read_toolbox(list(enabled_tools))
+
+    # ------------------------------------------------------------------ engines and tools
+    def _system_prompt(self, file: str, cls: str) -> str:
+        path = self.package / "engine" / file
+        value = _class_attr(_find_class(_parse(path), cls, path), "DEFAULT_SYSTEM_PROMPT")
+        if not isinstance(value, str):
+            raise AgentFlowSourceError(f"{path}: {cls}.DEFAULT_SYSTEM_PROMPT is not a string literal")
+        return value
+
+    def _read_toolbox(self, enabled: list[str]) -> dict[str, dict[str, Any]]:
+        tools_dir = self.package / "tools"
+        base_path = tools_dir / "base.py"
+        base_requires = bool(_class_attr(_find_class(_parse(base_path), "BaseTool", base_path), "require_llm_engine"))
+        files: dict[str, _ToolFile] = {}
+        short_to_long: dict[str, str] = {}
+        long_to_dir: dict[str, str] = {}
+        for path in sorted(tools_dir.glob("*/tool.py")):
+            tool_file = _ToolFile(path)
+            files[path.parent.name] = tool_file
+            if isinstance(tool_file.tool_name, str):
+                for name in tool_file.classes:
+                    short_to_long[name] = tool_file.tool_name
+                    long_to_dir[tool_file.tool_name] = path.parent.name
+        collected: dict[str, dict[str, Any]] = {}
+        for name in enabled:
+            long_name = short_to_long.get(name, name)
+            folder = long_to_dir.get(long_name, name.lower().replace("_tool", ""))
+            chosen = files.get(folder)
+            if chosen is None:
+                raise AgentFlowSourceError(f"enabled tool {name!r}: no tools/{folder}/tool.py in {self.package}")
+            members = [(chosen, c) for c in chosen.classes if c.endswith("Tool")]
+            for module, class_name in chosen.imported_tools():
+                other = files.get(module.split(".")[-2])
+                if other is not None and class_name in other.classes:
+                    members.append((other, class_name))
+            for owner, class_name in sorted(members, key=lambda m: m[1]):
+                metadata = owner.metadata(class_name, base_requires)
+                collected.setdefault(str(metadata["tool_name"]), metadata)
+        return {key: collected[key] for key in sorted(collected)}
+
+    def tool_metadata(self) -> dict[str, dict[str, Any]]:
+        return {k: dict(v) for k, v in self._metadata.items()}
+
+    # ------------------------------------------------------------------ prompts
+    @staticmethod
+    def _self(tools: list[str], metadata: dict[str, Any], raw_analysis: Any = None) -> types.SimpleNamespace:
+        return types.SimpleNamespace(
+            available_tools=tools, toolbox_metadata=metadata, query_analysis=raw_analysis, is_multimodal=False
+        )
+
+    def query_analysis(self, question: str, tools: list[str], metadata: dict[str, Any]) -> str:
+        return self._analysis.render(
+            {"self": self._self(tools, metadata), "question": question, "image": None, "image_info": {}}
+        )
+
+    def next_step(
+        self,
+        question: str,
+        analysis: str,
+        tools: list[str],
+        metadata: dict[str, Any],
+        memory: ActionMemory,
+        step: int,
+        max_steps: int,
+    ) -> str:
+        return self._next_step.render(
+            {
+                "self": self._self(tools, metadata),
+                "question": question,
+                "image": None,
+                "query_analysis": analysis,
+                "memory": memory,
+                "step_count": step,
+                "max_step_count": max_steps,
+            }
+        )
+
+    def tool_command(
+        self, question: str, context: str, sub_goal: str, tool_name: str, tool_metadata: dict[str, Any]
+    ) -> str:
+        return self._command.render(
+            {
+                "question": question,
+                "image": None,
+                "context": context,
+                "sub_goal": sub_goal,
+                "tool_name": tool_name,
+                "tool_metadata": tool_metadata,
+            }
+        )
+
+    def verification(
+        self, question: str, tools: list[str], metadata: dict[str, Any], analysis: str, memory: ActionMemory
+    ) -> str:
+        return self._verification.render(
+            {
+                "self": self._self(tools, metadata),
+                "question": question,
+                "image": None,
+                "image_info": {},
+                "query_analysis": analysis,
+                "memory": memory,
+            }
+        )
+
+    def final_output(self, question: str, raw_analysis: Any, memory: ActionMemory) -> str:
+        return self._final.render(
+            {
+                "self": self._self([], {}, raw_analysis),
+                "question": question,
+                "image": None,
+                "image_info": {},
+                "memory": memory,
+            }
+        )
+
+    def code_request(self, query: str) -> str:
+        return self._code.render({"query": query})

@@ -1,0 +1,374 @@
+"""``PaperFlowEnv``: AgentFlow's solver loop, module by module, with the planner as the agent.
+
+Per task (``reset``): one query-analysis call. Per step: the agent's reply is the planner's next step
+(``Context/Sub-Goal/Tool Name``); the executor LLM writes ``execution = tool.execute(...)``; the tool runs;
+the result goes into the action-step memory; the verifier LLM says STOP or CONTINUE. Only the verifier's
+STOP (``terminated``) or the step/time budget (``truncated``) ends a run; the planner has no exit. Then
+the final-output LLM writes the answer, which is graded in full. ``info["module_calls"]`` traces every
+call (module, prompt, reply, tokens).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from agentflow_env.core import AgentFlowEnv
+from agentflow_env.engines.base import Engine
+from agentflow_env.error import ConfigError
+from agentflow_env.memory import shorten
+from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
+from agentflow_env.paper_mode.replies import parse_blocks, read_command, read_next_step, read_verdict, split_blocks
+from agentflow_env.paper_mode.sampling import MODULE_SAMPLING, TOOL_SAMPLING, ModuleSampling, planner_sampling
+from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
+from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
+from agentflow_env.scoring.base import Scorer
+from agentflow_env.tools.base import Tool
+from agentflow_env.types import Task, TaskSource, find_task_index
+
+__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "resolve_prompts"]
+
+logger = logging.getLogger(__name__)
+
+TOOLBOX_PRESETS = ("as_coded", "as_stated")
+# what memory holds when the planner named no tool from the toolbox (AgentFlow stores such a step too)
+NO_TOOL_COMMAND = "No command was generated: the tool was not found."
+NO_TOOL_RESULT = "No result was generated: the tool was not found."
+
+
+def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
+    """``"builtin"``, ``"agentflow:PATH"`` (a local AgentFlow checkout) or a PromptSource object."""
+    if not isinstance(prompts, str):
+        return prompts
+    if prompts == "builtin":
+        return BuiltinPrompts()
+    if prompts.startswith("agentflow:") and prompts[len("agentflow:") :].strip():
+        from agentflow_env.paper_mode.agentflow_source import AgentFlowPrompts
+
+        return AgentFlowPrompts(prompts[len("agentflow:") :].strip())
+    raise ConfigError(f"prompts={prompts!r}; use 'builtin' or 'agentflow:PATH' (a local AgentFlow checkout)")
+
+
+class PaperFlowEnv(AgentFlowEnv):
+    """AgentFlow's control and information flow (see the module docstring).
+
+    - ``engine``: the modules' LLM (query analysis, executor, verifier, final output); ``tool_engine``
+      the LLM inside the generalist and Python tools (default: ``engine``).
+    - ``prompts``: ``"builtin"`` (this project's wording) or ``"agentflow:PATH"`` (AgentFlow's exact
+      templates and tool metadata read from a local checkout).
+    - ``toolbox``: ``"as_coded"`` lists every tool AgentFlow's loader puts in the prompts (the four enabled
+      tools plus Web_RAG_Search_Tool, which the Wikipedia tool's module imports); ``"as_stated"`` the four.
+    - ``sampling``: the planner preset reported in ``paper_settings`` (``"as_coded"``/``"as_stated"``,
+      see :mod:`agentflow_env.paper_mode.sampling`); the agent applies it to its own model.
+    - ``tools``: runnable tools by AgentFlow name, replacing the default stand-ins (tests, custom search).
+    """
+
+    def __init__(
+        self,
+        tasks: TaskSource | Sequence[Task],
+        scorer: Scorer,
+        *,
+        engine: Engine | str,
+        tool_engine: Engine | str | None = None,
+        prompts: str | PromptSource = "builtin",
+        toolbox: str = "as_coded",
+        sampling: str = "as_coded",
+        tools: Mapping[str, PaperTool] | None = None,
+        web_search: Tool | None = None,
+        wikipedia: Tool | None = None,
+        max_turns: int = 10,
+        time_budget_s: float = 300.0,
+        tool_timeout_s: float = 120.0,
+        render_mode: str | None = None,
+        name: str = "AgentFlowEnv-paper",
+    ):
+        if engine is None:
+            raise ConfigError("the paper mode needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
+        if toolbox not in TOOLBOX_PRESETS:
+            raise ConfigError(f"toolbox={toolbox!r}; choose one of {', '.join(TOOLBOX_PRESETS)}")
+        self.planner_sampling: ModuleSampling = planner_sampling(sampling)
+        self.sampling_preset = sampling
+        self.toolbox_preset = toolbox
+        self.prompt_source = resolve_prompts(prompts)
+        metadata = self.prompt_source.tool_metadata()
+        if toolbox == "as_stated":
+            metadata = {k: v for k, v in metadata.items() if k in STATED_TOOLS}
+        self.toolbox_metadata: dict[str, Any] = metadata
+        self.available_tools: list[str] = list(metadata)
+        if isinstance(engine, str):
+            from agentflow_env.engines import make_engine
+
+            engine = make_engine(engine)
+        runnable = dict(tools) if tools is not None else None
+        if runnable is None:
+            try:
+                runnable = build_toolbox(
+                    self.available_tools,
+                    engine=tool_engine if tool_engine is not None else engine,
+                    sampling=TOOL_SAMPLING.params(),
+                    system_prompt=self.prompt_source.system_prompt,
+                    code_request=self.prompt_source.code_request,
+                    web_search=web_search,
+                    wikipedia=wikipedia,
+                )
+            except KeyError as exc:
+                raise ConfigError(f"no runnable stand-in for AgentFlow tool {exc.args[0]!r}") from None
+        missing = [n for n in self.available_tools if n not in runnable]
+        if missing:
+            raise ConfigError(f"tools= lacks {', '.join(missing)}; the toolbox lists {', '.join(self.available_tools)}")
+        self.toolbox: dict[str, PaperTool] = {n: runnable[n] for n in self.available_tools}
+        super().__init__(
+            tasks,
+            scorer,
+            list(self.toolbox.values()),
+            max_turns=max_turns,
+            time_budget_s=time_budget_s,
+            tool_timeout_s=tool_timeout_s,
+            render_mode=render_mode,
+            name=name,
+        )
+        self.engine = engine
+        self.module_sampling = MODULE_SAMPLING
+        self.action_memory = ActionMemory()
+        self.module_calls: list[dict[str, Any]] = []
+        self.query_analysis = ""
+        self._raw_analysis: Any = ""
+        self._planner_prompt = ""
+        self._steps: list[dict[str, Any]] = []
+        self._finished = True
+        self._t0 = 0.0
+
+    # ------------------------------------------------------------------ what a protocol records
+    @property
+    def paper_settings(self) -> dict[str, Any]:
+        """Prompt source, tool set and sampling of this env (for results and the board)."""
+        return {
+            "flow": "paper",
+            "prompts": self.prompt_source.label,
+            "toolbox": self.toolbox_preset,
+            "tools": {name: STAND_INS.get(name, type(tool).__name__) for name, tool in self.toolbox.items()},
+            "sampling": self.sampling_preset,
+            "planner_sampling": self.planner_sampling.to_dict(),
+            "module_sampling": self.module_sampling.to_dict(),
+            "tool_sampling": TOOL_SAMPLING.to_dict(),
+            "planner_system_prompt": getattr(
+                self.prompt_source, "planner_system_prompt", self.prompt_source.system_prompt
+            ),
+            "memory": f"dict of action steps; result strings cut at {RESULT_LIMIT} characters",
+            "max_steps": self.max_turns,
+            "max_time_s": self.time_budget_s,
+        }
+
+    @property
+    def planner_system_prompt(self) -> str:
+        return str(self.paper_settings["planner_system_prompt"])
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        gym.Env.reset(self, seed=seed)
+        options = options or {}
+        if "task_id" in options:
+            index = find_task_index(self.tasks, str(options["task_id"]))
+        elif "index" in options:
+            index = int(options["index"])
+            if not 0 <= index < len(self.tasks):
+                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
+        else:
+            index = int(self.np_random.integers(len(self.tasks)))
+        self.task = self.tasks[index]
+        self.turn = 0
+        self.action_memory = ActionMemory()
+        self.module_calls = []
+        self._steps = []
+        for tool in self.tools:
+            reset = getattr(tool, "reset", None)
+            if callable(reset):
+                reset()
+        prompt = self.prompt_source.query_analysis(self.task.question, self.available_tools, self.toolbox_metadata)
+        self._raw_analysis = self._call("query_analysis", 0, prompt)
+        self.query_analysis = str(self._raw_analysis).strip()
+        self._finished = False
+        self._t0 = time.monotonic()  # AgentFlow's step clock starts after the analysis
+        info = self._info()
+        info["paper_mode"] = self.paper_settings
+        return self._observation(), info
+
+    def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+        if self.task is None or self._finished:
+            raise RuntimeError("call reset() before step(): the episode has ended or not started")
+        started = time.perf_counter()
+        self.turn += 1
+        step = self.turn
+        reply = action if isinstance(action, str) else repr(action)
+        self._record("planner", step, self._planner_prompt, reply, None, 0.0)
+        context, sub_goal, tool_name = read_next_step(reply, self.available_tools)
+        record: dict[str, Any] = {
+            "turn": step,
+            "action": reply,
+            "parsed": {"context": context, "sub_goal": sub_goal, "tool_name": tool_name},
+            "tool": None,
+            "command": None,
+            "result": None,
+            "error": None,
+        }
+        if tool_name is None or tool_name not in self.toolbox:
+            command, result = NO_TOOL_COMMAND, NO_TOOL_RESULT
+            record["error"] = "no Context/Sub-Goal/Tool Name block in the reply" if tool_name is None else tool_name
+        else:
+            prompt = self.prompt_source.tool_command(
+                self.task.question, context or "", sub_goal or "", tool_name, self.toolbox_metadata[tool_name]
+            )
+            command = read_command(self._call("executor", step, prompt))
+            result = cut_result(self._run_command(step, tool_name, command))
+            record.update(tool=tool_name)
+        record.update(command=command, result=result)
+        self.action_memory.add_action(step, tool_name, sub_goal, command, result)
+        prompt = self.prompt_source.verification(
+            self.task.question, self.available_tools, self.toolbox_metadata, self.query_analysis, self.action_memory
+        )
+        verdict = read_verdict(self._call("verifier", step, prompt))
+        record["verifier"] = verdict
+        terminated = verdict == "STOP"
+        truncated = not terminated and (
+            self.turn >= self.max_turns or time.monotonic() - self._t0 >= self.time_budget_s
+        )
+        record["seconds"] = time.perf_counter() - started
+        self._steps.append(record)
+        reward = 0.0
+        info = self._info()
+        if terminated or truncated:
+            reward = self._final_answer(info)
+        return self._observation(), reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        text = self.action_memory.text()
+        if self.render_mode == "human":
+            logger.info("%s", text)
+            return None
+        return text
+
+    # ------------------------------------------------------------------ internals
+    def _call(self, module: str, step: int, prompt: str) -> str:
+        """One module call on the engine; an engine failure gives an empty reply (recorded with its error)."""
+        messages = [
+            {"role": "system", "content": self.prompt_source.system_prompt},
+            {"role": "user", "content": prompt},
+        ]
+        sampling = self.module_sampling.params()
+        started = time.perf_counter()
+        error = None
+        try:
+            replies = self.engine.generate([messages], sampling)
+            if len(replies) != 1:
+                raise RuntimeError(f"the engine returned {len(replies)} completions for one prompt")
+            reply = replies[0] if isinstance(replies[0], str) else str(replies[0])
+        except Exception as exc:  # the run goes on, as AgentFlow's engines return an error instead of raising
+            logger.warning("%s call failed: %s: %s", module, type(exc).__name__, exc)
+            error = f"{type(exc).__name__}: {shorten(str(exc), 300)}"
+            reply = ""
+        self._record(module, step, prompt, reply, sampling.max_tokens, time.perf_counter() - started, error)
+        return reply
+
+    def _record(
+        self,
+        module: str,
+        step: int,
+        prompt: str,
+        reply: Any,
+        max_tokens: int | None,
+        seconds: float,
+        error: str | None = None,
+    ) -> None:
+        usage = getattr(self.engine, "last_usage", None) if max_tokens is not None else None
+        entry: dict[str, Any] = {
+            "module": module,
+            "step": step,
+            "prompt": prompt,
+            "reply": reply,
+            "tokens": {"max_tokens": max_tokens, "usage": usage if isinstance(usage, dict) else None},
+            "seconds": round(seconds, 4),
+        }
+        if error:
+            entry["error"] = error
+        self.module_calls.append(entry)
+
+    def _run_command(self, step: int, tool_name: str, command: str) -> Any:
+        """Run every ``execution = tool.execute(...)`` block; a list of results, or one error string."""
+        tool = self.toolbox[tool_name]
+        remaining = self.time_budget_s - (time.monotonic() - self._t0)
+        tool.timeout = max(min(self.tool_timeout_s, remaining), 0.1)
+        started = time.perf_counter()
+        executions: list[Any] = []
+        result: Any
+        try:
+            for block in split_blocks(command):
+                call = parse_blocks(block)
+                out = tool.execute(*call.args, **call.kwargs)
+                executions.append(out if out is not None else f"No result came back from this block: {block}")
+            result = executions
+        except Exception as exc:  # a bad command costs the step, as in AgentFlow
+            result = f"Error while running the command: {type(exc).__name__}: {exc}"
+        self._record("tool", step, command, result, None, time.perf_counter() - started)
+        self.module_calls[-1]["tool"] = tool_name
+        return result
+
+    def _final_answer(self, info: dict[str, Any]) -> float:
+        assert self.task is not None
+        self._finished = True
+        prompt = self.prompt_source.final_output(self.task.question, self._raw_analysis, self.action_memory)
+        answer = str(self._call("final_output", self.turn, prompt))
+        score_error = None
+        try:
+            score = float(self.scorer(answer, self.task)) if answer.strip() else 0.0
+        except Exception as exc:  # a scorer bug gives 0 and says why
+            logger.exception("scorer failed on task %s", self.task.id)
+            score, score_error = 0.0, f"{type(exc).__name__}: {exc}"
+        score = min(max(score, 0.0), 1.0)
+        info.update(
+            answer=answer,
+            score=score,
+            gold=self.task.answer,
+            trajectory=list(self._steps),
+            task=self.task.to_dict(),
+            module_calls=list(self.module_calls),
+        )
+        if score_error:
+            info["score_error"] = score_error
+        return score
+
+    def _observation(self) -> dict[str, str]:
+        assert self.task is not None
+        self._planner_prompt = self.prompt_source.next_step(
+            self.task.question,
+            self.query_analysis,
+            self.available_tools,
+            self.toolbox_metadata,
+            self.action_memory,
+            self.turn + 1,
+            self.max_turns,
+        )
+        return {
+            "question": self.task.question,
+            "memory": self.action_memory.text(),
+            "tools": str(self.available_tools),
+            "prompt": self._planner_prompt,
+        }
+
+    def _info(self) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            "task_id": self.task.id,
+            "turn": self.turn,
+            "turns_left": max(self.max_turns - self.turn, 0),
+            "tool_names": list(self.available_tools),
+            "family": self.task.family,
+            "memory_steps": [
+                {"turn": int(k.rsplit(" ", 1)[-1]), **v} for k, v in self.action_memory.get_actions().items()
+            ],
+            "query_analysis": self.query_analysis,
+            "module_calls": list(self.module_calls),
+        }
