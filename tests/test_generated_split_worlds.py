@@ -39,6 +39,15 @@ def test_splits_share_no_question_chain_fact_or_entity(name):
         assert {t.metadata["world"] for t in ts} == {split}
 
 
+def test_one_familys_train_split_shows_nothing_of_the_others_test_split():
+    """Both families read the same per-split worlds, so training on one and testing on the other stays disjoint."""
+    for train_family, test_family in (("Gen-MultiHop", "Gen-Agentic"), ("Gen-Agentic", "Gen-MultiHop")):
+        counts = split_overlap(_tasks(train_family, "train", 800), _tasks(test_family, "test", 300))
+        assert {k: counts[k] for k in MEASURES} == dict.fromkeys(MEASURES, 0), (train_family, test_family)
+    same_world = split_overlap(_tasks("Gen-MultiHop", "test", 300), _tasks("Gen-Agentic", "test", 300))
+    assert same_world["any_fact"] > 100  # the same test world: the measure does see shared facts
+
+
 @pytest.mark.parametrize("name", sorted(WORLD_FAMILIES))
 def test_the_shared_world_option_overlaps_and_the_measure_sees_it(name):
     """The old single world: questions still differ by text, but chains and facts repeat across splits."""
