@@ -1,6 +1,21 @@
-"""Multiple-choice scoring (GPQA, MedQA): find the chosen option letter in free text and compare it.
+"""Multiple-choice scoring (GPQA, MedQA): find the one option an answer commits to, and compare its letter.
 
-Accepts ``B``, ``(B)``, ``Answer: B``, ``B. 0.7``, ``**B**``, ``\\boxed{B}`` and the option's own text.
+How an answer is read (:func:`extract_choice`), in order of evidence:
+
+1. Several ``<answer>`` blocks or ``\\boxed{}`` answers that differ pick nothing (the single-commitment rule of
+   :mod:`agentflow_env.scoring.commitment`).
+2. The whole answer is one letter: ``B``, ``(B)``, ``B.``, ``**B**``, ``\\boxed{B}``; a lower-case ``b``
+   reads as B too, except when some option's text is itself a bare letter (GPQA's "a".."d" options, which
+   shuffling puts under other labels): then a lower-case letter is that option's *text* and an upper-case
+   letter the *label*.
+3. The whole answer is one option's text: case-sensitive first (two GPQA options differ only by ``L`` vs
+   ``l``), then case-insensitive and then normalised, each only when exactly one option matches.
+4. Letter mentions anywhere: ``answer is (C)``, ``Answer: C``, ``C is correct``, ``I'd choose (C)``,
+   ``(C)``, a leading ``C. text``, and letters joined by ``or``/``and``/``,``/``/``. One distinct letter
+   is the answer; two or more pick nothing ("A or B", "A, B, C, D", every option on its own line). A
+   leading letter followed by a different option's exact text picks nothing.
+5. The answer quotes exactly one option's text ("... at greatest risk of colorectal cancer"); quoting
+   several picks nothing.
 """
 
 from __future__ import annotations
@@ -9,7 +24,8 @@ import re
 import string
 from collections.abc import Sequence
 
-from agentflow_env.scoring.qa import normalize_answer, unwrap_answer
+from agentflow_env.scoring.commitment import FILLER_WORDS, answer_region
+from agentflow_env.scoring.qa import normalize_answer
 from agentflow_env.types import Task
 
 __all__ = ["ChoiceScorer", "extract_choice", "option_letters", "render_options"]
@@ -25,62 +41,125 @@ def render_options(options: Sequence[str]) -> str:
 
 
 _EMPHASIS = re.compile(r"[*_`]+")
-# "answer is (B)", "Answer: B", "correct option - B", "choice B"
-_ANCHORED = re.compile(
-    r"(?i:answer|option|choice)\s*(?i:is|would\s+be|:|-|=)?\s*(?i:option|choice|letter)?\s*[:\-]?\s*"
-    r"[\(\[]?([A-Z])[\)\]]?(?![A-Za-z0-9])"
-)
 # the whole answer is a letter: "B", "(B)", "B.", "[B]"
 _ONLY = re.compile(r"[\(\[]?([A-Za-z])[\)\]]?[.:)]?")
-# leading letter followed by the option text: "B. 0.7", "(B) 0.7", "B) 0.7", "B: 0.7"
-_LEADING = re.compile(r"[\(\[]?([A-Z])(?:[\)\]][.:]?|[.:)])\s+\S")
+_L = r"[\(\[]?([A-Z])[\)\]]?(?![A-Za-z0-9'])"
+_MENTIONS = (
+    # "answer is (B)", "Answer: B", "correct option - B", "choice B", "the answer would be option B"
+    re.compile(
+        r"(?i:answer|option|choice|letter)\s*(?i:is|would\s+be|should\s+be|:|-|=)?\s*(?i:option|choice|letter)?"
+        rf"\s*[:\-]?\s*{_L}"
+    ),
+    # "C is correct", "(C) is the right answer", "C seems best"
+    re.compile(
+        rf"(?<![A-Za-z]){_L}\s+(?i:is|seems|looks|appears|would\s+be)\s+(?i:the\s+)?"
+        r"(?i:correct|right|best|answer|true|most)"
+    ),
+    # "I'd choose (C)", "pick C", "going with C"
+    re.compile(rf"(?i:choose|chose|pick|picked|select|selected|go\s+with|going\s+with|opt\s+for)\s+{_L}"),
+    # "(C)", "[C]" anywhere
+    re.compile(r"[\(\[]([A-Z])[\)\]]"),
+    # a leading letter on any line: "C. text", "C) text", "C: text"
+    re.compile(r"(?m)^\s*[\(\[]?([A-Z])(?:[\)\]][.:]?|[.:)])(?=\s|$)"),
+)
+# letters joined as alternatives: "A or B", "B/C", "A, B", "A and D", "A & C"
+_LETTER_LIST = re.compile(r"(?<![A-Za-z'])([A-Z])(?=\s*(?:,|/|&|\bor\b|\band\b)\s*[\(\[]?([A-Z])(?![A-Za-z']))")
+_LETTER_TOKEN = re.compile(r"(?<![A-Za-z'])[\(\[]?([A-Z])[\)\]]?(?![A-Za-z'])")
+
+
+def _bare_label_texts(options: Sequence[str], letters: str) -> bool:
+    return any(len(o.strip()) == 1 and o.strip().upper() in letters for o in options)
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split()).rstrip(".").strip()
+
+
+def _unique(indices: list[int]) -> int | None:
+    return indices[0] if len(set(indices)) == 1 else None
+
+
+def _whole_option(text: str, options: Sequence[str]) -> int | None:
+    """The one option whose text the whole answer is: case-sensitive, then case-insensitive, then normalised."""
+    answer = _squeeze(text)
+    if not answer:
+        return None
+    for key in (lambda t: _squeeze(t), lambda t: _squeeze(t).lower(), normalize_answer):
+        want = key(answer)
+        if not want:
+            continue
+        hits = [i for i, o in enumerate(options) if key(o) == want]
+        if hits:
+            return _unique(hits)
+    return None
+
+
+def _letters_only(text: str) -> bool:
+    rest = _LETTER_TOKEN.sub(" ", text)
+    if re.search(r"[^\w\s.,;:/&()\[\]'!?-]|\d", rest):
+        return False
+    words = re.findall(r"[A-Za-z']+", rest.lower())
+    return all(w in FILLER_WORDS or w in ("or", "and", "option", "options", "choice", "letter") for w in words)
+
+
+def _mentioned_letters(text: str, letters: str) -> set[str]:
+    found: set[str] = set()
+    for pattern in _MENTIONS:
+        found.update(m.group(1) for m in pattern.finditer(text))
+    for m in _LETTER_LIST.finditer(text):
+        found.update((m.group(1), m.group(2)))
+    if _letters_only(text):
+        found.update(m.group(1) for m in _LETTER_TOKEN.finditer(text))
+    return {x for x in found if x in letters}
+
+
+def _quoted_option(text: str, options: Sequence[str]) -> int | None:
+    """The one option whose text the answer quotes (the longest when one option contains another)."""
+    pred = normalize_answer(text)
+    if not pred:
+        return None
+    normed = [normalize_answer(o) for o in options]
+    inside = [i for i, o in enumerate(normed) if o and f" {o} " in f" {pred} "]
+    inside = [i for i in inside if not any(i != j and normed[i] in normed[j] for j in inside)]
+    return inside[0] if len(inside) == 1 else None
 
 
 def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
-    """The letter the prediction picks among ``options`` (texts without letters), or ``None``.
-
-    Order of evidence: the whole answer is a letter; a leading ``B.``-style letter; an explicit
-    ``answer is B``; the text of exactly one option.
-    """
+    """The letter the prediction commits to among ``options`` (texts without letters), or ``None``
+    (nothing, or more than one option; see the module doc)."""
     letters = option_letters(len(options))
-    raw = unwrap_answer(prediction)
+    _, raw, hedge = answer_region(prediction)  # the answer, with any text after its box
+    if hedge is not None:
+        return None
+    raw = raw.strip()
     text = _EMPHASIS.sub("", raw).strip()
     if not text:
         return None
     m = _ONLY.fullmatch(text)
     if m and m.group(1).upper() in letters:
-        return m.group(1).upper()
-    m = _LEADING.match(text)
-    if m and m.group(1) in letters:
-        return m.group(1)
-    anchored = [g.upper() for g in _ANCHORED.findall(text) if g.upper() in letters]
-    if anchored:
-        return anchored[-1]
-    return _match_option_text(raw, options) or _match_option_text(text, options)
-
-
-def _squeeze(text: str) -> str:
-    return " ".join(text.lower().split()).rstrip(".")
-
-
-def _match_option_text(text: str, options: Sequence[str]) -> str | None:
-    # verbatim first: normalisation drops signs and symbols that tell some options apart (-12 vs 12)
-    verbatim = [i for i, o in enumerate(options) if _squeeze(o) == _squeeze(text)]
-    if len(verbatim) == 1:
-        return option_letters(len(options))[verbatim[0]]
-    pred = normalize_answer(text)
-    if not pred:
+        letter = m.group(1)
+        if letter.isupper() or not _bare_label_texts(options, letters):
+            return letter.upper()
+        texts = [i for i, o in enumerate(options) if o.strip() == letter]
+        return letters[texts[0]] if len(texts) == 1 else None
+    whole = _whole_option(raw, options)
+    if whole is None and text != raw:
+        whole = _whole_option(text, options)
+    if whole is not None:
+        return letters[whole]
+    mentioned = _mentioned_letters(text, letters)
+    if len(mentioned) > 1:
         return None
-    normed = [normalize_answer(o) for o in options]
-    exact = [i for i, o in enumerate(normed) if o and o == pred]
-    if len(exact) == 1:
-        return option_letters(len(options))[exact[0]]
-    # the prediction quotes exactly one option (longest wins when one option contains another)
-    inside = [i for i, o in enumerate(normed) if o and f" {o} " in f" {pred} "]
-    inside = [i for i in inside if not any(i != j and normed[i] in normed[j] for j in inside)]
-    if len(inside) == 1:
-        return option_letters(len(options))[inside[0]]
-    return None
+    if len(mentioned) == 1:
+        letter = mentioned.pop()
+        lead = re.match(r"\s*[\(\[]?[A-Z](?:[\)\]][.:]?|[.:)])\s+(.+)", text, re.S)
+        if lead:  # "B. <text of another option>" contradicts itself
+            other = _whole_option(lead.group(1), options)
+            if other is not None and letters[other] != letter:
+                return None
+        return letter
+    quoted = _quoted_option(raw, options)
+    return letters[quoted] if quoted is not None else None
 
 
 class ChoiceScorer:

@@ -1,5 +1,9 @@
 """Math answer equivalence with ``math-verify``, safe in threads and subprocesses, with a hard time bound.
 
+Before any comparison the single-commitment rule applies (:mod:`agentflow_env.scoring.commitment`): an answer
+naming several values ("205 or 204", "1, 2, 3, 204", ``\\boxed{205, 204}``) scores 0, and in ``x = 12*17 = 204``
+only the last side is compared.
+
 math-verify's own timeouts use ``signal.alarm`` (main thread only), so they are switched off here; the
 bound comes from running the check in a helper process that is killed when it overruns ("process"),
 or from waiting on a helper thread ("thread": the caller is bounded, a runaway check is abandoned).
@@ -22,6 +26,7 @@ from fractions import Fraction
 from typing import Any
 
 from agentflow_env.error import ConfigError, DependencyNotInstalled
+from agentflow_env.scoring.commitment import read_commitment
 from agentflow_env.scoring.qa import gold_aliases, unwrap_answer
 from agentflow_env.types import Task
 
@@ -221,11 +226,16 @@ class MathScorer:
         self.overruns = 0
 
     def __call__(self, prediction: str, task: Task) -> float:
-        return 1.0 if self.equal(prediction, gold_aliases(task.answer)) else 0.0
+        return 1.0 if self.equal(prediction, gold_aliases(task.answer), task.question) else 0.0
 
-    def equal(self, prediction: str, golds: Sequence[str]) -> bool:
-        pred = unwrap_answer(prediction)
+    def equal(self, prediction: str, golds: Sequence[str], question: str = "") -> bool:
+        """Whether ``prediction`` commits to one value and it equals a gold (``question`` lets working
+        lines restate its numbers)."""
         golds = [unwrap_answer(g) for g in golds]
+        committed = read_commitment(prediction, golds, question)
+        if committed.hedge is not None:
+            return False
+        pred = committed.text if any("=" in g for g in golds) else committed.value
         if not pred or not golds:
             return False
         fast = _fast_verdict(pred, golds)

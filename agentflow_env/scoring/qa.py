@@ -1,6 +1,8 @@
 """Short-answer QA scoring: HotpotQA's answer normalisation, exact match, token F1, and GAIA's quasi-exact match.
 
-Gold answers may be one string or a list of aliases; the score is the best over the aliases.
+Gold answers may be one string or a list of aliases; the score is the best over the aliases. Before any
+metric, :class:`QAScorer` applies the single-commitment rule (:mod:`agentflow_env.scoring.commitment`): an
+answer that names more than one candidate scores 0 under every metric.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.commitment import FILLER_WORDS, read_commitment
 from agentflow_env.types import Task
 
 __all__ = [
@@ -99,20 +102,24 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 def cover_match(prediction: str, gold: str) -> float:
-    """1 when the normalised gold appears as a whole-word span of the normalised prediction."""
+    """1 when the normalised gold appears as a whole-word span of the normalised prediction and every other
+    word is a filler ("it was James Madison, I think"): naming other words beside the gold is not covered."""
     pred, ref = normalize_answer(prediction), normalize_answer(gold)
-    if not ref:
+    if not ref or f" {ref} " not in f" {pred} ":
         return 0.0
-    return float(f" {ref} " in f" {pred} ")
+    rest = f" {pred} ".replace(f" {ref} ", " ", 1).split()
+    return float(all(word in FILLER_WORDS for word in rest))
 
 
 # ---------------------------------------------------------------- GAIA's quasi-exact match
-_NUM_STRIP = str.maketrans("", "", "$%, ")
+_NUM_STRIP = str.maketrans("", "", "$% ")
+_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 def _as_number(text: str) -> float | None:
+    """A number with ``$``, ``%``, spaces and thousands commas ignored (``1, 2`` is not ``12``)."""
     try:
-        return float(text.translate(_NUM_STRIP))
+        return float(_THOUSANDS_COMMA.sub("", text.strip()).translate(_NUM_STRIP))
     except ValueError:
         return None
 
@@ -172,7 +179,9 @@ def best_over(prediction: str, golds: Iterable[str], metric: str = "em") -> floa
 class QAScorer:
     """Scorer for short answers: ``metric`` is ``em`` (default), ``f1``, ``cover`` or ``gaia``.
 
-    The prediction is unwrapped first (``<answer>`` tags, ``\\boxed{}``, a ``Final Answer:`` prefix).
+    The prediction is unwrapped first (``<answer>`` tags, ``\\boxed{}``, a ``Final Answer:`` prefix), and
+    scores 0 under every metric when it commits to more than one candidate (see
+    :mod:`agentflow_env.scoring.commitment`).
     """
 
     def __init__(self, metric: str = "em"):
@@ -181,12 +190,19 @@ class QAScorer:
         self.metric = metric
 
     def __call__(self, prediction: str, task: Task) -> float:
-        return best_over(unwrap_answer(prediction), gold_aliases(task.answer), self.metric)
+        golds = gold_aliases(task.answer)
+        committed = read_commitment(prediction, golds, task.question)
+        if committed.hedge is not None:
+            return 0.0
+        return best_over(committed.text, golds, self.metric)
 
     def details(self, prediction: str, task: Task) -> dict[str, float]:
         """Every metric at once (for evaluation tables)."""
-        pred, golds = unwrap_answer(prediction), gold_aliases(task.answer)
-        return {name: best_over(pred, golds, name) for name in _METRICS}
+        golds = gold_aliases(task.answer)
+        committed = read_commitment(prediction, golds, task.question)
+        if committed.hedge is not None:
+            return dict.fromkeys(_METRICS, 0.0)
+        return {name: best_over(committed.text, golds, name) for name in _METRICS}
 
     def __repr__(self) -> str:
         return f"QAScorer(metric={self.metric!r})"

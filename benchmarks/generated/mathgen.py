@@ -16,6 +16,7 @@ import numpy as np
 
 from agentflow_env.arith import ArithmeticError_, evaluate
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.commitment import read_commitment
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
 from benchmarks.generated.common import GeneratedTasks, check_split, split_of
@@ -73,12 +74,20 @@ def parse_number(text: str) -> Fraction | None:
 
 
 class ExactNumberScorer:
-    """1.0 when the final answer equals the gold number exactly (``5/2`` = ``2.5`` = ``\\frac{5}{2}``)."""
+    """1.0 when the final answer commits to one number and it equals the gold number exactly
+    (``5/2`` = ``2.5`` = ``\\frac{5}{2}``).
+
+    "7 or 12", "1, 2, 3, 12" and every other answer naming several values score 0: the single-commitment
+    rule of :mod:`agentflow_env.scoring.commitment` runs before the number is read.
+    """
 
     def __call__(self, prediction: str, task: Task) -> float:
         gold = parse_number(str(task.answer))
-        pred = parse_number(prediction)
-        return float(gold is not None and pred is not None and gold == pred)
+        committed = read_commitment(prediction, [str(task.answer)], task.question)
+        if gold is None or committed.hedge is not None:
+            return 0.0
+        pred = parse_number(committed.text)
+        return float(pred is not None and gold == pred)
 
 
 # ---------------------------------------------------------------- templates

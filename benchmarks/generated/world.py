@@ -22,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.commitment import FILLER_WORDS, read_commitment
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
@@ -569,15 +570,24 @@ def _as_number(text: str) -> Fraction | None:
         return None
 
 
+_ANSWER_WORDS = frozenset("born founded in on year".split())
+
+
 class WorldAnswerScorer:
     """1.0 when the final answer names the gold entity or number (normalised exact match).
 
-    A short answer sentence ("The answer is Velmora.") also counts when the gold appears in it as whole
-    words and it hedges with nothing else: no other candidate of a comparison, no other number, no "or".
+    An answer naming several candidates scores 0 (the single-commitment rule of
+    :mod:`agentflow_env.scoring.commitment`: "or", lists, several numbers). A short answer sentence
+    ("The answer is Velmora.", "born in 1843") also counts when the gold appears in it as whole words and
+    every other word is a filler or a word of the question: no other entity, no other candidate of a
+    comparison, no other number.
     """
 
     def __call__(self, prediction: str, task: Task) -> float:
-        pred, gold = normalize_answer(prediction), normalize_answer(str(task.answer))
+        committed = read_commitment(prediction, [str(task.answer)], task.question)
+        if committed.hedge is not None:
+            return 0.0
+        pred, gold = normalize_answer(committed.text), normalize_answer(str(task.answer))
         if not pred:
             return 0.0
         if pred == gold:
@@ -594,4 +604,5 @@ class WorldAnswerScorer:
             numbers and numbers != set(re.findall(r"-?\d+(?:[./]\d+)?", gold))
         ):
             return 0.0
-        return 1.0
+        allowed = FILLER_WORDS | _ANSWER_WORDS | set(normalize_answer(task.question).split())
+        return float(all(word in allowed for word in padded.replace(f" {gold} ", " ", 1).split()))

@@ -1,0 +1,391 @@
+"""The single-commitment rule that every scorer applies first: an answer naming more than one candidate scores 0.
+
+A reward that credits an answer when *any* of the values it names is right pays a policy for hedging
+("205 or 204", "1, 2, 3, 204", a list of entities). So every scorer reads the answer through
+:func:`read_commitment`, and scores 0 whenever :attr:`Commitment.hedge` is set. The rule, in order:
+
+1. **Where the answer is.** Unicode digits (full-width, Arabic-Indic, ...) read as ASCII digits, full-width
+   punctuation as ASCII, invisible format characters are dropped. Inside ``<answer>..</answer>`` when
+   present; then inside ``\\boxed{..}`` / ``\\fbox{..}`` when present, and text before the box is
+   working that is not read. Several tags or boxes with different contents are a hedge; text *after*
+   the last box is checked with the box (``\\boxed{204} or 205`` is a hedge). A leading
+   ``Final answer:`` is dropped.
+2. **The gold is masked first.** Every occurrence of a gold alias (case-insensitive, spacing-insensitive,
+   at word boundaries) is one placeholder, and every number equal in value to a number the gold contains
+   counts as gold. So a gold's own commas, "and", dates and fractions ("March 3, 1901",
+   "India and Bangladesh", "3/4", "2\\sqrt{3}", "1,000") never count as extra candidates, and a
+   number that also appears in the gold is not a second candidate.
+3. **Alternative markers** outside the gold are a hedge: ``or``, ``either``, ``nor``, ``vs``,
+   ``versus``, ``alternatively``, ``otherwise``, ``between .. and``, ``±``/``\\pm``/``+/-``/``∓``,
+   ranges ``203–205`` / ``203 to 205`` / ``203~205``, comparisons (``<``, ``≥``, ``\\le``, "at least",
+   "more than", ...), and ``∨``/``\\lor``/``\\vee``/``\\cup``/``||``. A marker that the gold itself
+   contains is not a marker for that task (a gold "(¬A → B) ↔ (A ∨ ¬B)" keeps its ``∨``).
+4. **Lists.** The rest is split into parts at newlines, ``;``, ``,`` (not a thousands comma, not the
+   comma before a year as in "June 20, 1837", and, when a gold has a comma inside brackets, not a
+   comma inside brackets), `` and ``, `` & ``, `` | ``, ``/`` between words, ``\\quad`` and ``\\\\``.
+   A part made only of filler words ("The answer is:", "I think") does not count; the masked gold
+   counts as many parts as the gold has. More parts than the gold has is a hedge: "204, 205",
+   "Paris, London", "1, 2, 3, 204", a list of all options, newline-separated candidates.
+5. **Several values in one part.** In ``a = b = c`` only the last side is the value; the earlier sides
+   are working and may be a name (``x``), an arithmetic expression equal to the value (``12*17``), or
+   use only numbers the question gives (restating the question's numbers). Anything else there is a
+   second value (``205 = 204``). In the value, every whitespace-separated token that holds a digit
+   is a candidate (spaces around operators are closed first, so ``4\\sqrt{3} / 2`` and ``x + 1`` are
+   one token each); tokens that are gold, or numbers equal to a gold number, are one candidate
+   together. Two or more candidates is a hedge: "205 204", "Velmora (founded 1615)".
+
+Consequences worth knowing: an explanation after the answer that carries other numbers or entities
+("204, which is 12 times 17") scores 0, as does a working line outside ``\\boxed{}`` that uses
+intermediate numbers not given in the question. Put working before a box, or leave it out: the
+task instructions ask for the bare answer. Multiple choice reads letters with its own rule
+(:mod:`agentflow_env.scoring.choice`) and uses steps 1 here; Game of 24 uses steps 1, 3 and its own
+one-expression rule (:mod:`agentflow_env.scoring.game24`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from agentflow_env.arith import ArithmeticError_, evaluate
+
+__all__ = [
+    "FILLER_WORDS",
+    "Commitment",
+    "alternative_marker",
+    "answer_region",
+    "gold_numbers",
+    "hedge_reason",
+    "normalize_text",
+    "number_value",
+    "read_commitment",
+]
+
+_GOLD = "\x00"  # placeholder for a masked gold span (stripped from inputs first)
+
+
+# ------------------------------------------------------------------ 1. text and where the answer is
+def _char_map() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for code in range(0x80, 0x10000):
+        ch = chr(code)
+        if unicodedata.category(ch) == "Nd":
+            table[code] = str(unicodedata.decimal(ch))
+    for code in range(0xFF01, 0xFF5F):  # full-width ASCII
+        table[code] = chr(code - 0xFEE0)
+    table.update({0x2212: "-", 0x3000: " ", 0x00A0: " ", 0x3001: ",", 0xFF0C: ",", 0xFF1B: ";"})
+    return table
+
+
+_CHARS = _char_map()
+
+
+def normalize_text(text: object) -> str:
+    """Unicode digits and full-width forms as ASCII, no invisible format characters, no NUL."""
+    text = "" if text is None else str(text)
+    text = text.translate(_CHARS).replace(_GOLD, " ")
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
+_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_FINAL_PREFIX = re.compile(r"^\s*[*_]*\s*(?:final\s+answer|answer)\s*[*_]*\s*[:：]\s*[*_]*\s*", re.IGNORECASE)
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split()).lower()
+
+
+def _boxes(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every balanced ``\\boxed{..}``: ``text[start:end]`` is the content."""
+    spans = []
+    for m in _BOX_START.finditer(text):
+        depth = 1
+        for j in range(m.end(), len(text)):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    spans.append((m.end(), j))
+                    break
+    return spans
+
+
+def answer_region(prediction: object) -> tuple[str, str, str | None]:
+    """``(answer, checked, hedge)``: the committed answer text, the text the hedge rule must check
+    (the answer plus anything after its box), and a reason when tags or boxes already disagree."""
+    text = normalize_text(prediction)
+    tags = _ANSWER_TAG.findall(text)
+    if len({_squeeze(t) for t in tags if t.strip()}) > 1:
+        return tags[-1].strip(), tags[-1], "several <answer> blocks with different answers"
+    if tags:
+        text = tags[-1]
+    spans = _boxes(text)
+    if spans:
+        contents = [text[a:b] for a, b in spans]
+        if len({_squeeze(c) for c in contents}) > 1:
+            return contents[-1].strip(), contents[-1], "several boxed answers"
+        start, end = spans[-1]
+        tail = text[end + 1 :]
+        answer = _FINAL_PREFIX.sub("", contents[-1].strip()).strip()
+        return answer, f"{answer} {tail}", None
+    answer = _FINAL_PREFIX.sub("", text.strip()).strip()
+    return answer, answer, None
+
+
+# ------------------------------------------------------------------ numbers
+_NUM_TOKEN = re.compile(
+    r"\\d?frac\{\s*(-?\d+(?:\.\d+)?)\s*\}\{\s*(-?\d+(?:\.\d+)?)\s*\}"
+    r"|(?<![\d.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
+    r"|(?<![\d])-?\.\d+"
+)
+_BARE_NUMBER = re.compile(
+    r"[$€£]?\s*(?:\\d?frac\{-?\d+(?:\.\d+)?\}\{-?\d+(?:\.\d+)?\}"
+    r"|-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?|-?\.\d+)(?:st|nd|rd|th|%|\\%)?"
+)
+
+
+def number_value(token: str) -> Fraction | None:
+    """The value of one number token (``1,000``, ``-2.5``, ``7/3``, ``\\frac{7}{3}``, ``20th``, ``17%``)."""
+    m = _NUM_TOKEN.search(token)
+    if m is None:
+        return None
+    try:
+        if m.group(1) is not None:
+            return Fraction(m.group(1)) / Fraction(m.group(2))
+        return Fraction(m.group(0).replace(",", "").replace(" ", ""))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _numbers_in(text: str) -> set[Fraction]:
+    """Every number in ``text``: fractions and ``a/b`` as one value, and also their parts."""
+    values: set[Fraction] = set()
+    for m in _NUM_TOKEN.finditer(text):
+        value = number_value(m.group(0))
+        if value is not None:
+            values.add(value)
+    for m in re.finditer(r"\d+(?:\.\d+)?", text.replace(",", "")):
+        values.add(Fraction(m.group(0)))
+    return values
+
+
+def gold_numbers(golds: Iterable[str]) -> set[Fraction]:
+    """The numbers the gold answers contain (with their parts, and signed both ways when a minus appears)."""
+    out: set[Fraction] = set()
+    for gold in golds:
+        text = normalize_text(gold)
+        for m in _NUM_TOKEN.finditer(text):
+            value = number_value(m.group(0))
+            if value is not None:
+                out.add(value)
+        for m in re.finditer(r"\d+(?:\.\d+)?", text.replace(",", "")):
+            out.add(Fraction(m.group(0)))
+    return out
+
+
+# ------------------------------------------------------------------ 2. masking the gold
+def _gold_pattern(gold: str) -> re.Pattern[str] | None:
+    gold = gold.strip().rstrip(".").strip()
+    if not gold:
+        return None
+    body = r"\s*".join(re.escape(tok) for tok in gold.split())
+    left = r"(?<![\w.])" if gold[0].isalnum() else ""
+    right = r"(?![\w]|[.,]\d)" if gold[-1].isalnum() else ""
+    return re.compile(left + body + right, re.IGNORECASE)
+
+
+def _mask_gold(text: str, golds: Sequence[str]) -> str:
+    for gold in sorted(golds, key=len, reverse=True):
+        pattern = _gold_pattern(gold)
+        if pattern is not None:
+            text = pattern.sub(f" {_GOLD} ", text)
+    return text
+
+
+# ------------------------------------------------------------------ 3. alternative markers
+_N = r"-?\d+(?:\.\d+)?"
+_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in (
+        ("or", r"\bor\b"),
+        ("either", r"\beither\b"),
+        ("nor", r"\bnor\b"),
+        ("versus", r"\bvs\b\.?|\bversus\b"),
+        ("alternatively", r"\balternative(?:ly)?\b|\botherwise\b"),
+        ("between", r"\bbetween\b[^\n]*?\band\b"),
+        ("plus-minus", r"±|∓|\\pm\b|\\mp\b|\+\s*/\s*-|-\s*/\s*\+|\+\s*-(?=\s*\d)|\bplus\s+minus\b"),
+        ("range", rf"{_N}\s*(?:[–—~]|\.\.\.?|…)\s*{_N}|{_N}\s*(?:to|through|thru|until|till)\s+{_N}"),
+        (
+            "comparison",
+            r"<=|>=|(?<![-=<>])[<>](?![-=<>])|[≤≥≠≲≳≪≫]|\\(?:le|ge|leq|geq|lt|gt|neq|ne|leqslant|geqslant)\b",
+        ),
+        ("comparison", r"\b(?:at\s+(?:least|most)|(?:less|more|greater|fewer)\s+than|up\s+to|no\s+more)\b"),
+        ("disjunction", r"∨|\\lor\b|\\vee\b|\\cup\b|∪|\|\|"),
+    )
+)
+
+
+def alternative_marker(text: str, golds: Sequence[str] = ()) -> str | None:
+    """The first alternative marker (``or``, ``±``, a range, a comparison, ...) in ``text`` that no gold
+    contains, or ``None``."""
+    masked = _mask_gold(normalize_text(text), golds)
+    for name, pattern in _MARKERS:
+        if pattern.search(masked) and not any(pattern.search(normalize_text(g)) for g in golds):
+            return name
+    return None
+
+
+# ------------------------------------------------------------------ 4. lists
+FILLER_WORDS = frozenset(
+    """a an the answer answers final is are was were be would will should it its it's i i'm i'd we my our
+    think believe guess say so therefore thus hence then correct result value get got gives give have has
+    this that here there maybe probably likely approximately approx about around roughly exactly total
+    equals equal solution which as of my best estimate""".split()
+)
+_SEPARATORS = re.compile(
+    r"\n|;|\s\|\s|\s&\s|\band\b|、|\\quad\b|\\qquad\b|\\\\"
+    r"|(?:(?<=[^\W\d_]{2})|(?<=\x00)|(?<=\x00 ))\s*/\s*(?=[^\W\d_]{2}|\s?\x00)",
+    re.IGNORECASE,
+)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_YEAR_COMMA = re.compile(r",(?=\s*\d{4}\b)")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def _split_commas(text: str, keep_bracketed: bool) -> list[str]:
+    protected = {m.start() for m in _THOUSANDS.finditer(text)} | {m.start() for m in _YEAR_COMMA.finditer(text)}
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif ch == "," and i not in protected and not (keep_bracketed and depth > 0):
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _parts(text: str, keep_bracketed: bool) -> list[str]:
+    out = []
+    for chunk in _SEPARATORS.split(text):
+        out.extend(_split_commas(chunk, keep_bracketed))
+    return [p.strip() for p in out if p.strip()]
+
+
+def _is_filler(part: str) -> bool:
+    if _GOLD in part or re.search(r"\d", part):
+        return False
+    words = re.findall(r"[^\W\d_]+(?:'[a-z]+)?", part.lower())
+    return all(w in FILLER_WORDS for w in words)
+
+
+def _gold_parts(gold: str, keep_bracketed: bool) -> int:
+    return max(1, len([p for p in _parts(normalize_text(gold), keep_bracketed) if not _is_filler(p)]))
+
+
+# ------------------------------------------------------------------ 5. values in one part
+_TIGHTEN = re.compile(r"\s*([-+*/^×÷·_(){}\[\]=])\s*|\s+(?=\\)|(?<=[{(\[])\s+|\s+(?=[})\]])")
+_EDGE_PUNCT = ".,;:!?\"'`*"
+
+
+def _value_candidates(value: str, gnums: set[Fraction]) -> set[object]:
+    found: set[object] = set()
+    for token in _TIGHTEN.sub(r"\1", value).split():
+        token = token.strip(_EDGE_PUNCT)
+        while len(token) > 2 and token[0] in "([" and token[-1] in ")]":
+            token = token[1:-1].strip(_EDGE_PUNCT)
+        if _GOLD in token:
+            found.add(_GOLD)
+            continue
+        if not re.search(r"\d", token):
+            continue
+        number = number_value(token) if _BARE_NUMBER.fullmatch(token) else None
+        if number is not None:
+            found.add(_GOLD if number in gnums else number)
+        else:
+            found.add(token.lower())
+    return found
+
+
+def _value_of(text: str) -> Fraction | None:
+    try:
+        return evaluate(text.strip().strip(_EDGE_PUNCT))
+    except (ArithmeticError_, ValueError, ZeroDivisionError, TypeError):
+        return number_value(text) if _BARE_NUMBER.fullmatch(text.strip().strip(_EDGE_PUNCT)) else None
+
+
+def _working_ok(segment: str, value: str, question_numbers: set[Fraction], gold: str) -> bool:
+    if _GOLD in segment or not re.search(r"\d", segment):
+        return True
+    numbers = {number_value(m.group(0)) for m in _NUM_TOKEN.finditer(segment)}
+    if numbers and all(n is not None and (n in question_numbers or -n in question_numbers) for n in numbers):
+        return True
+    left = _value_of(segment)
+    if left is None:
+        return False
+    right = _value_of(value.replace(_GOLD, gold))
+    return right is not None and left == right
+
+
+# ------------------------------------------------------------------ the rule
+def hedge_reason(answer: str, golds: Sequence[str] = (), question: str = "") -> str | None:
+    """Why ``answer`` (already unwrapped; see :func:`answer_region`) commits to more than one candidate,
+    or ``None`` when it commits to at most one. ``golds`` are the gold aliases, ``question`` the task text."""
+    golds = [normalize_text(g) for g in golds if str(g).strip()]
+    text = normalize_text(answer)
+    if not text.strip():
+        return None
+    marker = alternative_marker(text, golds)
+    if marker is not None:
+        return f"it offers alternatives ({marker})"
+    masked = _mask_gold(text, golds)
+    keep_bracketed = any(re.search(r"[(\[{][^)\]}]*,", g) for g in golds)
+    gold_width = max((_gold_parts(g, keep_bracketed) for g in golds), default=1)
+    gnums = gold_numbers(golds)
+    qnums = _numbers_in(normalize_text(question)) if question else set()
+    weight = 0
+    for part in _parts(masked, keep_bracketed):
+        if _is_filler(part):
+            continue
+        weight += gold_width if _GOLD in part else 1
+        segments = [s for s in re.split(r"(?<![<>=!])=(?!=)|≈", part) if s.strip()]
+        if not segments:
+            continue
+        value = segments[-1]
+        if not all(_working_ok(s, value, qnums, golds[0] if golds else "") for s in segments[:-1]):
+            return "a working step states another value"
+        if len(_value_candidates(value, gnums)) > 1:
+            return "it names several values"
+    if weight > max(1, gold_width):
+        return "it lists several candidates"
+    return None
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """The answer a prediction commits to (``text``), its last ``a = b`` side (``value``), and why it
+    hedges (``hedge``, ``None`` when it commits to at most one candidate)."""
+
+    text: str
+    hedge: str | None
+
+    @property
+    def value(self) -> str:
+        """The right-hand side of the last ``=`` (the whole text when there is none)."""
+        return re.split(r"(?<![<>=!])=(?!=)", self.text)[-1].strip() if "=" in self.text else self.text
+
+
+def read_commitment(prediction: object, golds: Iterable[object] = (), question: str = "") -> Commitment:
+    """The committed answer of ``prediction`` and, when it hedges, why (see the module doc for the rule)."""
+    gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
+    answer, checked, hedge = answer_region(prediction)
+    if hedge is None:
+        hedge = hedge_reason(checked, gold_list, question)
+    return Commitment(answer, hedge)
