@@ -1,19 +1,31 @@
 """The env's memory: ordered steps, rendered within a character budget.
 
 Over budget, the oldest tool results are shortened first; the newest step is never dropped, and
-anything cut says so in the text.
+anything cut says so in the text. In order:
+
+1. older results are shortened, oldest first, just enough to fit, but never below a short head
+   and tail (``_MIN_RESULT`` characters);
+2. if every older result is that short and the text is still too long, the oldest steps are folded
+   into one line, ``(steps 1-K omitted to fit the memory budget)``, never the newest step;
+3. then the newest result itself is shortened, and last, a budget too small for even the newest
+   step's header cuts the text.
+
+Rendering is incremental: the lengths of every step's block, whole and with its result shortened,
+are kept as steps are added, so a rendering only builds the text it returns (at most the budget,
+plus the newest step) and its cost does not grow with the number of steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from agentflow_env.types import MemoryStep
 
-__all__ = ["Memory", "shorten"]
+__all__ = ["Memory", "StepDict", "shorten"]
 
 _MIN_RESULT = 60  # characters of a result kept when it has to be shortened
+_RESULT_LABEL = "\n  Result: "
 
 
 def shorten(text: str, limit: int) -> str:
@@ -38,13 +50,48 @@ def _header(step: MemoryStep) -> str:
     return "\n".join(lines)
 
 
+def _fold_marker(folded: int) -> str:
+    return f"(steps 1-{folded} omitted to fit the memory budget)"
+
+
+class StepDict(dict):  # type: ignore[type-arg]
+    """One memory step as a read-only dict.
+
+    ``info["memory_steps"]`` shares these between the infos of one episode (copying every step at
+    every turn would make a step's cost grow with the episode), so they refuse changes; ``dict(step)``
+    gives a copy to change. JSON and pickle see a plain dict.
+    """
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("memory steps in info are read-only; copy one with dict(step) to change it")
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only  # type: ignore[assignment]
+    clear = _read_only
+    pop = _read_only  # type: ignore[assignment]
+    popitem = _read_only
+    setdefault = _read_only  # type: ignore[assignment]
+    update = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StepDict, (dict(self),))
+
+
 class Memory:
     """Ordered :class:`MemoryStep` records with a budgeted text rendering."""
 
     def __init__(self, steps: Iterable[MemoryStep] = ()):
-        self.steps: list[MemoryStep] = list(steps)
-        self._headers: list[str] = [_header(s) for s in self.steps]
-        self._dicts: list[dict[str, Any]] = [s.to_dict() for s in self.steps]
+        self.steps: list[MemoryStep] = []
+        self._headers: list[str] = []
+        self._dicts: list[StepDict] = []
+        self._full: list[int] = []  # length of each step's block with its whole result
+        self._short: list[int] = []  # ... with its result shortened to _MIN_RESULT
+        self._short_blocks: dict[int, str] = {}  # built when a rendering first needs them
+        self._sum_full = 0
+        self._sum_short = 0
+        for step in steps:
+            self.add(step)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -52,62 +99,82 @@ class Memory:
     def clear(self) -> None:
         self.steps.clear()
         self._headers.clear()
-        self._dicts.clear()
+        self._dicts = []  # a new list: infos already handed out keep theirs
+        self._full.clear()
+        self._short.clear()
+        self._short_blocks.clear()
+        self._sum_full = self._sum_short = 0
 
     def add(self, step: MemoryStep) -> None:
+        header = _header(step)
+        base = len(header) + len(_RESULT_LABEL)
         self.steps.append(step)
-        self._headers.append(_header(step))
-        self._dicts.append(step.to_dict())
+        self._headers.append(header)
+        self._dicts.append(StepDict(step.to_dict()))
+        self._full.append(base + len(step.result))
+        self._short.append(base + min(len(step.result), _MIN_RESULT))
+        self._sum_full += self._full[-1]
+        self._sum_short += self._short[-1]
 
     def to_list(self) -> list[dict[str, Any]]:
-        """The steps as dicts (shallow copies: steps are never changed after they are added)."""
-        return [dict(d) for d in self._dicts]
+        """The steps as read-only dicts (:class:`StepDict`), in a new list; the dicts are shared."""
+        return list(self._dicts)
 
     @classmethod
     def from_list(cls, items: Iterable[dict[str, Any]]) -> Memory:
-        return cls(MemoryStep.from_dict(d) for d in items)
+        return cls(MemoryStep.from_dict(dict(d)) for d in items)
 
     def render(self, budget: int = 8000) -> str:
         """Text of all steps within ``budget`` characters (see the module docstring)."""
-        if not self.steps:
+        n = len(self.steps)
+        if n == 0:
             return "(no steps yet)"
-        results = [s.result for s in self.steps]
-        blocks = [self._block(i, r) for i, r in enumerate(results)]
-        total = sum(len(b) for b in blocks) + len(blocks) - 1
+        last = n - 1
+        total = self._sum_full + last  # the blocks and the newlines between them
         if total <= budget:
+            return "\n".join(self._block(i, self.steps[i].result) for i in range(n))
+        all_short = self._sum_short - self._short[last] + self._full[last] + last
+        if all_short <= budget:
+            # 1. shorten older results, oldest first, just enough (every step fits: n is small here)
+            blocks = []
+            excess = total - budget
+            for i in range(n):
+                result = self.steps[i].result
+                if excess > 0 and i < last:
+                    limit = max(len(result) - excess, _MIN_RESULT)
+                    if limit < len(result):
+                        excess -= len(result) - limit
+                        result = shorten(result, limit)
+                blocks.append(self._block(i, result))
             return "\n".join(blocks)
-        # 1. shorten older results, oldest first, down to a short head and tail each
-        last = len(results) - 1
-        for i in range(last):
-            if total <= budget:
+        # 2. every older result is short and the text still too long: fold the oldest steps, never
+        # the newest. The text with steps folded..last kept shrinks as `folded` grows, so walk back
+        # from the newest step while the text still fits (at most budget/len(short block) steps).
+        folded = last
+        size = (len(_fold_marker(folded)) + 1 if folded else 0) + self._full[last]
+        while folded > 1:
+            grown = size + self._short[folded - 1] + 1 + len(_fold_marker(folded - 1)) - len(_fold_marker(folded))
+            if grown > budget:
                 break
-            limit = max(len(results[i]) - (total - budget), _MIN_RESULT)
-            if limit < len(results[i]):
-                results[i] = shorten(results[i], limit)
-                total += self._replace(blocks, i, results[i])
-        # 2. still over: fold the oldest steps into one line, never the newest
-        folded = 0
-        marker = ""
-        while total > budget and folded < last:
-            total -= len(blocks[folded]) + 1
-            folded += 1
-            new_marker = f"(steps 1-{folded} omitted to fit the memory budget)"
-            total += len(new_marker) - len(marker) + (0 if marker else 1)
-            marker = new_marker
-        # 3. then shorten the newest result itself
-        if total > budget:
-            limit = max(len(results[last]) - (total - budget), 0)
-            results[last] = shorten(results[last], limit)
-            total += self._replace(blocks, last, results[last])
-        text = "\n".join(([marker] if marker else []) + blocks[folded:])
+            folded -= 1
+            size = grown
+        result = self.steps[last].result
+        if size > budget:
+            # 3. then shorten the newest result itself
+            result = shorten(result, max(len(result) - (size - budget), 0))
+        parts = [_fold_marker(folded)] if folded else []
+        parts.extend(self._short_block(i) for i in range(folded, last))
+        parts.append(self._block(last, result))
+        text = "\n".join(parts)
         # 4. a budget too small for even the newest step's header: cut the text, keep its start
         return text if len(text) <= budget else shorten(text, budget)
 
-    def _replace(self, blocks: list[str], index: int, result: str) -> int:
-        new_block = self._block(index, result)
-        delta = len(new_block) - len(blocks[index])
-        blocks[index] = new_block
-        return delta
+    def _short_block(self, index: int) -> str:
+        block = self._short_blocks.get(index)
+        if block is None:
+            block = self._block(index, shorten(self.steps[index].result, _MIN_RESULT))
+            self._short_blocks[index] = block
+        return block
 
     def _block(self, index: int, result: str) -> str:
-        return f"{self._headers[index]}\n  Result: {result}"
+        return f"{self._headers[index]}{_RESULT_LABEL}{result}"
