@@ -256,11 +256,34 @@ class AgentFlowPrompts:
         self._command = _template(executor, executor_file, "Executor", "generate_tool_command")
         coder_file = self.package / "tools" / "python_coder" / "tool.py"
         self._code = _template(_parse(coder_file), coder_file, "Python_Coder_Tool", "execute")
+        self.missing_tool_command, self.missing_tool_result = self._missing_tool_texts()
         self.system_prompt = self._system_prompt("dashscope.py", "ChatDashScope")
         self.planner_system_prompt = self._system_prompt("vllm.py", "ChatVLLM")
         self._metadata = self._read_toolbox(list(enabled_tools))
 
     # ------------------------------------------------------------------ engines and tools
+    def _missing_tool_texts(self) -> tuple[str, str]:
+        """What the solver (test/solve.py) stores as command and result when the planner names no known tool."""
+        from agentflow_env.paper_mode.templates import BuiltinPrompts
+
+        fallback = (BuiltinPrompts.missing_tool_command, BuiltinPrompts.missing_tool_result)
+        solve = self.package.parent.parent / "test" / "solve.py"
+        if not solve.is_file():
+            return fallback
+        found: dict[str, str] = {}
+        for node in ast.walk(_parse(solve)):
+            if isinstance(node, ast.If) and "available_tools" in ast.unparse(node.test):
+                for stmt in node.body:
+                    if (
+                        isinstance(stmt, ast.Assign)
+                        and len(stmt.targets) == 1
+                        and isinstance(stmt.targets[0], ast.Name)
+                        and isinstance(stmt.value, ast.Constant)
+                        and isinstance(stmt.value.value, str)
+                    ):
+                        found.setdefault(stmt.targets[0].id, stmt.value.value)
+        return found.get("command", fallback[0]), found.get("result", fallback[1])
+
     def _system_prompt(self, file: str, cls: str) -> str:
         path = self.package / "engine" / file
         value = _class_attr(_find_class(_parse(path), cls, path), "DEFAULT_SYSTEM_PROMPT")

@@ -35,9 +35,6 @@ __all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "resolve_prompts"]
 logger = logging.getLogger(__name__)
 
 TOOLBOX_PRESETS = ("as_coded", "as_stated")
-# what memory holds when the planner named no tool from the toolbox (AgentFlow stores such a step too)
-NO_TOOL_COMMAND = "No command was generated: the tool was not found."
-NO_TOOL_RESULT = "No result was generated: the tool was not found."
 
 
 def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
@@ -216,7 +213,8 @@ class PaperFlowEnv(AgentFlowEnv):
             "error": None,
         }
         if tool_name is None or tool_name not in self.toolbox:
-            command, result = NO_TOOL_COMMAND, NO_TOOL_RESULT
+            # AgentFlow stores this step too, with fixed texts for its command and result
+            command, result = self.prompt_source.missing_tool_command, self.prompt_source.missing_tool_result
             record["error"] = "no Context/Sub-Goal/Tool Name block in the reply" if tool_name is None else tool_name
         else:
             prompt = self.prompt_source.tool_command(

@@ -103,10 +103,9 @@ def read_verdict(reply: Any) -> str:
         return "CONTINUE"
     obj = _json_object(reply)
     if obj is not None and isinstance(obj.get("analysis"), str) and "stop_signal" in obj:
-        signal = obj["stop_signal"]
-        if isinstance(signal, str):
-            signal = signal.strip().lower() in ("true", "1", "yes", "on", "t", "y")
-        return "STOP" if signal else "CONTINUE"
+        signal = _as_bool(obj["stop_signal"])
+        if signal is not None:
+            return "STOP" if signal else "CONTINUE"
     words = [m["word"].upper() for m in _VERDICT_WORD.finditer(reply)]
     if words and words[-1] in ("STOP", "CONTINUE"):
         return words[-1]
@@ -114,6 +113,21 @@ def read_verdict(reply: Any) -> str:
     if "stop" in lowered:
         return "STOP"
     return "CONTINUE"
+
+
+def _as_bool(value: Any) -> bool | None:
+    """A JSON value read as a bool the way a pydantic ``bool`` field accepts it; None when it does not."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("1", "on", "t", "true", "y", "yes"):
+            return True
+        if text in ("0", "off", "f", "false", "n", "no"):
+            return False
+    return None
 
 
 def split_blocks(command: str) -> list[str]:

@@ -19,6 +19,8 @@ class PromptSource(Protocol):
 
     label: str
     system_prompt: str
+    missing_tool_command: str  # memory's command and result for a step whose tool is not in the toolbox
+    missing_tool_result: str
 
     def query_analysis(self, question: str, tools: list[str], metadata: dict[str, Any]) -> str: ...
 
@@ -198,6 +200,8 @@ class BuiltinPrompts:
 
     label = "builtin"
     system_prompt = _SYSTEM
+    missing_tool_command = "No command was generated: the tool was not found."
+    missing_tool_result = "No result was generated: the tool was not found."
 
     def query_analysis(self, question: str, tools: list[str], metadata: dict[str, Any]) -> str:
         return _ANALYSIS.format(question=question, tools=tools, metadata=metadata)
