@@ -317,8 +317,10 @@ class VLLMBackend:
             )
 
     def _push(self, model: Any, route: str) -> None:
+        # a tied lm_head is refused by in-place load_weights; the reload route needs it (on CPU the head's
+        # packed matrix is rebuilt only when the head itself is loaded, else it keeps the old embedding)
         tied = bool(getattr(getattr(model, "config", None), "tie_word_embeddings", False))
-        weights = _named_weights_for_inference(model, skip_tied_head=tied)
+        weights = _named_weights_for_inference(model, skip_tied_head=tied and route == "load_weights")
         if route == "load_weights":
             # consumed inside the call (the engine is in this process), while a LoRA adapter is still merged
             self.llm.apply_model(lambda engine_model: engine_model.load_weights(weights))
