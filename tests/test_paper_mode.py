@@ -391,3 +391,25 @@ def test_llm_modes_give_the_generator_tool_the_env_engine(monkeypatch: pytest.Mo
     tool = next(t for t in env.tools if isinstance(t, BaseGeneratorTool))
     assert tool.engine is engine and tool.run("2+2?").text == "4"
     env.close()
+
+
+def test_gym_make_builds_the_paper_flow_on_any_registered_id() -> None:
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401  (registers the ids)
+
+    engine = ScriptedEngine(["analysis", "Conclusion: STOP", "Answer: (8-4)*(7-1) = 24"])
+    env = gym.make("agentflow/Gen-GameOf24-v0", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()))
+    try:
+        obs, info = env.reset(seed=3)
+        assert env.observation_space.contains(obs) and info["paper_mode"]["flow"] == "paper"
+        obs, reward, terminated, truncated, info = env.step("no plan at all")
+        assert terminated and info["answer"] == "Answer: (8-4)*(7-1) = 24"
+        assert [c["module"] for c in info["module_calls"]] == [
+            "query_analysis",
+            "planner",
+            "verifier",
+            "final_output",
+        ]
+    finally:
+        env.close()
