@@ -105,20 +105,53 @@ def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     raise DataError(f"{path}: unsupported file type {suffix!r}; use .json, .jsonl or .parquet")
 
 
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc}); check the path and its permissions") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}: not UTF-8 text (invalid byte at offset {exc.start}); the file is damaged or binary: "
+            "re-download it or save it as UTF-8 JSON"
+        ) from None
+    if "\x00" in text:
+        raise DataError(f"{path}: holds NUL bytes at offset {text.index(chr(0))}; the file is damaged or binary")
+    return text
+
+
+def _loads(text: str, where: str) -> Any:
+    """``json.loads`` that turns every failure into a :class:`DataError` (NaN/Infinity are refused)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to read; the file is damaged") from None
+    except ValueError as exc:  # 4,300+ digit integers, NaN/Infinity
+        raise DataError(f"{where}: {str(exc)[:200]}; fix that value") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} in the JSON (answers and options must be finite)")
+
+
 def _read_json(path: Path) -> list[dict[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path)
     if not text.strip():
         raise DataError(f"{path}: the file is empty; expected a JSON list of records")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = _loads(text, str(path))
+    except DataError:
         # a JSONL file saved with a .json name is common; try it before giving up
         if "\n" in text.strip():
             try:
-                return _read_jsonl(path)
+                return _rows_of_jsonl(path, text)
             except DataError:
                 pass
-        raise DataError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise
     if isinstance(data, dict):
         for key in ("data", "records", "examples", "rows"):
             if isinstance(data.get(key), list):
@@ -133,15 +166,14 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return _rows_of_jsonl(path, _read_text(path))
+
+
+def _rows_of_jsonl(path: Path, text: str) -> list[dict[str, Any]]:
     rows: list[Any] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            rows.append(_loads(line, f"{path} line {lineno}"))
     return _check_records(path, rows)
 
 

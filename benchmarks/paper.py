@@ -9,6 +9,7 @@ JSONL/JSON/Parquet file (``path=`` with ``columns=``). Task ids are content hash
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import re
@@ -21,7 +22,7 @@ from agentflow_env.error import ConfigError, DataError
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.scoring.choice import ChoiceScorer, option_letters, render_options
 from agentflow_env.scoring.game24 import Game24Scorer
-from agentflow_env.scoring.qa import QAScorer, gold_aliases, normalize_answer
+from agentflow_env.scoring.qa import QAScorer, normalize_answer
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.loaders import (
     ColumnMap,
@@ -276,11 +277,24 @@ def _meta(rec: dict[str, Any], origin: str) -> dict[str, Any]:
     return meta
 
 
+def _gold_values(value: Any, origin: str, row: int) -> list[str]:
+    """A gold answer as alias strings; missing, empty, non-finite (NaN) or nested golds are a :class:`DataError`."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    golds = []
+    for item in items:
+        if item is None or (isinstance(item, str) and not item.strip()):
+            continue
+        if isinstance(item, float) and item.is_integer():
+            item = int(item)
+        golds.append(_text(item, origin, row, "gold answer").strip())
+    if not golds:
+        raise DataError(f"{origin}: record {row} has a missing or empty gold answer (got {value!r:.60}); fill in its answer field")
+    return golds
+
+
 def _qa_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> Task:
     question = _question_text(bench, rec, origin, keep_instructions)
-    golds = gold_aliases(rec.get("answer"))
-    if not golds:
-        raise DataError(f"{origin}: record {rec['_row']} has an empty gold answer")
+    golds = _gold_values(rec.get("answer"), origin, rec["_row"])
     return Task(
         id=Task.content_id(bench.name, question, golds),
         question=question,
@@ -293,11 +307,9 @@ def _qa_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instr
 def _math_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> Task:
     question = _question_text(bench, rec, origin, keep_instructions)
     answer = rec.get("answer")
-    if answer is None or not str(answer).strip():
-        raise DataError(f"{origin}: record {rec['_row']} has an empty gold answer")
-    if isinstance(answer, float) and answer.is_integer():
-        answer = int(answer)
-    gold = str(answer).strip()
+    if isinstance(answer, (list, tuple)):
+        raise DataError(f"{origin}: record {rec['_row']} has a list as its math gold answer; give one value")
+    gold = _gold_values(answer, origin, rec["_row"])[0]
     return Task(
         id=Task.content_id(bench.name, question, gold),
         question=question,
@@ -310,9 +322,11 @@ def _math_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_ins
 def _game24_numbers(value: Any, origin: str, row: int) -> list[int]:
     items = re.split(r"[\s,]+", value.strip(" []")) if isinstance(value, str) else value
     try:
-        numbers = [int(x) for x in items]
-    except (TypeError, ValueError):
-        raise DataError(f"{origin}: record {row} numbers {value!r} are not a list of integers") from None
+        numbers = [int(x) for x in items if not isinstance(x, bool) and (not isinstance(x, float) or x.is_integer())]
+    except (TypeError, ValueError, OverflowError):
+        raise DataError(f"{origin}: record {row} numbers {str(value)[:60]!r} are not a list of integers") from None
+    if len(numbers) != len(items) or any(abs(n) > 10**6 for n in numbers):
+        raise DataError(f"{origin}: record {row} numbers {str(value)[:60]!r} must be 4 whole numbers of normal size")
     if len(numbers) != 4:
         raise DataError(f"{origin}: record {row} has {len(numbers)} numbers; Game of 24 needs exactly 4")
     return numbers
@@ -326,9 +340,11 @@ def _game24_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_i
             f"Use the four numbers {numbers} to write an arithmetic expression equal to 24. "
             "Every number must be used exactly once; only + - * / and parentheses are allowed."
         )
-    solutions = (
-        [str(s) for s in (rec.get("answer") or [])] if not isinstance(rec.get("answer"), str) else [rec["answer"]]
-    )
+    raw = rec.get("answer")
+    raw = [] if raw is None else [raw] if isinstance(raw, str) else raw
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise DataError(f"{origin}: record {rec['_row']} solutions must be text or a list of texts, got {raw!r:.60}")
+    solutions = [x for x in raw if x.strip()]
     meta = _meta(rec, origin)
     meta.update(numbers=numbers, target=24)
     return Task(
@@ -342,26 +358,42 @@ def _game24_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_i
 
 def _option_texts(choices: Any, origin: str, row: int) -> list[str]:
     if isinstance(choices, Mapping):  # MedQA on the hub: {"A": text, ...}
-        return [str(choices[k]).strip() for k in sorted(choices)]
+        return [_text(choices[k], origin, row, f"option {k}") for k in sorted(choices, key=str)]
     if not isinstance(choices, (list, tuple)) or len(choices) < 2:
         raise DataError(
             f"{origin}: record {row} choices must be a list or mapping of at least 2 options, got {choices!r:.80}"
         )
-    texts = [str(c) for c in choices]
+    texts = [_text(c, origin, row, f"option {i + 1}") for i, c in enumerate(choices)]
     prefixes = [_OPTION_PREFIX.match(t) for t in texts]
     if all(prefixes) and "".join(m.group(1) for m in prefixes if m) == option_letters(len(texts)):
         texts = [t[m.end() :] for t, m in zip(texts, prefixes) if m]
     return [t.strip() for t in texts]
 
 
+def _text(value: Any, origin: str, row: int, what: str) -> str:
+    """An option or gold text: strings and finite numbers only (a NaN or a nested object is a broken row)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise DataError(f"{origin}: record {row} {what} is a {type(value).__name__}, not text; fix that field")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"{origin}: record {row} {what} is {value!r}; give the option's text")
+    return str(value)
+
+
 def _correct_index(rec: dict[str, Any], texts: list[str], origin: str) -> int:
     row = rec["_row"]
     if "answer_index" in rec:
-        index = int(rec["answer_index"])
+        raw = rec["answer_index"]
+        if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+            raw = int(raw.strip())
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise DataError(f"{origin}: record {row} answer index {raw!r:.40} is not a whole number; fix answer_idx")
+        index = raw
     elif isinstance(rec.get("answer_letter"), str) and rec["answer_letter"].strip():
         index = ord(rec["answer_letter"].strip().upper()[0]) - ord("A")
     elif rec.get("answer") is not None:
-        gold = str(rec["answer"]).strip()
+        gold = _text(rec["answer"], origin, row, "answer").strip()
         m = _OPTION_PREFIX.match(gold)
         by_text = [i for i, t in enumerate(texts) if normalize_answer(t) == normalize_answer(gold)]
         if not by_text and m:
@@ -378,33 +410,100 @@ def _correct_index(rec: dict[str, Any], texts: list[str], origin: str) -> int:
     return index
 
 
+# an option whose text begins with a closing token lost its beginning (GPQA row 135: "\rangle\rightarrow...")
+_CUT_START = re.compile(r"\A(?:\\right\b|\\rangle|\\rbrace|\\rvert|\\end\{|[)\]}]|[,;:]\s)")
+# an option that is only a statement label ("a", "(b)", "c)"): GPQA row 168 answers by the stem's a)-d)
+_BARE_LABEL = re.compile(r"\(?([A-Za-z])\)?\.?")
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _option_problems(texts: list[str], index: int) -> tuple[list[str], int, list[str], bool]:
+    """Options cleaned of data faults: ``(texts, correct index, warnings, keep_order)``.
+
+    Exact duplicates (case-sensitive: GPQA task 239 has options differing only by L vs l) collapse into one,
+    so the correct text can never be "wrong" for being the other copy; options that look cut off are
+    reported; bare-label options are put in label order and never shuffled, so option letter X always is
+    label x (any other order makes "C" and "c" name different options).
+    """
+    warnings: list[str] = []
+    kept: list[str] = []
+    where: dict[str, int] = {}
+    new_index = index
+    for i, t in enumerate(texts):
+        key = _squeezed(t)
+        if key in where:
+            other = option_letters(len(texts))[where[key]]
+            warnings.append(f"option {option_letters(len(texts))[i]} repeats option {other} ({t[:40]!r}); merged")
+            if i == index:
+                new_index = where[key]
+            continue
+        where[key] = len(kept)
+        if i == index:
+            new_index = len(kept)
+        kept.append(t)
+    for letter, t in zip(option_letters(len(kept)), kept):
+        if not t.strip():
+            warnings.append(f"option {letter} is empty")
+        elif _CUT_START.match(t.strip()):
+            warnings.append(f"option {letter} looks cut off at its start ({t.strip()[:30]!r})")
+    labels = [_BARE_LABEL.fullmatch(t.strip()) for t in kept]
+    keep_order = False
+    if all(labels):
+        names = [m.group(1).upper() for m in labels if m]
+        if sorted(names) == list(option_letters(len(kept))):
+            order = sorted(range(len(kept)), key=lambda i: names[i])
+            correct = kept[new_index]
+            kept = [kept[i] for i in order]
+            new_index = kept.index(correct)
+            keep_order = True
+            warnings.append("options are bare statement labels; shown in label order (option X is label x), unshuffled")
+    return kept, new_index, warnings, keep_order
+
+
 def _choice_task(
-    bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool, seed: int | None
+    bench: PaperBenchmark,
+    rec: dict[str, Any],
+    origin: str,
+    keep_instructions: bool,
+    seed: int | None,
+    shuffle_options: bool = True,
 ) -> Task:
     stem = _question_text(bench, rec, origin, keep_instructions)
+    row = rec["_row"]
     if "correct" in rec:  # GPQA on the hub: one right answer and a list of wrong ones, in no order
         wrong = rec.get("incorrect") or []
-        texts = [str(rec["correct"]).strip()] + [str(w).strip() for w in wrong]
+        if not isinstance(wrong, (list, tuple)):
+            raise DataError(f"{origin}: record {row} wrong answers must be a list, got {type(wrong).__name__}")
+        texts = [_text(rec["correct"], origin, row, "correct answer").strip()]
+        texts += [_text(w, origin, row, "wrong answer").strip() for w in wrong]
         index = 0
         seed = 0 if seed is None else seed
     else:
         if "choices" not in rec:
-            raise DataError(f"{origin}: record {rec['_row']} has no choices; map them with columns={{'choices': ...}}")
-        texts = _option_texts(rec["choices"], origin, rec["_row"])
+            raise DataError(f"{origin}: record {row} has no choices; map them with columns={{'choices': ...}}")
+        texts = _option_texts(rec["choices"], origin, row)
         index = _correct_index(rec, texts, origin)
     # MedQA's question text carries its options (twice in AgentFlow's file): keep the stem only
     cut = _OPTIONS_BLOCK.search(stem)
     if cut and normalize_answer(texts[0])[:40] in normalize_answer(stem[cut.start() :]):
         stem = stem[: cut.start()].rstrip()
+    task_id = Task.content_id(bench.name, stem, sorted(texts), texts[index])  # before any clean-up: ids stay put
+    texts, index, warnings, keep_order = _option_problems(texts, index)
+    if len(texts) < 2:
+        raise DataError(f"{origin}: record {row} has fewer than 2 distinct options; fix its choices")
     correct = texts[index]
-    task_id = Task.content_id(bench.name, stem, sorted(texts), correct)
     order = list(range(len(texts)))
-    if seed is not None:  # the official GPQA protocol: a fresh option order per seed
+    if seed is not None and shuffle_options and not keep_order:  # a fresh option order per trial seed
         random.Random(f"{seed}:{task_id}").shuffle(order)
     shown = [texts[i] for i in order]
     letter = option_letters(len(shown))[order.index(index)]
     meta = _meta(rec, origin)
-    meta.update(options=shown, answer_text=correct, option_seed=seed)
+    meta.update(options=shown, answer_text=correct, option_seed=seed if not keep_order else None)
+    if warnings:
+        meta["data_warnings"] = warnings
     question = f"{stem}\nChoices:\n{render_options(shown)}"
     return Task(id=task_id, question=question, answer=letter, family=bench.family, metadata=meta)
 
@@ -417,8 +516,14 @@ def rows_to_tasks(
     *,
     seed: int | None = None,
     keep_instructions: bool = False,
+    shuffle_options: bool = True,
 ) -> list[Task]:
-    """Map ``rows`` through ``columns`` and build one task per row; exact duplicates (same id) are dropped."""
+    """Map ``rows`` through ``columns`` and build one task per row; exact duplicates (same id) are dropped.
+
+    ``seed`` orders multiple-choice options (one order per seed; ``None`` keeps the file's order unless
+    ``shuffle_options`` is off). A row that cannot become a task is a :class:`DataError` naming ``origin``,
+    the record and what to fix; rows with suspect options load with a warning (``metadata['data_warnings']``).
+    """
     records = apply_columns(
         rows,
         columns,
@@ -428,16 +533,29 @@ def rows_to_tasks(
     )
     tasks: list[Task] = []
     seen: set[str] = set()
+    flagged: list[str] = []
     for rec in records:
-        if bench.kind == "choice":
-            task = _choice_task(bench, rec, origin, keep_instructions, seed)
-        else:
-            task = _BUILDERS[bench.kind](bench, rec, origin, keep_instructions)
+        try:
+            if bench.kind == "choice":
+                task = _choice_task(bench, rec, origin, keep_instructions, seed, shuffle_options)
+            else:
+                task = _BUILDERS[bench.kind](bench, rec, origin, keep_instructions)
+        except DataError:
+            raise
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError, AttributeError) as exc:
+            raise DataError(
+                f"{origin}: record {rec.get('_row')} cannot become a {bench.name} task "
+                f"({type(exc).__name__}: {str(exc)[:200]}); fix or remove that record"
+            ) from None
+        if task.metadata.get("data_warnings"):
+            flagged.append(f"record {rec['_row']}: " + "; ".join(task.metadata["data_warnings"]))
         if task.id in seen:
             logger.info("%s: record %s repeats an earlier task; dropped", origin, rec["_row"])
             continue
         seen.add(task.id)
         tasks.append(task)
+    if flagged:
+        logger.warning("%s: %d record(s) with suspect options:\n  %s", origin, len(flagged), "\n  ".join(flagged))
     return tasks
 
 
@@ -459,8 +577,13 @@ def load_paper_tasks(
     num_tasks: int | None = None,
     seed: int | None = None,
     keep_instructions: bool = False,
+    shuffle_options: bool = True,
 ) -> ListTaskSource:
-    """The tasks of ``bench`` from a local AgentFlow folder, the hub, or one file (see the module doc)."""
+    """The tasks of ``bench`` from a local AgentFlow folder, the hub, or one file (see the module doc).
+
+    ``seed`` is the trial seed: multiple-choice options appear in one order per seed (GPQA's official
+    protocol; ``shuffle_options=False`` keeps the file's order). Protocols pass each trial's seed here.
+    """
     if source not in _SOURCES:
         raise ConfigError(f"source={source!r}; choose one of {', '.join(_SOURCES)}")
     if num_tasks is not None and num_tasks < 1:
@@ -482,7 +605,9 @@ def load_paper_tasks(
     else:
         rows, origin = _local_rows(bench, split, data_dir)
         cols = columns or bench.local_columns
-    tasks = rows_to_tasks(bench, rows, cols, origin, seed=seed, keep_instructions=keep_instructions)
+    tasks = rows_to_tasks(
+        bench, rows, cols, origin, seed=seed, keep_instructions=keep_instructions, shuffle_options=shuffle_options
+    )
     if not tasks:
         raise DataError(f"{origin}: no usable {bench.name} tasks")
     return ListTaskSource(tasks[:num_tasks] if num_tasks else tasks)

@@ -62,6 +62,12 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="engine spec for llm env modes, overriding the protocol's (recorded in the result)",
     )
+    parser.add_argument(
+        "--judge-engine",
+        default=None,
+        help='engine spec of the LLM judge for benchmarks with scorer = "judge", overriding the protocol\'s '
+        "[judge] engine (recorded in the result), e.g. openai:gpt-4o@https://api.openai.com/v1",
+    )
     parser.add_argument("--batch-size", type=int, default=16, help="episodes stepped together (one act() per turn)")
     parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
     parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
@@ -84,6 +90,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         name=args.name,
         data_dir=args.data_dir,
         engine=args.engine,
+        judge_engine=args.judge_engine,
         batch_size=args.batch_size,
         fast=args.fast,
         overwrite=args.overwrite,
@@ -140,12 +147,31 @@ def print_result(result: Any) -> None:
         table.add_row("overall avg", "", str(len(result.outcomes)), f"{100 * overall:.1f}", "")
     console = Console(width=120)
     console.print(table)
+    console.print(scoring_note(rec))
     tokens = result.tokens()
     console.print(
         f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
         f"{tokens if tokens is not None else 'not reported by the policy'}; commit {rec.git_commit}"
         f"{' (dirty)' if rec.git_dirty else ''}; stored in {result.path}"
     )
+
+
+def scoring_note(record: Any) -> str:
+    """One line on how a run was scored, and whether its numbers compare with the paper's."""
+    from leaderboards.protocol import load_protocol
+
+    try:
+        paper = load_protocol(record.protocol).mode == "paper"
+    except Exception:  # a protocol no longer shipped
+        paper = record.protocol.startswith("paper")
+    scoring = record.scoring
+    if scoring == "judge":
+        return f"scored by the LLM judge {record.judge_engine or ''}".rstrip() + (
+            " (the paper's metric)" if paper else ""
+        )
+    text = {"rule": "scored by rules (exact match, numeric equality, checkers)", "mixed": "scored partly by rules"}
+    note = text.get(scoring, "scorer not recorded")
+    return note + (": NOT comparable with the paper's LLM-judged numbers" if paper else "")
 
 
 def configure_leaderboard(parser: argparse.ArgumentParser) -> None:

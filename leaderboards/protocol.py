@@ -1,7 +1,10 @@
 """Evaluation protocols: what a leaderboard row was measured on, loaded from ``protocols/*.toml``.
 
 A protocol fixes env ids and splits, task counts, seeds, samples per task, the turn budget, the
-env modes (offline or the paper's llm/llm/llm with engine specs) and the scorer; its hash keys results.
+env modes (offline or the paper's llm/llm/llm with engine specs), the scorer (and the judge engine of
+``scorer = "judge"``) and which loader option receives each trial's seed; its hash keys results.
+
+A new version is a copy of the old file with a new ``name``; the old file gets ``superseded_by``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring import SCORER_NAMES
 
 __all__ = [
     "CATEGORIES",
@@ -30,7 +34,8 @@ PROTOCOL_DIR = Path(__file__).resolve().parent / "protocols"
 # The paper's four categories, in the order its tables report them.
 CATEGORIES = ("search", "agentic", "math", "science")
 MODES = ("offline", "paper")
-_UNHASHED = ("description", "fast_tasks")
+SCORERS = ("default", *SCORER_NAMES)  # "default": the benchmark's own scorer
+_UNHASHED = ("description", "fast_tasks", "superseded_by")
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -50,7 +55,7 @@ class BenchmarkEntry:
     category: str
     split: str = "test"
     num_tasks: int | None = None  # None: every task of the split
-    scorer: str = "default"  # "default": the benchmark's own scorer
+    scorer: str = "default"  # "default": the benchmark's own scorer; "judge": the LLM judge; or a rule by name
     options: dict[str, Any] = field(default_factory=dict)  # loader/tool kwargs given to gymnasium.make
 
 
@@ -88,6 +93,9 @@ class Protocol:
     sampling: dict[str, Any]
     benchmarks: tuple[BenchmarkEntry, ...]
     source: str = ""
+    judge: dict[str, Any] = field(default_factory=dict)  # [judge]: engine spec and JudgeScorer options
+    trial_seed_option: str | None = None  # loader option given each trial's seed (None: trials share tasks)
+    superseded_by: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -118,6 +126,19 @@ class Protocol:
         if chosen and "llm" in (kwargs.get("executor"), kwargs.get("verifier"), kwargs.get("generator")):
             kwargs["engine"] = chosen
         return kwargs
+
+    def judge_engine(self, override: str | None = None) -> str | None:
+        """The judge's engine spec: ``override`` (``--judge-engine``), else the protocol's ``[judge] engine``."""
+        return override or self.judge.get("engine")
+
+    @property
+    def uses_judge(self) -> bool:
+        return any(b.scorer == "judge" for b in self.benchmarks)
+
+    @property
+    def paper_comparable(self) -> bool:
+        """Scored as the paper scores: a paper-mode protocol whose every benchmark uses the LLM judge."""
+        return self.mode == "paper" and all(b.scorer == "judge" for b in self.benchmarks)
 
     def units(self, env_id: str, num_tasks: int, fast: bool = False) -> list[WorkUnit]:
         """The episodes of one benchmark with ``num_tasks`` tasks available (``fast``: the first ``fast_tasks``)."""
@@ -183,6 +204,16 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
         num = b.get("num_tasks")
         if num is not None and (not isinstance(num, int) or num < 1):
             raise ConfigError(f"{where}: num_tasks must be a positive integer or absent (all tasks)")
+        scorer = str(b.get("scorer", "default"))
+        if scorer not in SCORERS:
+            raise ConfigError(f"{where}: scorer={scorer!r}; choose one of {', '.join(SCORERS)}")
+        options = dict(b.get("options", {}))
+        trial_option = raw.get("trial_seed_option")
+        if trial_option is not None and trial_option in options:
+            raise ConfigError(
+                f"{where}: options sets {trial_option!r}, which trial_seed_option gives each trial's seed; "
+                "remove one of them"
+            )
         entries.append(
             BenchmarkEntry(
                 env_id=env_id,
@@ -190,12 +221,18 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
                 category=category,
                 split=str(b.get("split", "test")),
                 num_tasks=num,
-                scorer=str(b.get("scorer", "default")),
-                options=dict(b.get("options", {})),
+                scorer=scorer,
+                options=options,
             )
         )
     if len({e.env_id for e in entries}) != len(entries):
         raise ConfigError(f"{source}: an env id is listed twice")
+    judge = dict(raw.get("judge", {}))
+    if not isinstance(judge.get("engine", ""), str):
+        raise ConfigError(f"{source}: [judge] engine must be an engine spec string")
+    trial_seed_option = raw.get("trial_seed_option")
+    if trial_seed_option is not None and not (isinstance(trial_seed_option, str) and trial_seed_option):
+        raise ConfigError(f'{source}: trial_seed_option must name a loader option (e.g. "seed") or be absent')
     return Protocol(
         name=name,
         description=str(raw.get("description", "")),
@@ -208,5 +245,8 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
         sampling=dict(raw.get("sampling", {})),
         benchmarks=tuple(entries),
         source=source,
+        judge=judge,
+        trial_seed_option=trial_seed_option,
+        superseded_by=raw.get("superseded_by"),
         raw=raw,
     )

@@ -61,6 +61,8 @@ class BoardRow:
     current: bool  # measured under the protocol file as it is now (same hash)
     fast: bool = False
     source: str | None = None
+    scoring: str = "unknown"  # RunRecord.scoring: judge, rule, mixed, unknown, or paper (reported rows)
+    comparable: bool = True  # False: a row not scored as the reported rows were (marked wherever it shows)
 
 
 @dataclass
@@ -101,8 +103,19 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
     board = Board(protocol=name, protocol_hash=phash, columns=columns, summary=summary)
     for run in runs:
         board.rows.append(_row(run, phash))
+    # the paper's numbers are LLM-judged: a row scored any other way never sits beside them unmarked
+    paper_board = any(r.kind == "reported" for r in board.rows) or _is_paper(name)
+    for r in board.rows:
+        r.comparable = not paper_board or r.kind == "reported" or r.scoring == "judge"
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
     return board
+
+
+def _is_paper(name: str) -> bool:
+    try:
+        return load_protocol(name).mode == "paper"
+    except Exception:  # a protocol no longer shipped
+        return name.startswith("paper")
 
 
 def _protocol_summary(protocol: Any) -> str:
@@ -114,7 +127,9 @@ def _protocol_summary(protocol: Any) -> str:
         f"{protocol.description} Settings: {protocol.max_turns} turns, trial seeds {list(protocol.seeds)}, "
         f"{protocol.samples_per_task} sample(s) per task, executor/verifier/generator {modes}{engine}"
         + (f", planner temperature {temp:g}" if temp is not None else "")
+        + (f", LLM judge {protocol.judge_engine()}" if protocol.uses_judge else ", rule scoring (exact match)")
         + "."
+        + (f" Superseded by {protocol.superseded_by}." if protocol.superseded_by else "")
     )
 
 
@@ -142,6 +157,7 @@ def _row(run: EvalResult, phash: str | None) -> BoardRow:
         current=rec.kind == "reported" or phash is None or rec.protocol_hash == phash,
         fast=rec.fast,
         source=rec.source,
+        scoring=rec.scoring,
     )
 
 
@@ -165,6 +181,9 @@ def _row_label(row: BoardRow) -> str:
         marks.append("fast subset")
     if not row.current:
         marks.append("older protocol version")
+    if not row.comparable:
+        how = {"rule": "exact-match/rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
+        marks.append(f"{how}, not comparable with the paper's LLM-judged numbers")
     return row.name + (f" ({', '.join(marks)})" if marks else "")
 
 
@@ -240,6 +259,7 @@ table.board th,table.board td{border:1px solid #d0d7de;padding:4px 7px;text-alig
 table.board th{background:#f6f8fa;cursor:pointer;user-select:none;position:relative}
 table.board th:hover{background:#eaeef2}table.board td.l,table.board th.l{text-align:left}
 table.board tr.reported td{font-style:italic;color:#57606a}table.board tr.stale td{color:#9a6700}
+table.board tr.incomparable td{background:#fff8c5}
 th.asc::after{content:" \\25B2";font-size:10px}th.desc::after{content:" \\25BC";font-size:10px}
 .ci{color:#6e7781;font-size:11px;display:block}.charts{display:flex;flex-wrap:wrap;gap:10px}
 .charts img{width:300px;border:1px solid #d0d7de;border-radius:4px}code{font-size:12px}
@@ -289,6 +309,7 @@ def _html_table(board: Board) -> str:
     out.append("</tr></thead><tbody>")
     for r in board.rows:
         cls = "reported" if r.kind == "reported" else ("stale" if not r.current else "")
+        cls += " incomparable" if not r.comparable else ""
         cells = [
             _td(r.name, html.escape(_row_label(r)), "l"),
             _td(r.policy, f"<code>{html.escape(r.policy)}</code>", "l p"),
@@ -428,6 +449,8 @@ def render_site(results_dir: Path = RESULTS_DIR, out_dir: Path | None = None, ch
                                 "name": r.name,
                                 "policy": r.policy,
                                 "kind": r.kind,
+                                "scoring": r.scoring,
+                                "comparable": r.comparable,
                                 "overall": r.overall,
                                 "categories": r.categories,
                                 "benchmarks": {e: vars(c) for e, c in r.cells.items()},

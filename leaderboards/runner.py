@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentflow_env.error import ConfigError
+from agentflow_env.error import ConfigError, EngineError
 from leaderboards.protocol import Protocol, WorkUnit, load_protocol
 from leaderboards.store import (
     RESULTS_DIR,
@@ -30,12 +30,13 @@ from leaderboards.store import (
     TaskOutcome,
     git_state,
     load_run,
+    lock_run_dir,
     read_jsonl,
     run_name_for,
     write_json_atomic,
 )
 
-__all__ = ["EvalConfig", "build_env", "evaluate", "normalize_actions"]
+__all__ = ["EvalConfig", "build_env", "describe_scorer", "evaluate", "make_protocol_scorer", "normalize_actions"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class EvalConfig:
     name: str | None = None  # run folder name; default from the policy spec
     data_dir: str | None = None
     engine: str | None = None  # overrides the protocol's engine for llm modes (recorded in the result)
+    judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
     batch_size: int = 16
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
     overwrite: bool = False
@@ -72,11 +74,22 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
 
 
 def build_env(
-    protocol: Protocol, env_id: str, data_dir: str | None = None, engine: str | None = None, tasks: Any = None
+    protocol: Protocol,
+    env_id: str,
+    data_dir: str | None = None,
+    engine: str | None = None,
+    tasks: Any = None,
+    *,
+    trial_seed: int | None = None,
+    scorer: Any = None,
+    judge_engine: str | None = None,
 ) -> Any:
-    """The env of one protocol benchmark, with the protocol's split, options, modes and turn budget.
+    """The env of one protocol benchmark, with the protocol's split, options, modes, turn budget and scorer.
 
-    ``tasks`` reuses another instance's task source (loading or generating tasks once per benchmark).
+    ``tasks`` reuses another instance's task source (loading or generating tasks once per benchmark and
+    trial). ``trial_seed`` goes to the loader option the protocol names in ``trial_seed_option``.
+    ``scorer`` is a ready scorer object (shared across envs); else one is built from the protocol entry,
+    the judge's engine from ``judge_engine`` or the protocol's ``[judge] engine``.
     """
     import gymnasium as gym
 
@@ -97,21 +110,44 @@ def build_env(
 
         if _accepts(get_spec(bench).load_tasks, "data_dir"):
             kwargs["data_dir"] = data_dir
-    if entry.scorer != "default":
-        kwargs["scorer"] = _make_scorer(entry.scorer)
+    if protocol.trial_seed_option and trial_seed is not None and bench is not None:
+        from benchmarks.specs import get_spec
+
+        if _accepts(get_spec(bench).load_tasks, protocol.trial_seed_option):
+            kwargs[protocol.trial_seed_option] = trial_seed
+    if scorer is not None:
+        kwargs["scorer"] = scorer
+    elif entry.scorer != "default":
+        kwargs["scorer"] = make_protocol_scorer(protocol, entry.scorer, judge_engine)
     if tasks is not None:
         kwargs["tasks"] = tasks
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
-def _make_scorer(name: str) -> Any:
-    try:
-        from agentflow_env.scoring import make_scorer  # type: ignore[attr-defined]
-    except ImportError:
+def make_protocol_scorer(protocol: Protocol, name: str, judge_engine: str | None = None) -> Any:
+    """The scorer a protocol entry names; ``"judge"`` takes its engine from ``judge_engine`` or ``[judge]``."""
+    from agentflow_env.scoring import make_scorer
+
+    if name != "judge":
+        return make_scorer(name)
+    spec = protocol.judge_engine(judge_engine)
+    if not spec:
         raise ConfigError(
-            f'scorer {name!r} needs agentflow_env.scoring.make_scorer, which this install lacks; use scorer = "default"'
-        ) from None
-    return make_scorer(name)
+            f'protocol {protocol.name} scores with scorer = "judge" but names no judge engine: '
+            '`--judge-engine SPEC` (e.g. openai:gpt-4o@https://api.openai.com/v1) or [judge] engine = "SPEC"'
+        )
+    options = {k: v for k, v in protocol.judge.items() if k != "engine"}
+    return make_scorer("judge", judge_engine=spec, **options)
+
+
+def describe_scorer(scorer: Any) -> str:
+    """How a result records a scorer: ``judge:<engine spec>`` or ``rule:<scorer>``."""
+    from agentflow_env.scoring import scorer_kind
+
+    describe = getattr(scorer, "describe", None)
+    if scorer_kind(scorer) == "judge":
+        return describe() if callable(describe) else f"judge:{type(scorer).__name__}"
+    return f"rule:{scorer!r}" if type(scorer).__repr__ is not object.__repr__ else f"rule:{type(scorer).__name__}"
 
 
 def normalize_actions(policy: Any, raw: Sequence[Any], n: int) -> tuple[list[str], list[dict[str, int] | None]]:
@@ -162,33 +198,64 @@ class _Episode:
 
 
 class _EnvPool:
-    """Reusable env instances per env id; a benchmark's envs close once its last episode ends."""
+    """Reusable env instances per (env id, trial); a benchmark's envs close once its last episode ends.
 
-    def __init__(self, protocol: Protocol, data_dir: str | None, engine: str | None):
-        self.protocol, self.data_dir, self.engine = protocol, data_dir, engine
-        self.free: dict[str, list[Any]] = {}
-        self.all: dict[str, list[Any]] = {}
+    When the protocol gives trial seeds to the loaders, each trial has its own task source (GPQA's option
+    order differs per trial); otherwise every trial shares one. Scorers are built once per env id.
+    """
 
-    def acquire(self, env_id: str) -> Any:
-        free = self.free.setdefault(env_id, [])
+    def __init__(self, protocol: Protocol, data_dir: str | None, engine: str | None, judge_engine: str | None = None):
+        self.protocol, self.data_dir, self.engine, self.judge_engine = protocol, data_dir, engine, judge_engine
+        self.free: dict[tuple[str, int | None], list[Any]] = {}
+        self.all: dict[tuple[str, int | None], list[Any]] = {}
+        self.scorers: dict[str, Any] = {}
+
+    def _key(self, env_id: str, seed: int | None) -> tuple[str, int | None]:
+        return env_id, (seed if self.protocol.trial_seed_option else None)
+
+    def scorer(self, env_id: str) -> Any:
+        """The protocol entry's scorer, shared by every env of ``env_id`` (``None``: the benchmark's own)."""
+        entry = self.protocol.benchmark(env_id)
+        if entry.scorer == "default":
+            return None
+        if env_id not in self.scorers:
+            same = [v for e, v in self.scorers.items() if self.protocol.benchmark(e).scorer == entry.scorer]
+            if not same:
+                same = [make_protocol_scorer(self.protocol, entry.scorer, self.judge_engine)]
+            self.scorers[env_id] = same[0]
+        return self.scorers[env_id]
+
+    def acquire(self, env_id: str, seed: int | None = None) -> Any:
+        key = self._key(env_id, seed)
+        free = self.free.setdefault(key, [])
         if free:
             return free.pop()
-        siblings = self.all.setdefault(env_id, [])
+        siblings = self.all.setdefault(key, [])
         tasks = siblings[0].unwrapped.tasks if siblings else None
-        env = build_env(self.protocol, env_id, self.data_dir, self.engine, tasks=tasks)
+        env = build_env(
+            self.protocol,
+            env_id,
+            self.data_dir,
+            self.engine,
+            tasks=tasks,
+            trial_seed=seed,
+            scorer=self.scorer(env_id),
+            judge_engine=self.judge_engine,
+        )
         siblings.append(env)
         return env
 
-    def release(self, env_id: str, env: Any) -> None:
-        self.free.setdefault(env_id, []).append(env)
+    def release(self, env_id: str, env: Any, seed: int | None = None) -> None:
+        self.free.setdefault(self._key(env_id, seed), []).append(env)
 
     def close_env_id(self, env_id: str) -> None:
-        for env in self.all.pop(env_id, []):
-            env.close()
-        self.free.pop(env_id, None)
+        for key in [k for k in self.all if k[0] == env_id]:
+            for env in self.all.pop(key, []):
+                env.close()
+            self.free.pop(key, None)
 
     def close(self) -> None:
-        for env_id in list(self.all):
+        for env_id in {k[0] for k in self.all}:
             self.close_env_id(env_id)
 
 
@@ -203,6 +270,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
     env = dict(protocol.env)
     if config.engine:
         env["engine"] = config.engine
+    judge_engine = protocol.judge_engine(config.judge_engine) if protocol.uses_judge else None
     fresh = RunRecord(
         name=config.run_name,
         protocol=protocol.name,
@@ -222,6 +290,8 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         },
         started_at=_now(),
         notes=config.notes,
+        judge_engine=judge_engine,
+        trial_seed_option=protocol.trial_seed_option,
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -232,6 +302,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
                 ("policy", old.policy, fresh.policy),
                 ("fast", old.fast, fresh.fast),
                 ("engine", old.env.get("engine"), fresh.env.get("engine")),
+                ("judge_engine", old.judge_engine, fresh.judge_engine),
             )
             if a != b
         ]
@@ -247,12 +318,15 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
     return run_dir, fresh, None
 
 
-def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool) -> list[WorkUnit]:
+def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
+    """Every episode of the run; records how each benchmark is scored in ``record.scorers``."""
     units: list[WorkUnit] = []
+    seed = protocol.seeds[0]
     for entry in protocol.benchmarks:
-        env = pool.acquire(entry.env_id)
+        env = pool.acquire(entry.env_id, seed)
         num = len(env.unwrapped.tasks)
-        pool.release(entry.env_id, env)
+        record.scorers[entry.env_id] = describe_scorer(env.unwrapped.scorer)
+        pool.release(entry.env_id, env, seed)
         units.extend(protocol.units(entry.env_id, num, fast=config.fast))
     return units
 
@@ -263,10 +337,16 @@ def evaluate(config: EvalConfig) -> EvalResult:
         raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
     protocol = load_protocol(config.protocol)
     policies = _policies(config, protocol)  # a bad spec fails before anything is written
+    run_dir = Path(config.out) / protocol.name / config.run_name
+    with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
+        return _evaluate_locked(config, protocol, policies)
+
+
+def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str, Any]) -> EvalResult:
     run_dir, record, stored = _prepare_run_dir(config, protocol)
-    pool = _EnvPool(protocol, config.data_dir, config.engine)
+    pool = _EnvPool(protocol, config.data_dir, config.engine, config.judge_engine)
     try:
-        units = _plan(protocol, config, pool)
+        units = _plan(protocol, config, pool, record)
         done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
         todo = deque(u for u in units if u.key not in done)
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
@@ -335,14 +415,15 @@ def _loop(
         while todo or active:
             while todo and len(active) < config.batch_size:
                 unit = todo.popleft()
-                env = pool.acquire(unit.env_id)
+                env = pool.acquire(unit.env_id, unit.seed)
                 obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
                 active.append(_Episode(unit, env, obs, time.perf_counter()))
             finished = _turn(active, policies)
             for ep, reward, info in finished:
+                _check_judged(ep, info, pool)
                 _record(ep, reward, info, traj, tasks)
                 active.remove(ep)
-                pool.release(ep.unit.env_id, ep.env)
+                pool.release(ep.unit.env_id, ep.env, ep.unit.seed)
                 remaining[ep.unit.env_id] -= 1
                 if remaining[ep.unit.env_id] == 0:
                     pool.close_env_id(ep.unit.env_id)
@@ -373,6 +454,15 @@ def _turn(active: list[_Episode], policies: dict[str, Any]) -> list[tuple[_Episo
                 info["_terminated"] = bool(terminated)
                 finished.append((ep, float(reward), info))
     return finished
+
+
+def _check_judged(ep: _Episode, info: dict[str, Any], pool: _EnvPool) -> None:
+    """A judge that failed (engine down, no reply) stops the run: storing 0 would blame the policy."""
+    from agentflow_env.scoring import scorer_kind
+
+    error = info.get("score_error")
+    if error and scorer_kind(ep.env.unwrapped.scorer) == "judge":
+        raise EngineError(f"the judge failed on {ep.unit.key} ({error}); this episode is not stored")
 
 
 def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppender, tasks: JsonlAppender) -> None:

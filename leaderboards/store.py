@@ -6,31 +6,37 @@ resumes from what is on disk; a torn last line (a crash mid-write) is dropped an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.error import ConfigError
 from leaderboards.stats import BenchmarkScore, category_averages
 
 __all__ = [
+    "LOCK_SUFFIX",
     "RESULTS_DIR",
     "RUN_FILE",
     "TASKS_FILE",
     "TRAJECTORIES_FILE",
     "EvalResult",
     "JsonlAppender",
+    "RunFolderBusy",
     "RunRecord",
     "TaskOutcome",
     "git_state",
     "iter_runs",
     "load_run",
+    "lock_run_dir",
     "read_jsonl",
     "read_trajectory",
     "run_name_for",
@@ -43,6 +49,50 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RUN_FILE = "run.json"
 TASKS_FILE = "tasks.jsonl"
 TRAJECTORIES_FILE = "trajectories.jsonl"
+LOCK_SUFFIX = ".lock"  # ".<run name>.lock" beside the run folder (it survives --overwrite)
+
+
+class RunFolderBusy(ConfigError):
+    """Another process holds the run folder's lock."""
+
+
+@contextlib.contextmanager
+def lock_run_dir(run_dir: Path) -> Iterator[Path]:
+    """Hold an exclusive ``flock`` on ``run_dir``'s lock file for the block; fail fast when another process has it.
+
+    The lock file sits beside the folder (``.<name>.lock``) and holds the owner's pid, command and start
+    time; the kernel drops the lock when its owner exits, however it exits, so a stale file never blocks.
+    """
+    import fcntl
+
+    run_dir = Path(run_dir)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    path = run_dir.parent / f".{run_dir.name}{LOCK_SUFFIX}"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "pid unknown"
+            raise RunFolderBusy(
+                f"{run_dir} is being written by another eval ({holder}); wait for it to finish, or pass "
+                "--name NEW / --out DIR for a separate run"
+            ) from None
+        stamp = f"pid {os.getpid()}, started {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_command()}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, stamp.encode("utf-8"), 0)
+        try:
+            yield path
+        finally:
+            os.ftruncate(fd, 0)  # the lock itself goes with the descriptor
+    finally:
+        os.close(fd)
+
+
+def _command() -> str:
+    import sys
+
+    return " ".join(sys.argv)[:300] or "python"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -183,6 +233,21 @@ class RunRecord:
     reported: dict[str, float | None] = field(default_factory=dict)  # env_id -> accuracy in [0, 1]
     source: str | None = None
     notes: str = ""
+    # env_id -> how it was scored: "judge:<engine spec>" or "rule:<scorer>" (empty in records older than this field)
+    scorers: dict[str, str] = field(default_factory=dict)
+    judge_engine: str | None = None
+    trial_seed_option: str | None = None  # the loader option that received each trial's seed
+
+    @property
+    def scoring(self) -> str:
+        """``"judge"`` when every benchmark was judged by an LLM, ``"rule"`` when none was, ``"mixed"``,
+        or ``"unknown"`` (a measured record older than the ``scorers`` field). Reported rows: ``"paper"``."""
+        if self.kind == "reported":
+            return "paper"
+        kinds = {v.split(":", 1)[0] for v in self.scorers.values()}
+        if not self.scorers or not kinds <= {"judge", "rule"}:
+            return "unknown"
+        return kinds.pop() if len(kinds) == 1 else "mixed"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

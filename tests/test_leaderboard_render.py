@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import shutil
 import subprocess
 import tempfile
@@ -70,7 +72,34 @@ def test_boards_order_rows_and_mark_reported_numbers(results: Path) -> None:
     scripted = board.rows[0].cells["agentflow/Gen-GameOf24-v0"]
     assert scripted.accuracy == 1.0 and scripted.n == 8 and scripted.lo < 1.0 == scripted.hi
     md = render_markdown([board])
-    assert "| scripted | `scripted` | 100.0 [67.6, 100.0]" in md and "paper-number (reported)" in md
+    # rule-scored rows beside reported (LLM-judged) numbers always carry a mark
+    mark = "exact-match/rule scored, not comparable with the paper's LLM-judged numbers"
+    assert f"| scripted ({mark}) | `scripted` | 100.0 [67.6, 100.0]" in md and "paper-number (reported)" in md
+    assert [r.comparable for r in board.rows] == [False, True, False]
+    assert [r.scoring for r in board.rows] == ["rule", "paper", "rule"]
+    page = render_html([board])
+    assert html.escape(mark) in page and 'class=" incomparable"' in page
+
+
+def test_judge_scored_rows_sit_beside_reported_rows_unmarked(results: Path, tmp_path: Path) -> None:
+    import shutil as sh
+
+    copy = tmp_path / "results"
+    sh.copytree(results, copy)
+    run = copy / "tiny-render" / "scripted" / "run.json"
+    rec = RunRecord.from_dict(json.loads(run.read_text()))
+    rec.scorers = {e: "judge:scripted:x" for e in rec.benchmarks}
+    write_json_atomic(run, rec.to_dict())
+    old = copy / "tiny-render" / "random" / "run.json"
+    legacy = RunRecord.from_dict(json.loads(old.read_text()))
+    legacy.scorers = {}  # a record from before scorers were stored
+    write_json_atomic(old, legacy.to_dict())
+    (board,) = [board_rows(runs) for runs in group_by_protocol(copy).values()]
+    by_name = {r.name: r for r in board.rows}
+    assert by_name["scripted"].comparable and by_name["scripted"].scoring == "judge"
+    assert not by_name["random"].comparable and by_name["random"].scoring == "unknown"
+    md = render_markdown([board])
+    assert "| scripted | `scripted` |" in md and "random (scorer unknown, not comparable" in md
 
 
 def test_render_site_writes_a_self_contained_sortable_page_and_charts(results: Path, tmp_path: Path) -> None:
