@@ -413,3 +413,25 @@ def test_gym_make_builds_the_paper_flow_on_any_registered_id() -> None:
         ]
     finally:
         env.close()
+
+
+def test_tool_engines_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENTFLOW_GENERATOR_ENGINE", raising=False)
+    module_engine, tool_engine = ScriptedEngine(["module"]), ScriptedEngine(["from the tool engine"])
+    env = PaperFlowEnv(
+        [TASK],
+        Scorer(),
+        engine=module_engine,
+        tool_engine={GENERALIST: tool_engine},
+        wikipedia=FakeSearch(),
+        web_search=FakeSearch(),
+    )
+    try:
+        assert env.toolbox[GENERALIST].execute(query="q") == "from the tool engine"
+        assert isinstance(env.toolbox[PYTHON_CODER], PythonCodeGeneratorTool)
+        assert env.toolbox[PYTHON_CODER].writer.generator.engine is module_engine
+        assert set(env.paper_settings["tools"]) == set(env.available_tools)
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="tool_engine"):
+        PaperFlowEnv([TASK], Scorer(), engine=module_engine, tool_engine={"Calculator_Tool": tool_engine})

@@ -54,7 +54,8 @@ class PaperFlowEnv(AgentFlowEnv):
     """AgentFlow's control and information flow (see the module docstring).
 
     - ``engine``: the modules' LLM (query analysis, executor, verifier, final output); ``tool_engine``
-      the LLM inside the generalist and Python tools (default: ``engine``).
+      the LLM inside the generalist and Python tools (default: ``engine``), or a dict of them by tool
+      name (AgentFlow's scripts use gpt-4o-mini and Qwen2.5-Coder-7B-Instruct there).
     - ``prompts``: ``"builtin"`` (this project's wording) or ``"agentflow:PATH"`` (AgentFlow's exact
       templates and tool metadata read from a local checkout).
     - ``toolbox``: ``"as_coded"`` lists every tool AgentFlow's loader puts in the prompts (the four enabled
@@ -70,7 +71,7 @@ class PaperFlowEnv(AgentFlowEnv):
         scorer: Scorer,
         *,
         engine: Engine | str,
-        tool_engine: Engine | str | None = None,
+        tool_engine: Engine | str | Mapping[str, Engine | str] | None = None,
         prompts: str | PromptSource = "builtin",
         toolbox: str = "as_coded",
         sampling: str = "as_coded",
@@ -100,12 +101,17 @@ class PaperFlowEnv(AgentFlowEnv):
             from agentflow_env.engines import make_engine
 
             engine = make_engine(engine)
+        per_tool: dict[str, Any] = dict(tool_engine) if isinstance(tool_engine, Mapping) else {}
+        unknown = sorted(set(per_tool) - set(self.available_tools))
+        if unknown:
+            raise ConfigError(f"tool_engine names {', '.join(unknown)}, not in the toolbox {self.available_tools}")
         runnable = dict(tools) if tools is not None else None
         if runnable is None:
             try:
                 runnable = build_toolbox(
                     self.available_tools,
-                    engine=tool_engine if tool_engine is not None else engine,
+                    engine=engine if tool_engine is None or isinstance(tool_engine, Mapping) else tool_engine,
+                    engines=per_tool,
                     sampling=TOOL_SAMPLING.params(),
                     system_prompt=self.prompt_source.system_prompt,
                     code_request=self.prompt_source.code_request,

@@ -8,7 +8,7 @@ return what AgentFlow's tools return: text, or a dict for the Python coder.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -201,8 +201,14 @@ def build_toolbox(
     code_request: Callable[[str], str],
     web_search: Tool | None = None,
     wikipedia: Tool | None = None,
+    engines: Mapping[str, Engine | str] | None = None,
 ) -> dict[str, PaperTool]:
-    """The runnable tools for ``names`` (AgentFlow's long names); unknown names raise ``KeyError``."""
+    """The runnable tools for ``names`` (AgentFlow's long names); unknown names raise ``KeyError``.
+
+    ``engines`` gives a tool its own LLM by name (AgentFlow's scripts: gpt-4o-mini for the generalist,
+    Qwen2.5-Coder-7B for the Python coder); the others use ``engine``.
+    """
+    engines = dict(engines or {})
     wiki: Any = wikipedia
     if wiki is None and (WIKIPEDIA in names or WEB_RAG in names):
         from agentflow_env.tools.wikipedia import WikipediaSearchTool
@@ -211,9 +217,9 @@ def build_toolbox(
     out: dict[str, PaperTool] = {}
     for name in names:
         if name == GENERALIST:
-            out[name] = GeneralistTool(engine, sampling, system_prompt)
+            out[name] = GeneralistTool(engines.get(name, engine), sampling, system_prompt)
         elif name == PYTHON_CODER:
-            out[name] = PythonCodeGeneratorTool(engine, sampling, system_prompt, code_request)
+            out[name] = PythonCodeGeneratorTool(engines.get(name, engine), sampling, system_prompt, code_request)
         elif name == GOOGLE_SEARCH:
             search: Any = web_search
             if search is None:
