@@ -10,7 +10,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentflow_env.error import ConfigError
-from agentflow_env.memory import Memory
+from agentflow_env.memory import Memory, shorten
 from agentflow_env.modes import build_modes
 from agentflow_env.parsing import ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
@@ -40,6 +40,9 @@ class AgentFlowEnv(gym.Env[dict, str]):
     ## Action
     One string: ``Justification:/Context:/Sub-Goal:/Tool Name:/Command:`` or ``Final Answer:``
     (or the same keys as JSON). A malformed action costs the turn and is explained in memory.
+    An action longer than ``max_action_chars`` (default 100,000) is not read: the turn is spent,
+    memory says why, ``info["action_rejected"]`` gives its length and the limit, and the
+    trajectory keeps its head and tail within the limit. Parsing is linear in the action's length.
 
     ## Reward
     0 on every step but the last, then the scorer's value of the final answer, in [0, 1].
@@ -53,6 +56,14 @@ class AgentFlowEnv(gym.Env[dict, str]):
     ## Termination
     ``terminated`` on a final answer or a verifier STOP; ``truncated`` when ``max_turns`` or
     ``time_budget_s`` runs out (with the ``llm`` generator an answer is still produced then).
+
+    ## Time budget
+    ``time_budget_s`` counts from ``reset``. A tool runs with ``min(tool_timeout_s, time left)``;
+    once no time is left, no executor, tool or verifier call starts (the turn is spent and memory
+    says so), though a final answer is still accepted. So a step ends past the budget by at most
+    the parse of one capped action (milliseconds), a tool's own overrun of its timeout and the
+    final-answer generator's call with ``generator="llm"``; LLM calls are otherwise bounded by the
+    engine's own request timeout, as a call in progress cannot be interrupted.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -72,6 +83,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         time_budget_s: float = 600.0,
         tool_timeout_s: float = 30.0,
         memory_budget: int = 8000,
+        max_action_chars: int = 100_000,
         instructions: str = "",
         render_mode: str | None = None,
         name: str = "AgentFlowEnv",
@@ -82,6 +94,8 @@ class AgentFlowEnv(gym.Env[dict, str]):
             raise ConfigError("time_budget_s and tool_timeout_s must be positive seconds")
         if memory_budget < 200:
             raise ConfigError(f"memory_budget={memory_budget} is too small; use at least 200 characters")
+        if max_action_chars < 1000:
+            raise ConfigError(f"max_action_chars={max_action_chars} is too small; use at least 1000 characters")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ConfigError(f"render_mode={render_mode!r}; choose one of {self.metadata['render_modes']} or None")
         self.tasks: TaskSource = tasks if isinstance(tasks, TaskSource) else ListTaskSource(list(tasks))
@@ -106,6 +120,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self.time_budget_s = float(time_budget_s)
         self.tool_timeout_s = float(tool_timeout_s)
         self.memory_budget = int(memory_budget)
+        self.max_action_chars = int(max_action_chars)
         self.render_mode = render_mode
         self.name = name
         self.tool_names = [t.name for t in self.tools]
@@ -157,11 +172,20 @@ class AgentFlowEnv(gym.Env[dict, str]):
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
         started = time.perf_counter()
         self.turn += 1
-        parsed = parse_action(action)
+        rejected = None
+        if isinstance(action, str) and len(action) > self.max_action_chars:
+            rejected = (
+                f"the action is {len(action):,} characters long, over the limit of {self.max_action_chars:,} "
+                "(max_action_chars), so it was not read"
+            )
+            parsed = ParsedAction(problems=[rejected])
+        else:
+            parsed = parse_action(action)
         verifier_note = None
+        action_text = action if isinstance(action, str) else repr(action)
         record = TurnRecord(
             turn=self.turn,
-            action=action if isinstance(action, str) else repr(action),
+            action=shorten(action_text, self.max_action_chars),
             parsed=parsed.to_dict(),
             tool=None,
             command=None,
@@ -175,22 +199,26 @@ class AgentFlowEnv(gym.Env[dict, str]):
             terminated = True
         else:
             self._run_tool(parsed, record)
-            if self._verifier.verify(self.task.question, self._memory_text(), self.turn) == "STOP":
+            if self._time_left() <= 0:
+                pass  # no verifier call past the budget: the episode is truncated below
+            elif self._verifier.verify(self.task.question, self._memory_text(), self.turn) == "STOP":
                 record.verifier = "STOP"
                 terminated = True
             else:
                 record.verifier = "CONTINUE"
-            verifier_note = getattr(self._verifier, "last_note", None)
+            verifier_note = getattr(self._verifier, "last_note", None) if record.verifier else None
         if not terminated:
             if self.turn >= self.max_turns:
                 truncated = True
-            elif time.monotonic() - self._started > self.time_budget_s:
+            elif self._time_left() <= 0:
                 truncated = True
                 record.error = (record.error or "") + " (time budget exhausted)"
         record.seconds = time.perf_counter() - started
         self._trajectory.append(record.to_dict())
         reward = 0.0
         info = self._info()
+        if rejected:
+            info["action_rejected"] = rejected
         if verifier_note:
             info["verifier_note"] = verifier_note
         if terminated or truncated:
@@ -223,10 +251,15 @@ class AgentFlowEnv(gym.Env[dict, str]):
             if not parsed.tool_name:
                 problem = "the action has no 'Tool Name:' field and no 'Final Answer:'"
             else:
-                tool = self._tools_by_key.get(normalize_tool_name(parsed.tool_name))
+                # tool names are short; a long one is unknown without going through the name cache
+                name = parsed.tool_name
+                tool = self._tools_by_key.get(normalize_tool_name(name)) if len(name) <= 200 else None
                 if tool is None:
                     problem = f"unknown tool {parsed.tool_name[:80]!r}"
         command = None
+        if problem is None and self._time_left() <= 0:
+            self._out_of_time(parsed, record)
+            return
         if problem is None:
             assert tool is not None
             command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
@@ -246,8 +279,11 @@ class AgentFlowEnv(gym.Env[dict, str]):
                 )
             )
             return
-        remaining = self.time_budget_s - (time.monotonic() - self._started)
-        timeout = max(min(self.tool_timeout_s, remaining), 0.1)
+        remaining = self._time_left()
+        if remaining <= 0:  # the executor used up the rest
+            self._out_of_time(parsed, record)
+            return
+        timeout = min(self.tool_timeout_s, remaining)
         try:
             result = tool.run(command, timeout)
         except Exception as exc:  # a tool must never crash the episode
@@ -264,6 +300,25 @@ class AgentFlowEnv(gym.Env[dict, str]):
                 result=result.text,
                 ok=result.ok,
                 error=result.error,
+            )
+        )
+
+    def _time_left(self) -> float:
+        return self.time_budget_s - (time.monotonic() - self._started)
+
+    def _out_of_time(self, parsed: ParsedAction, record: TurnRecord) -> None:
+        problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
+        record.error = problem
+        record.result = f"Not run: {problem}."
+        self.memory.add(
+            MemoryStep(
+                turn=self.turn,
+                tool=None,
+                sub_goal=parsed.sub_goal[:500],
+                command="",
+                result=record.result,
+                ok=False,
+                error=problem,
             )
         )
 

@@ -3,14 +3,15 @@
 Tolerant of markdown emphasis, case, field order and surrounding prose; the last occurrence of a
 field wins. It never raises: problems come back in ``ParsedAction.problems``.
 
-Every scan is linear in the action's length: headers are found line by line with anchored,
-backtracking-free matches (a keyword search picks the lines worth checking), and ``<answer>`` tags
-and json fences are found with forward ``find`` loops that never rescan text. No pattern here is
-applied where a failed match could retry over a long run of characters.
+Every scan is linear in the action's length: the header pattern never backtracks into a run of
+characters (see ``_HEADER_RE``), and ``<answer>`` tags and json fences are found with forward
+``find`` loops that never rescan text, where a lazy ``(.*?)`` pattern would rescan to the end of
+the action from every unclosed opening.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -31,32 +32,50 @@ FIELDS: dict[str, tuple[str, ...]] = {
 _KEY_TO_FIELD = {spelling: name for name, spellings in FIELDS.items() for spelling in spellings}
 
 # A header at the start of a line: optional markdown (#, >, -, *, 1.), optional emphasis, the
-# field name, optional emphasis, a colon, optional emphasis, i.e. the language of
+# field name, optional emphasis, a colon, optional emphasis. Written plainly, as
 #   ^[ \t]*(?:[#>]+[ \t]*|[-*+][ \t]+|\d{1,3}[.)][ \t]*)?[*_`]{0,3}[ \t]*(NAME)[ \t]*[*_`]{0,3}[ \t]*:[ \t]*[*_`]{0,3}
-# (case-insensitive). As one regex that backtracks quadratically over whitespace runs, so
-# _match_header walks it piece by piece: each piece is an anchored, greedy match, which is exact
-# here because the piece after it can never start with a character the greedy piece gave back.
+# a failed match gives back whitespace one character at a time to the next `[ \t]*`, which takes it
+# again: quadratic in a long run of spaces. Here every run is atomic (taken greedily, never given
+# back), which is exact because no piece can start with a character the piece before it could
+# give back (names start with a letter; the colon and emphasis are not whitespace). A line start
+# then costs its whitespace runs and a fixed number of alternatives, so a scan is linear.
+_ATOMIC_IDS = itertools.count()
+
+
+def _atomic(pattern: str) -> str:
+    """``pattern``, matched greedily and never backtracked into (``(?>...)`` before Python 3.11)."""
+    group = f"_a{next(_ATOMIC_IDS)}"
+    return f"(?=(?P<{group}>{pattern}))(?P={group})"
+
+
+def _ws() -> str:
+    return _atomic(r"[ \t]*")
+
+
+def _emphasis() -> str:
+    return _atomic(r"[*_`]{0,3}")
+
+
 _NAMES = (
-    "justification",
-    "reasoning",
-    "rationale",
-    "context",
-    "sub[ _-]?goal",
-    "selected[ _-]?tool",
-    "tool[ _-]?name",
-    "tool[ _-]?command",
-    "tool",
-    "command",
-    "query",
-    "final[ _-]?answer",
+    r"justification|reasoning|rationale|context|sub[ _-]?goal|selected[ _-]?tool|tool[ _-]?name"
+    r"|tool[ _-]?command|tool|command|query|final[ _-]?answer"
 )
-_NAME_RES = tuple(re.compile(name, re.IGNORECASE) for name in _NAMES)  # tried in this order
-_NAME_ANY_RE = re.compile("|".join(_NAMES), re.IGNORECASE)  # picks the lines worth checking
-_NAME_ANY_ASCII_RE = re.compile("|".join(_NAMES))  # the same on lower-cased ASCII text (faster)
-_WS_RUN_RE = re.compile(r"[ \t]*")
-_EMPHASIS_RE = re.compile(r"[*_`]{0,3}")
-_EMPHASIS_WS_RE = re.compile(r"[*_`]{0,3}[ \t]*")
-_MARKDOWN_RE = re.compile(r"[#>]+[ \t]*|[-*+][ \t]+|\d{1,3}[.)][ \t]*")
+_MARKDOWN = "(?:" + _atomic("[#>]+") + _ws() + "|[-*+]" + _atomic(r"[ \t]+") + r"|\d{1,3}[.)]" + _ws() + ")?"
+_HEADER_RE = re.compile(
+    "^"
+    + _ws()
+    + _MARKDOWN
+    + _emphasis()
+    + _ws()
+    + f"(?P<name>{_NAMES})"
+    + _ws()
+    + _emphasis()
+    + _ws()
+    + ":"
+    + _ws()
+    + _emphasis(),
+    re.IGNORECASE | re.MULTILINE,
+)
 # a fenced value "```lang ... ```": the opening line of the fence
 _FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n?")
 # a json block "```json\n ... \n```" anywhere in the action: its opening line
@@ -195,62 +214,17 @@ def _parse_json(action: str) -> dict[str, Any] | None:
     return None
 
 
-def _match_header(text: str, line_start: int) -> tuple[str | None, int] | None:
-    """``(field, where its value starts)`` if the line at ``line_start`` opens with a field header."""
-    lead = _WS_RUN_RE.match(text, line_start).end()  # type: ignore[union-attr]  # always matches
-    markdown = _MARKDOWN_RE.match(text, lead)
-    starts = (markdown.end(), lead) if markdown is not None else (lead,)
-    for start in starts:
-        name_start = _EMPHASIS_WS_RE.match(text, start).end()  # type: ignore[union-attr]
-        for name_re in _NAME_RES:
-            name = name_re.match(text, name_start)
-            if name is None:
-                continue
-            pos = _WS_RUN_RE.match(text, name.end()).end()  # type: ignore[union-attr]
-            pos = _EMPHASIS_RE.match(text, pos).end()  # type: ignore[union-attr]
-            pos = _WS_RUN_RE.match(text, pos).end()  # type: ignore[union-attr]
-            if pos < len(text) and text[pos] == ":":
-                pos = _WS_RUN_RE.match(text, pos + 1).end()  # type: ignore[union-attr]
-                pos = _EMPHASIS_RE.match(text, pos).end()  # type: ignore[union-attr]
-                # None for a name matched only through a Unicode case fold ("ſub goal"): still a header
-                return _key_to_field(name.group(0)), pos
-    return None
-
-
-def _headers(action: str) -> list[tuple[int, str | None, int]]:
-    """``(line start, field, value start)`` of every header line, in order.
-
-    Only lines holding a field name are checked, each once; finding their starts walks the text once.
-    """
-    if action.isascii():
-        hits = _NAME_ANY_ASCII_RE.finditer(action.lower())
-    else:
-        hits = _NAME_ANY_RE.finditer(action)
-    found: list[tuple[int, str | None, int]] = []
-    line_start, checked, searched = 0, -1, 0
-    for hit in hits:
-        newline = action.rfind("\n", searched, hit.start())
-        searched = hit.start()
-        if newline >= 0:
-            line_start = newline + 1
-        if line_start == checked:
-            continue
-        checked = line_start
-        header = _match_header(action, line_start)
-        if header is not None:
-            found.append((line_start, *header))
-    return found
-
-
 def _parse_text(action: str, parsed: ParsedAction) -> bool:
-    headers = _headers(action)
-    if not headers:
+    matches = list(_HEADER_RE.finditer(action))
+    if not matches:
         return False
-    for i, (_, name, value_start) in enumerate(headers):
+    for i, m in enumerate(matches):
+        # None for a name matched only through a Unicode case fold ("ſub goal"): still a header
+        name = _key_to_field(m.group("name"))
         if name is None:
             continue
-        end = headers[i + 1][0] if i + 1 < len(headers) else len(action)
-        _apply(parsed, name, action[value_start:end])  # later occurrences overwrite earlier ones
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(action)
+        _apply(parsed, name, action[m.end() : end])  # later occurrences overwrite earlier ones
     return True
 
 

@@ -1,15 +1,31 @@
-"""Planner turns per second with a no-op tool (parse + execute + memory + render + verify), as JSON.
+"""Step time of ``AgentFlowEnv`` with a no-op tool, as JSON: throughput, and how it grows.
 
-Runs one env and a ``SyncVectorEnv`` of several envs in the same process, on one core.
-Usage: ``python perf/env_step.py [--turns 20000] [--num-envs 8]``.
+Three measurements, on one core:
+
+- ``throughput``: planner turns per second (parse + execute + memory + render + prompt + verify), one
+  env and a ``SyncVectorEnv`` of several envs.
+- ``action_length``: seconds per ``env.step`` against the action's length (1 KB to 1 MB) for ordinary
+  and pathological actions (a long command, whitespace lines, repeated ``<answer>`` tags, repeated
+  json fences, repeated headers, random unicode), with the fitted growth exponent ``k`` of
+  ``time ~ length**k`` (1 is linear). The env's action cap is raised above 1 MB so the parser really
+  reads every action; ``rejected_over_cap`` times an action just over the default cap.
+- ``episode_length``: seconds per step at the end of episodes of 10 to 5,000 turns, and its exponent
+  (0 is flat).
+
+Usage: ``python perf/env_step.py [--quick] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import os
+import random
+import statistics
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 
@@ -24,8 +40,11 @@ class NoOpTool(BaseTool):
     input_spec = "anything"
     examples = ("ping",)
 
+    def __init__(self, result: str = "ok"):
+        self.result = result
+
     def _run(self, command: str, timeout: float) -> ToolResult:
-        return ToolResult(text="ok")
+        return ToolResult(text=self.result)
 
 
 ACTION = (
@@ -35,11 +54,14 @@ ACTION = (
 FINAL = "Final Answer: 42"
 
 
-def make_env(max_turns: int) -> AgentFlowEnv:
+def make_env(max_turns: int, result: str = "ok", **kwargs: object) -> AgentFlowEnv:
     tasks = [Task(id=f"q{i}", question=f"What is the answer to question {i}?", answer="42") for i in range(64)]
-    return AgentFlowEnv(tasks, lambda p, t: float(p == t.answer), [NoOpTool()], max_turns=max_turns)
+    if "max_action_chars" in kwargs and "max_action_chars" not in inspect.signature(AgentFlowEnv).parameters:
+        kwargs.pop("max_action_chars")  # an env from before the cap existed (for before/after numbers)
+    return AgentFlowEnv(tasks, lambda p, t: float(p == t.answer), [NoOpTool(result)], max_turns=max_turns, **kwargs)
 
 
+# ---------------------------------------------------------------------------------------------- throughput
 def bench_single(turns: int, max_turns: int) -> float:
     env = make_env(max_turns)
     env.reset(seed=0)
@@ -68,31 +90,123 @@ def bench_vector(turns: int, num_envs: int, max_turns: int) -> float:
     return done_turns / elapsed
 
 
+# ---------------------------------------------------------------------------------------------- growth
+def _repeat(piece: str, n: int) -> str:
+    return (piece * (n // len(piece) + 1))[:n]
+
+
+def _random_unicode(n: int) -> str:
+    rng = random.Random(n)
+    alphabet = "abc xyz\n\t:{}<>`*#_-/\x00" + "".join(chr(c) for c in (0xE9, 0x3B1, 0x4E2D, 0x1F600, 0x200B, 0x2028))
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "long_command": lambda n: "Tool Name: NoOp_Tool\nCommand: " + _repeat("x = 1; ", n),
+    "whitespace_line": lambda n: "Tool Name: NoOp_Tool\nCommand: ping\n" + _repeat(" \t", n),
+    "answer_tags": lambda n: _repeat("<answer>", n),
+    "json_fences": lambda n: _repeat("```json\n{", n),
+    "repeated_headers": lambda n: _repeat("**Tool Name:** ", n),
+    "random_unicode": _random_unicode,
+}
+
+
+def fit_exponent(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log(y) against log(x)."""
+    lx = [math.log(x) for x in xs]
+    ly = [math.log(max(y, 1e-9)) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    den = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / den if den else 0.0
+
+
+def time_step(env: AgentFlowEnv, action: str, reps: int) -> float:
+    """Median seconds of one ``env.step(action)`` (each on a fresh episode)."""
+    times = []
+    for i in range(reps):
+        env.reset(seed=i)
+        start = time.perf_counter()
+        env.step(action)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_action_length(sizes: list[int], reps: int) -> dict[str, object]:
+    env = make_env(max_turns=5, max_action_chars=max(sizes) + 1_000)
+    out: dict[str, object] = {}
+    for shape, build in SHAPES.items():
+        seconds = [time_step(env, build(n), reps if n < 200_000 else max(reps // 2, 1)) for n in sizes]
+        big = [(n, s) for n, s in zip(sizes, seconds) if n >= 16_000]
+        big = big if len(big) >= 2 else list(zip(sizes, seconds))  # fit where fixed costs no longer dominate
+        out[shape] = {
+            "ms_per_step": {str(n): round(s * 1e3, 3) for n, s in zip(sizes, seconds)},
+            "us_per_kchar_at_max": round(seconds[-1] / (sizes[-1] / 1000) * 1e6, 2),
+            "growth_exponent": round(fit_exponent([n for n, _ in big], [s for _, s in big]), 3),
+        }
+    default = make_env(max_turns=5)
+    cap = getattr(default, "max_action_chars", None)
+    if cap:
+        out["rejected_over_cap"] = {
+            "default_max_action_chars": cap,
+            "ms_per_step_at_2x_cap": round(time_step(default, SHAPES["whitespace_line"](2 * cap), reps) * 1e3, 3),
+        }
+    return out
+
+
+def bench_episode_length(lengths: list[int], window: int) -> dict[str, object]:
+    ms = []
+    for turns in lengths:
+        env = make_env(max_turns=turns + 1, result="ok " * 40)
+        env.reset(seed=0)
+        tail = min(window, turns)
+        for _ in range(turns - tail):
+            env.step(ACTION)
+        start = time.perf_counter()
+        for _ in range(tail):
+            env.step(ACTION)
+        ms.append((time.perf_counter() - start) / tail * 1e3)
+    fit = [(n, m) for n, m in zip(lengths, ms) if n >= 100]
+    fit = fit if len(fit) >= 2 else list(zip(lengths, ms))
+    return {
+        "ms_per_step_at_turn": {str(n): round(m, 4) for n, m in zip(lengths, ms)},
+        "window": window,
+        "growth_exponent": round(fit_exponent([n for n, _ in fit], [m for _, m in fit]), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=20_000)
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--max-turns", type=int, default=10)
+    parser.add_argument("--max-chars", type=int, default=1_000_000, help="the longest action timed")
+    parser.add_argument("--max-episode", type=int, default=5_000, help="the longest episode timed")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and turns")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    bench_single(1000, args.max_turns)  # warm-up
-    single = bench_single(args.turns, args.max_turns)
-    vector = bench_vector(args.turns, args.num_envs, args.max_turns)
-    print(
-        json.dumps(
-            {
-                "benchmark": "env_step",
-                "what": "planner turns/s with a no-op tool (parse + memory + render + prompt + verify), one core",
-                "turns": args.turns,
-                "max_turns": args.max_turns,
-                "single_env_turns_per_s": round(single),
-                f"sync_vector_{args.num_envs}_turns_per_s": round(vector),
-                "goal_turns_per_s": 20_000,
-            },
-            indent=2,
-        )
-    )
+    turns = 2_000 if args.quick else args.turns
+    reps = 3 if args.quick else 7
+    bench_single(500, args.max_turns)  # warm-up
+    single = bench_single(turns, args.max_turns)
+    vector = bench_vector(turns, args.num_envs, args.max_turns)
+    sizes = [n for n in (1_000, 4_000, 16_000, 64_000, 256_000, 1_000_000) if n <= args.max_chars]
+    lengths = [n for n in (10, 100, 1_000, 5_000) if n <= args.max_episode]
+    result = {
+        "benchmark": "env_step",
+        "what": "AgentFlowEnv.step, no-op tool, one core: throughput, growth with action and episode length",
+        "throughput": {
+            "turns": turns,
+            "max_turns": args.max_turns,
+            "single_env_turns_per_s": round(single),
+            f"sync_vector_{args.num_envs}_turns_per_s": round(vector),
+            "goal_turns_per_s": 20_000,
+        },
+        "action_length": bench_action_length(sizes, reps),
+        "episode_length": bench_episode_length(lengths, window=50 if args.quick else 200),
+        "goal": "action growth_exponent near 1 (linear); episode growth_exponent near 0 (flat)",
+    }
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
