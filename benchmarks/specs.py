@@ -200,7 +200,7 @@ def _make_paper_env(
         else spec.load_tasks(split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
     )
     env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
-    runnable = None
+    runnable: dict[str, Any] | None = None  # PaperTool objects by AgentFlow name
     if tools is not None:
         runnable = dict(tools) if isinstance(tools, dict) else {t.name: t for t in tools}
     return PaperFlowEnv(task_source, env_scorer, tools=runnable, name=f"{spec.name}-paper", **env_kwargs)
