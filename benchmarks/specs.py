@@ -200,9 +200,10 @@ def _make_paper_env(
         else spec.load_tasks(split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
     )
     env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
-    runnable: dict[str, Any] | None = None  # PaperTool objects by AgentFlow name
-    if tools is not None:
-        runnable = dict(tools) if isinstance(tools, dict) else {t.name: t for t in tools}
+    given: Any = tools  # PaperTool objects: a dict by AgentFlow name, or a sequence named by their .name
+    runnable: dict[str, Any] | None = None
+    if given is not None:
+        runnable = dict(given) if isinstance(given, dict) else {t.name: t for t in given}
     return PaperFlowEnv(task_source, env_scorer, tools=runnable, name=f"{spec.name}-paper", **env_kwargs)
 
 
