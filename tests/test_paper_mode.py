@@ -435,3 +435,82 @@ def test_tool_engines_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
         env.close()
     with pytest.raises(ConfigError, match="tool_engine"):
         PaperFlowEnv([TASK], Scorer(), engine=module_engine, tool_engine={"Calculator_Tool": tool_engine})
+
+
+def test_llm_planner_and_modules_over_http_with_the_as_coded_sampling() -> None:
+    """A whole paper episode over a loopback OpenAI-compatible server: the planner (LLMPlanner on an
+    OpenAIEngine) sends AgentFlow's as-coded sampling, frequency penalty included; the modules send theirs."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from agentflow_env.engines import make_engine
+    from agents.llm_planner import LLMPlanner
+
+    bodies: list[dict[str, Any]] = []
+
+    def reply_for(body: dict[str, Any]) -> str:
+        user = body["messages"][-1]["content"]
+        if "frequency_penalty" in body:
+            return PLAN_WIKI
+        if user.lstrip().startswith("Job: study the query"):
+            return "analysis: one lookup"
+        if user.lstrip().startswith("Job: write the exact command"):
+            return EXEC_WIKI
+        if user.lstrip().startswith("Job: decide whether"):
+            return "Conclusion: STOP"
+        return "Answer: 1871"
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            bodies.append(body)
+            payload = {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply_for(body)}}
+                ],
+            }
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        modules = make_engine(f"openai:qwen@{url}", timeout=20, max_retries=0)
+        search = FakeSearch({"Acme": "Acme Corp was founded by Ada Stone (born 1871)."})
+        env = PaperFlowEnv([TASK], Scorer(), engine=modules, tools=_toolbox(modules, search), sampling="as_coded")
+        coded = env.planner_sampling
+        planner = LLMPlanner(
+            make_engine(f"openai:planner@{url}", timeout=20, max_retries=0, extra_body=coded.extra_body()),
+            sampling=coded.params(),
+            system_prompt=env.planner_system_prompt,
+        )
+        obs, info = env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step(planner.act([obs])[0])
+        assert terminated and info["answer"] == "Answer: 1871" and reward == 1.0
+    finally:
+        server.shutdown()
+        server.server_close()
+    planner_calls = [b for b in bodies if b["model"] == "planner"]
+    module_calls = [b for b in bodies if b["model"] == "qwen"]
+    assert len(planner_calls) == 1 and len(module_calls) == 4  # analysis, executor, verifier, final output
+    sent = planner_calls[0]
+    assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["frequency_penalty"]) == (0.7, 0.99, 2048, 1.2)
+    assert sent["messages"][0] == {"role": "system", "content": env.planner_system_prompt}
+    assert sent["messages"][1]["content"] == info["module_calls"][1]["prompt"]
+    for body in module_calls:
+        assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.0, 0.99, 2048)
+        assert "frequency_penalty" not in body
