@@ -1,5 +1,6 @@
-"""Hand-checked (prediction, gold, expected) tables for the QA, math and multiple-choice scorers (the
-judge's are in test_judge.py), plus math-verify inside threads and a subprocess, and its time bound."""
+"""Hand-checked (prediction, gold, expected) tables for the single-commitment rule and the QA, math,
+multiple-choice and Game-of-24 scorers (the judge's are in test_judge.py), plus math-verify inside threads
+and a subprocess, and its time bound."""
 
 from __future__ import annotations
 
@@ -13,9 +14,113 @@ import pytest
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring import math as math_scoring
 from agentflow_env.scoring.choice import ChoiceScorer, extract_choice
+from agentflow_env.scoring.commitment import read_commitment
+from agentflow_env.scoring.game24 import Game24Scorer, check_24
 from agentflow_env.scoring.math import MathScorer
 from agentflow_env.scoring.qa import QAScorer, exact_match, gaia_match, normalize_answer, token_f1, unwrap_answer
 from agentflow_env.types import Task
+
+# ------------------------------------------------------------------ the single-commitment rule
+# (answer, gold aliases, question): each names more than one candidate
+HEDGES = [
+    ("205 or 204", ["204"], ""),  # AIME24 index 12
+    ("205, 204", ["204"], ""),
+    ("1, 2, 3, 204", ["204"], "Add 1, 2 and 3."),  # question numbers in a list are still a list
+    ("x = 205 or x = 204", ["204"], ""),
+    ("1 or -1", ["-1"], ""),  # AMC23
+    ("-1, 1", ["-1"], ""),
+    ("either 205 or 204", ["204"], ""),
+    ("205 and/or 204", ["204"], ""),
+    ("204 (or maybe 205)", ["204"], ""),
+    ("204 vs 205", ["204"], ""),
+    ("between 203 and 205", ["204"], ""),
+    ("203–205", ["204"], ""),
+    ("203 to 205", ["204"], ""),
+    ("204 ± 1", ["204"], ""),
+    ("204 \\pm 1", ["204"], ""),
+    ("x \\geq 204", ["204"], ""),
+    ("at least 204", ["204"], ""),
+    ("204\n205", ["204"], ""),
+    ("- 205\n- 204", ["204"], ""),
+    ("205; 204", ["204"], ""),
+    ("205 | 204", ["204"], ""),
+    ("205 204", ["204"], ""),
+    ("205 = 204", ["204"], ""),
+    ("{204, 205}", ["204"], ""),
+    ("[204, 205]", ["204"], ""),
+    ("\\boxed{205, 204}", ["204"], ""),
+    ("\\boxed{205} \\boxed{204}", ["204"], ""),
+    ("\\boxed{204} or 205", ["204"], ""),
+    ("<answer>205</answer><answer>204</answer>", ["204"], ""),
+    ("<answer>204</answer> or 205", ["204"], ""),
+    ("２０５ or ２０４", ["204"], ""),  # full-width digits read as digits
+    ("２０５, ２０４", ["204"], ""),
+    ("20\u200b5 o\u200br 204", ["204"], ""),  # zero-width characters are dropped
+    ("The answer is 204, not 205.", ["204"], ""),
+    ("Paris, London", ["Paris"], ""),
+    ("Paris and London", ["Paris"], ""),
+    ("Paris/London", ["Paris"], ""),
+    ("Paris or London", ["Paris"], ""),
+    ("Velmora (founded 1615)", ["Velmora"], ""),
+    ("Indonesia, Myanmar, Thailand", ["Indonesia, Myanmar"], ""),  # a list gold takes its items only
+    ("March 3, 1901 or March 4, 1901", ["March 3, 1901"], ""),
+    ("March 3, 1901, 1902", ["March 3, 1901"], ""),
+    ("1898 and 1959 and 1960", ["1898 and 1959"], ""),
+]
+
+# one candidate each, often with numbers, commas or "and" that belong to the gold
+SINGLE = [
+    ("204", ["204"], ""),
+    ("x = 204", ["204"], ""),
+    ("The answer is 204.", ["204"], ""),
+    ("\\boxed{204}", ["204"], ""),
+    ("I get 205 first, but: \\boxed{204}", ["204"], ""),  # working before the box is not read
+    ("12 \\times 17 = 204", ["204"], "What is 12 times 17?"),  # restating the question's numbers
+    ("3*68 = 204", ["204"], ""),  # working equal to the value
+    ("m + n = 33 + 171 = 204", ["204"], ""),
+    ("２０４", ["204"], ""),
+    ("The answer is:\n204", ["204"], ""),
+    ("\\frac{3}{4}", ["0.75"], ""),
+    ("3/4", ["\\frac{3}{4}"], ""),
+    ("\\sqrt{12}", ["2\\sqrt{3}"], ""),
+    ("4\\sqrt{3} / 2", ["2\\sqrt{3}"], ""),
+    ("1,000", ["1000"], ""),
+    ("The total is 1,234,567 jars.", ["1234567"], ""),
+    ("204/205", ["204"], ""),  # one value (a fraction), just not the gold
+    ("March 3, 1901", ["March 3, 1901"], ""),
+    ("June 20th, 1837", ["20 June 1837"], ""),
+    ("India and Bangladesh", ["India and Bangladesh"], ""),
+    ("Bangladesh and India", ["India and Bangladesh"], ""),
+    ("Indonesia, Myanmar", ["Indonesia, Myanmar"], ""),
+    ("Sea, Air, and Land", ["Sea, Air, and Land"], ""),
+    ("75,000 to 100,000", ["75,000 to 100,000"], ""),
+    ("1943–1992", ["1943–1992"], ""),
+    ("(1,2)", ["(1, 2)"], ""),
+    ("(¬A → B) ↔ (A ∨ ¬B)", ["(¬A → B) ↔ (A ∨ ¬B)"], ""),
+    ("Oregon", ["Oregon"], ""),  # "or" inside a word is no marker
+    ("Al Gore", ["Al Gore"], ""),
+    ("It was James Madison, I think", ["james madison"], ""),
+    ("President James Madison", ["James Madison"], ""),
+    ("4884 m", ["4,884 m"], ""),
+    ("Paris", ["London"], ""),  # wrong, but one candidate
+]
+
+
+@pytest.mark.parametrize(("answer", "golds", "question"), HEDGES)
+def test_hedges_are_caught(answer, golds, question):
+    assert read_commitment(answer, golds, question).hedge is not None
+
+
+@pytest.mark.parametrize(("answer", "golds", "question"), SINGLE)
+def test_single_commitments_pass(answer, golds, question):
+    assert read_commitment(answer, golds, question).hedge is None
+
+
+def test_commitment_text_and_value():
+    committed = read_commitment("<answer>Final Answer: x = 12*17 = 204</answer>", ["204"], "12 and 17")
+    assert committed.hedge is None and committed.text == "x = 12*17 = 204" and committed.value == "204"
+    assert read_commitment("\\boxed{２０４}", ["204"]).text == "204"
+
 
 # ------------------------------------------------------------------ QA
 NORMALIZE = [
@@ -58,6 +163,25 @@ def test_qa_table(pred, gold, em, f1):
     assert QAScorer().details(pred, task)["f1"] == pytest.approx(f1)
 
 
+@pytest.mark.parametrize("metric", ["em", "f1", "cover", "gaia"])
+def test_qa_hedges_score_zero_under_every_metric(metric):
+    scorer = QAScorer(metric)
+    task = Task("t", "Who?", ["Paris"], family="search")
+    for hedge in ("Paris or London", "Paris, London", "London\nParis", "Paris and London", "Paris/London"):
+        assert scorer(hedge, task) == 0.0, hedge
+    assert scorer("The answer is Paris.", task) == 1.0 and scorer("<answer>Paris</answer>", task) == 1.0
+    assert QAScorer(metric).details("Paris; London", task) == {"em": 0.0, "f1": 0.0, "cover": 0.0, "gaia": 0.0}
+
+
+def test_qa_numbers_and_cover_names_nothing_else():
+    numeric = Task("n", "How many?", ["204"], family="search")
+    assert QAScorer("em")("x = 204", numeric) == 1.0 and QAScorer("em")("205, 204", numeric) == 0.0
+    assert QAScorer("gaia")("1, 2, 3, 204", numeric) == 0.0
+    # cover: the gold plus filler words only ("Paris London" names another entity)
+    assert QAScorer("cover")("Paris London", Task("c", "Where?", "Paris")) == 0.0
+    assert QAScorer("cover")("I think it is Paris", Task("c", "Where?", "Paris")) == 1.0
+
+
 def test_qa_primitives_and_bad_metric():
     assert exact_match("An Apple", "apple") == 1.0
     assert token_f1("w x y z", "y z u v") == pytest.approx(0.5)
@@ -83,6 +207,9 @@ GAIA_TABLE = [
     ("3.1.3.1; 1.11.1.7", "3.1.3.1; 1.11.1.7", 1.0),
     ("So we had to let it die", "So we had to let it die.", 1.0),
     ("seventeen", "17", 0.0),
+    ("1, 2, 3", "123", 0.0),  # a list is not the number 123
+    ("Indonesia, Myanmar, Thailand", "Indonesia, Myanmar", 0.0),  # no extra items
+    ("White; 5876", "White; 5876", 1.0),
 ]
 
 
@@ -113,6 +240,17 @@ MATH_TABLE = [
     ("(1,2)", "(1, 2)", 1.0),
     ("-1", -1, 1.0),
     ("no idea", "5", 0.0),
+    ("x = 204", 204, 1.0),
+    ("The answer is 204.", 204, 1.0),
+    ("２０４", 204, 1.0),
+    ("205 or 204", 204, 0.0),  # math-verify alone scored these four 1.0
+    ("205, 204", 204, 0.0),
+    ("1, 2, 3, 204", 204, 0.0),
+    ("x = 205 or x = 204", 204, 0.0),
+    ("\\boxed{205, 204}", 204, 0.0),
+    ("\\boxed{205}\\boxed{204}", 204, 0.0),
+    ("\\{203, 204\\}", 204, 0.0),
+    ("1 or -1", -1, 0.0),
 ]
 
 
@@ -196,6 +334,20 @@ CHOICE_TABLE = [
     ("The answer is 0.3", "D"),
     ("C)", "C"),
     ("A or B", None),  # hedging picks nothing
+    ("C is correct.", "C"),
+    ("I'd choose (C)", "C"),
+    ("The answer is (C)", "C"),
+    ("A, B, C, D", None),  # every option at once
+    ("(A) (B) (C) (D)", None),
+    ("A/B", None),
+    ("A. 0.9\nB. 0.7\nC. 0.1\nD. 0.3", None),
+    ("0.9, 0.7, 0.1, 0.3", None),
+    ("0.7 or 0.9", None),
+    ("\\boxed{A}\\boxed{B}", None),
+    ("\\boxed{A} or B", None),
+    ("<answer>A</answer><answer>B</answer>", None),
+    ("The answer is A or B because both fit", None),
+    ("B. 0.9", None),  # the letter of one option with the text of another
     ("The answer is a large ratio", None),  # 'a' here is an article, not option A
     ("E", None),  # not one of the four options
     ("", None),
@@ -218,3 +370,50 @@ def test_choice_by_option_text_medqa():
     # verbatim text tells apart options that normalise alike
     signed = Task("s", "q", "A", metadata={"options": ["-12*hbar/25", "12*hbar/25", "25*hbar/2", "-25*hbar/2"]})
     assert scorer("-12*hbar/25", signed) == 1.0
+
+
+def test_choice_option_text_case_sensitive_first():
+    # GPQA task 239: two options differ only by L vs l
+    options = ["E = q/(4 pi eps0 L^2)", "E = q/(4 pi eps0 l^2)", "E = 0", "E = q/(4 pi eps0 R^2)"]
+    assert extract_choice("E = q/(4 pi eps0 L^2)", options) == "A"
+    assert extract_choice("E = q/(4 pi eps0 l^2)", options) == "B"
+    assert extract_choice("e = Q/(4 PI EPS0 L^2)", options) is None  # case-insensitively it is ambiguous
+    assert extract_choice("e = 0", options) == "C"  # case-insensitive, and unambiguous
+
+
+def test_choice_bare_label_options():
+    # GPQA row 168: the options are the question's statement labels a-d; after a shuffle label "c" may be B
+    options = ["d", "c", "a", "b"]
+    assert extract_choice("B", options) == "B"  # an upper-case letter is the option letter
+    assert extract_choice("c", options) == "B"  # a lower-case letter is the option text
+    assert extract_choice("(a)", options) == "C"
+    assert extract_choice("Answer: d", options) == "A"
+    assert extract_choice("a or c", options) is None
+    # without bare-label options a lower-case letter stays a letter
+    assert extract_choice("c", OPTIONS) == "C"
+
+
+# ------------------------------------------------------------------ Game of 24
+GAME24 = [
+    ("(13+13)-(1+1)", True),
+    ("(13+13)-(1+1) = 24", True),
+    ("(13 + 13) – (1 + 1)", True),  # an en dash is a minus sign here
+    ("Final Answer: (13+13)-(1+1)", True),
+    ("Here it is:\n\\boxed{(13+13)-(1+1)}", True),
+    ("(13+13)-(1+1) = 26-2 = 24", True),  # working equal to the expression
+    ("(13+13)-(1+1)=24 or 13*2-2", False),
+    ("either (13+13)-(1+1) or 13*2-2", False),
+    ("13*2-2\n(13+13)-(1+1)", False),
+    ("(13+13)-(1+1); 13*2-2", False),
+    ("(13+13)-(1+1), 13+13-1-1", False),  # two right expressions are still two
+    ("\\boxed{(13+13)-(1+1)}\\boxed{13*2-2}", False),
+    ("<answer>13*2-2</answer><answer>(13+13)-(1+1)</answer>", False),
+    ("(13+13)-(1+1) = 25", False),
+]
+
+
+@pytest.mark.parametrize(("answer", "ok"), GAME24)
+def test_game24_takes_exactly_one_expression(answer, ok):
+    assert check_24(answer, [13, 13, 1, 1])[0] is ok
+    task = Task("g", "Make 24 from 13 13 1 1", [], metadata={"numbers": [13, 13, 1, 1]})
+    assert Game24Scorer()(answer, task) == float(ok)

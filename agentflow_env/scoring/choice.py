@@ -15,7 +15,9 @@ How an answer is read (:func:`extract_choice`), in order of evidence:
    is the answer; two or more pick nothing ("A or B", "A, B, C, D", every option on its own line). A
    leading letter followed by a different option's exact text picks nothing.
 5. The answer quotes exactly one option's text ("... at greatest risk of colorectal cancer"); quoting
-   several picks nothing.
+   several picks nothing. In steps 4 and 5 an alternative marker outside the chosen option's own text
+   (``or``, ``either``, ``vs``, ...; see :func:`~agentflow_env.scoring.commitment.alternative_marker`)
+   picks nothing too.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 import string
 from collections.abc import Sequence
 
-from agentflow_env.scoring.commitment import FILLER_WORDS, answer_region
+from agentflow_env.scoring.commitment import FILLER_WORDS, alternative_marker, answer_region
 from agentflow_env.scoring.qa import normalize_answer
 from agentflow_env.types import Task
 
@@ -140,18 +142,23 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
         letter = m.group(1)
         if letter.isupper() or not _bare_label_texts(options, letters):
             return letter.upper()
-        texts = [i for i, o in enumerate(options) if o.strip() == letter]
-        return letters[texts[0]] if len(texts) == 1 else None
+        same = [i for i, o in enumerate(options) if o.strip() == letter]
+        return letters[same[0]] if len(same) == 1 else None
     whole = _whole_option(raw, options)
     if whole is None and text != raw:
         whole = _whole_option(text, options)
     if whole is not None:
         return letters[whole]
     mentioned = _mentioned_letters(text, letters)
+    if _bare_label_texts(options, letters):  # lower-case letters name option texts here
+        named = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])[\(\[]?([a-z])[\)\]]?(?![A-Za-z'])", text)}
+        mentioned |= {letters[i] for i, o in enumerate(options) if o.strip() in named}
     if len(mentioned) > 1:
         return None
     if len(mentioned) == 1:
         letter = mentioned.pop()
+        if alternative_marker(text, [options[letters.index(letter)]]) is not None:
+            return None
         lead = re.match(r"\s*[\(\[]?[A-Z](?:[\)\]][.:]?|[.:)])\s+(.+)", text, re.S)
         if lead:  # "B. <text of another option>" contradicts itself
             other = _whole_option(lead.group(1), options)
@@ -159,7 +166,9 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
                 return None
         return letter
     quoted = _quoted_option(raw, options)
-    return letters[quoted] if quoted is not None else None
+    if quoted is None or alternative_marker(text, [options[quoted]]) is not None:
+        return None
+    return letters[quoted]
 
 
 class ChoiceScorer:

@@ -6,10 +6,10 @@ A reward that credits an answer when *any* of the values it names is right pays 
 
 1. **Where the answer is.** Unicode digits (full-width, Arabic-Indic, ...) read as ASCII digits, full-width
    punctuation as ASCII, invisible format characters are dropped. Inside ``<answer>..</answer>`` when
-   present; then inside ``\\boxed{..}`` / ``\\fbox{..}`` when present, and text before the box is
-   working that is not read. Several tags or boxes with different contents are a hedge; text *after*
-   the last box is checked with the box (``\\boxed{204} or 205`` is a hedge). A leading
-   ``Final answer:`` is dropped.
+   present; then inside ``\\boxed{..}`` / ``\\fbox{..}`` when present, and text before the tag or box
+   is working that is not read. Several tags or boxes with different contents are a hedge; text *after*
+   the last tag or box is checked with it (``\\boxed{204} or 205`` is a hedge). A leading
+   ``Final answer:``, ``Answer:`` or ``The answer is`` is dropped.
 2. **The gold is masked first.** Every occurrence of a gold alias (case-insensitive, spacing-insensitive,
    at word boundaries) is one placeholder, and every number equal in value to a number the gold contains
    counts as gold. So a gold's own commas, "and", dates and fractions ("March 3, 1901",
@@ -27,19 +27,23 @@ A reward that credits an answer when *any* of the values it names is right pays 
    counts as many parts as the gold has. More parts than the gold has is a hedge: "204, 205",
    "Paris, London", "1, 2, 3, 204", a list of all options, newline-separated candidates.
 5. **Several values in one part.** In ``a = b = c`` only the last side is the value; the earlier sides
-   are working and may be a name (``x``), an arithmetic expression equal to the value (``12*17``), or
-   use only numbers the question gives (restating the question's numbers). Anything else there is a
-   second value (``205 = 204``). In the value, every whitespace-separated token that holds a digit
+   are working and may be a name (``x``), an arithmetic expression equal to the value (``3*68``), or
+   use only numbers the question gives (restating the question's numbers: ``12*17 = 204`` when the
+   question gives 12 and 17); a side that is one bare number must equal the value. Anything else there
+   is a second value (``205 = 204``). In the value, every whitespace-separated token that holds a digit
    is a candidate (spaces around operators are closed first, so ``4\\sqrt{3} / 2`` and ``x + 1`` are
    one token each); tokens that are gold, or numbers equal to a gold number, are one candidate
    together. Two or more candidates is a hedge: "205 204", "Velmora (founded 1615)".
 
+Why the question's numbers are allowed only on the left of ``=``: there they are never read as the
+answer (the value is the last side), so restating them cannot buy a second chance; a free-standing list
+of question numbers ("1, 2, 3, 204") is a list like any other.
+
 Consequences worth knowing: an explanation after the answer that carries other numbers or entities
-("204, which is 12 times 17") scores 0, as does a working line outside ``\\boxed{}`` that uses
-intermediate numbers not given in the question. Put working before a box, or leave it out: the
-task instructions ask for the bare answer. Multiple choice reads letters with its own rule
-(:mod:`agentflow_env.scoring.choice`) and uses steps 1 here; Game of 24 uses steps 1, 3 and its own
-one-expression rule (:mod:`agentflow_env.scoring.game24`).
+("204, which is 12 times 17", "Paris, the capital of France") scores 0. Put working before a box, or
+leave it out: the task instructions ask for the bare answer. Multiple choice reads letters with its own
+rule (:mod:`agentflow_env.scoring.choice`) and uses step 1 here; Game of 24 uses steps 1 and 3 and its
+own one-expression rule (:mod:`agentflow_env.scoring.game24`).
 """
 
 from __future__ import annotations
@@ -92,7 +96,11 @@ def normalize_text(text: object) -> str:
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_FINAL_PREFIX = re.compile(r"^\s*[*_]*\s*(?:final\s+answer|answer)\s*[*_]*\s*[:：]\s*[*_]*\s*", re.IGNORECASE)
+_FINAL_PREFIX = re.compile(
+    r"^\s*[*_]*\s*(?:(?:the\s+)?(?:final\s+|correct\s+)?answer\s*[*_]*\s*(?:is\b|would\s+be\b|:)|final\s+answer\s*[*_]*\s*:)"
+    r"\s*[*_]*\s*:?\s*",
+    re.IGNORECASE,
+)
 
 
 def _squeeze(text: str) -> str:
@@ -119,11 +127,12 @@ def answer_region(prediction: object) -> tuple[str, str, str | None]:
     """``(answer, checked, hedge)``: the committed answer text, the text the hedge rule must check
     (the answer plus anything after its box), and a reason when tags or boxes already disagree."""
     text = normalize_text(prediction)
-    tags = _ANSWER_TAG.findall(text)
-    if len({_squeeze(t) for t in tags if t.strip()}) > 1:
-        return tags[-1].strip(), tags[-1], "several <answer> blocks with different answers"
+    tags = list(_ANSWER_TAG.finditer(text))
+    if len({_squeeze(t.group(1)) for t in tags if t.group(1).strip()}) > 1:
+        return tags[-1].group(1).strip(), tags[-1].group(1), "several <answer> blocks with different answers"
+    after_tag = ""
     if tags:
-        text = tags[-1]
+        text, after_tag = tags[-1].group(1), text[tags[-1].end() :]
     spans = _boxes(text)
     if spans:
         contents = [text[a:b] for a, b in spans]
@@ -132,9 +141,9 @@ def answer_region(prediction: object) -> tuple[str, str, str | None]:
         start, end = spans[-1]
         tail = text[end + 1 :]
         answer = _FINAL_PREFIX.sub("", contents[-1].strip()).strip()
-        return answer, f"{answer} {tail}", None
+        return answer, f"{answer} {tail} {after_tag}", None
     answer = _FINAL_PREFIX.sub("", text.strip()).strip()
-    return answer, answer, None
+    return answer, f"{answer} {after_tag}", None
 
 
 # ------------------------------------------------------------------ numbers
@@ -324,6 +333,8 @@ def _value_of(text: str) -> Fraction | None:
 def _working_ok(segment: str, value: str, question_numbers: set[Fraction], gold: str) -> bool:
     if _GOLD in segment or not re.search(r"\d", segment):
         return True
+    if _BARE_NUMBER.fullmatch(segment.strip().strip(_EDGE_PUNCT)):  # "205 = 204" names two values
+        return number_value(segment) == _value_of(value.replace(_GOLD, gold))
     numbers = {number_value(m.group(0)) for m in _NUM_TOKEN.finditer(segment)}
     if numbers and all(n is not None and (n in question_numbers or -n in question_numbers) for n in numbers):
         return True

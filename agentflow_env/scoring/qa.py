@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentflow_env.error import ConfigError
-from agentflow_env.scoring.commitment import FILLER_WORDS, read_commitment
+from agentflow_env.scoring.commitment import FILLER_WORDS, Commitment, read_commitment
 from agentflow_env.types import Task
 
 __all__ = [
@@ -176,6 +176,13 @@ def best_over(prediction: str, golds: Iterable[str], metric: str = "em") -> floa
     return max((fn(prediction, g) for g in golds), default=0.0)
 
 
+def _compared_text(committed: Commitment, golds: Sequence[str]) -> str:
+    """The committed text, or its last ``=`` side (``x = 204``) when every gold is one number."""
+    if golds and all(_gold_number(g.strip()) is not None for g in golds):
+        return committed.value
+    return committed.text
+
+
 class QAScorer:
     """Scorer for short answers: ``metric`` is ``em`` (default), ``f1``, ``cover`` or ``gaia``.
 
@@ -194,7 +201,7 @@ class QAScorer:
         committed = read_commitment(prediction, golds, task.question)
         if committed.hedge is not None:
             return 0.0
-        return best_over(committed.text, golds, self.metric)
+        return best_over(_compared_text(committed, golds), golds, self.metric)
 
     def details(self, prediction: str, task: Task) -> dict[str, float]:
         """Every metric at once (for evaluation tables)."""
@@ -202,7 +209,8 @@ class QAScorer:
         committed = read_commitment(prediction, golds, task.question)
         if committed.hedge is not None:
             return dict.fromkeys(_METRICS, 0.0)
-        return {name: best_over(committed.text, golds, name) for name in _METRICS}
+        pred = _compared_text(committed, golds)
+        return {name: best_over(pred, golds, name) for name in _METRICS}
 
     def __repr__(self) -> str:
         return f"QAScorer(metric={self.metric!r})"

@@ -587,7 +587,8 @@ class WorldAnswerScorer:
         committed = read_commitment(prediction, [str(task.answer)], task.question)
         if committed.hedge is not None:
             return 0.0
-        pred, gold = normalize_answer(committed.text), normalize_answer(str(task.answer))
+        text = committed.value if _as_number(str(task.answer)) is not None else committed.text
+        pred, gold = normalize_answer(text), normalize_answer(str(task.answer))
         if not pred:
             return 0.0
         if pred == gold:
