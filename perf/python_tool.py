@@ -1,19 +1,28 @@
-"""Latency of Python_Coder_Tool per call, side by side with a fresh ``python -c`` subprocess, in one run.
+"""Latency of Python_Coder_Tool per call: this version against an earlier one (from git) and ``python -c``, in one run.
 
-Prints JSON: median milliseconds for a trivial snippet and a sympy snippet, both ways, and the speed-up ratios.
-Usage: python perf/python_tool.py [--calls 200] [--subprocess-calls 20]
+The earlier version (``--before``, default the last commit before per-worker namespaces) is read with ``git show``
+into a temporary package and timed in the same process, interleaved round by round with the current one, so
+both see the same machine load. Prints JSON: median milliseconds per call for a trivial and a sympy snippet, the
+ratio new/old (the goal is at most 2), the time of ``reset()`` plus a first call (a fresh worker), and a fresh
+``python -c`` subprocess for scale.
+
+Usage: python perf/python_tool.py [--calls 200] [--rounds 5] [--subprocess-calls 10] [--before REV] [--sandbox auto]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from agentflow_env.tools.python_tool import PythonCoderTool
 
@@ -21,58 +30,104 @@ SNIPPETS = {
     "trivial": "x = 6 * 7\nprint(x)",
     "sympy": "import sympy\nx = sympy.symbols('x')\nprint(sympy.factor(x**2 - 5*x + 6))",
 }
-GOALS_MS = {"trivial": 1.0, "sympy": 10.0}
-GOALS_SPEEDUP = {"trivial": 10.0, "sympy": 30.0}
+BEFORE_REV = "72cab45"  # the sandbox before per-worker namespaces, the minimal view and the supervisor
+_FILES = {
+    "agentflow_env/tools/python_tool.py": "python_tool.py",
+    "agentflow_env/tools/_sandbox/__init__.py": "_sandbox/__init__.py",
+    "agentflow_env/tools/_sandbox/launcher.py": "_sandbox/launcher.py",
+    "agentflow_env/tools/_sandbox/zygote.py": "_sandbox/zygote.py",
+}
+REPO = Path(__file__).resolve().parent.parent
 
 
-def _median_ms(fn, calls: int) -> float:
+def load_before(rev: str, into: str) -> Any:
+    """The PythonCoderTool class of ``rev``, as a package ``agentflow_before`` under ``into``."""
+    pkg = Path(into) / "agentflow_before"
+    (pkg / "_sandbox").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for src, dst in _FILES.items():
+        text = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{rev}:{src}"], capture_output=True, text=True, check=True
+        ).stdout
+        text = text.replace("agentflow_env.tools._sandbox", "agentflow_before._sandbox")
+        (pkg / dst).write_text(text)
+    os.chmod(into, 0o755)  # the old sandbox binds the zygote's folder back in for dropped uids
+    sys.path.insert(0, into)
+    return importlib.import_module("agentflow_before.python_tool").PythonCoderTool
+
+
+def _time_calls(tool: Any, code: str, calls: int) -> list[float]:
     samples = []
     for _ in range(calls):
         start = time.perf_counter()
-        fn()
+        result = tool.run(code, 30)
+        samples.append((time.perf_counter() - start) * 1000)
+        if not result.ok:
+            raise RuntimeError(f"snippet failed: {result.text}")
+    return samples
+
+
+def _time_resets(tool: Any, count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        tool.reset()
+        tool.run("1", 30)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def _subprocess_ms(code: str, calls: int) -> float:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
         samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)
 
 
-def _subprocess_call(code: str) -> None:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
-    if proc.returncode != 0:
-        raise RuntimeError(f"python -c failed: {proc.stderr[-300:]}")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200, help="tool calls per snippet")
-    parser.add_argument("--subprocess-calls", type=int, default=20, help="subprocess calls per snippet")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200, help="tool calls per snippet, version and round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating old and new")
+    parser.add_argument("--resets", type=int, default=10, help="reset() + first call, per version and round")
+    parser.add_argument("--subprocess-calls", type=int, default=10)
+    parser.add_argument("--before", default=BEFORE_REV, help="git revision of the earlier version ('' to skip)")
+    parser.add_argument("--sandbox", default="auto", help="sandbox mode of the current version")
     args = parser.parse_args()
 
-    tool = PythonCoderTool()
-    start = time.perf_counter()
-    tool.warm_up()
-    startup_s = time.perf_counter() - start
-    results: dict[str, dict[str, float | bool]] = {}
-    try:
-        for name, code in SNIPPETS.items():
-            first = tool.run(code, 30)
-            if not first.ok:
-                raise RuntimeError(f"{name} snippet failed in the tool: {first.text}")
-            for _ in range(5):  # warm caches on both sides before timing
-                tool.run(code, 30)
-            tool_ms = _median_ms(lambda code=code: tool.run(code, 30), args.calls)
-            _subprocess_call(code)
-            sub_ms = _median_ms(lambda code=code: _subprocess_call(code), args.subprocess_calls)
-            results[name] = {
-                "tool_median_ms": round(tool_ms, 3),
-                "subprocess_median_ms": round(sub_ms, 2),
-                "speedup": round(sub_ms / tool_ms, 1),
-                "goal_ms": GOALS_MS[name],
-                "goal_speedup": GOALS_SPEEDUP[name],
-                "meets_goal_ms": tool_ms <= GOALS_MS[name],
-                "meets_goal_speedup": sub_ms / tool_ms >= GOALS_SPEEDUP[name],
-            }
-        info = tool.sandbox_info
-    finally:
-        tool.close()
+    tools: dict[str, Any] = {"new": PythonCoderTool(sandbox=args.sandbox)}
+    with tempfile.TemporaryDirectory(prefix="agentflow-perf-") as tmp:
+        if args.before:
+            tools["old"] = load_before(args.before, tmp)()
+        startup = {}
+        for name, tool in tools.items():
+            start = time.perf_counter()
+            tool.warm_up()
+            startup[name] = round(time.perf_counter() - start, 3)
+        calls: dict[str, dict[str, list[float]]] = {n: {s: [] for s in SNIPPETS} for n in tools}
+        resets: dict[str, list[float]] = {n: [] for n in tools}
+        try:
+            for tool in tools.values():
+                for code in SNIPPETS.values():
+                    _time_calls(tool, code, 5)  # warm caches
+            for _ in range(args.rounds):
+                for name, tool in tools.items():
+                    for snippet, code in SNIPPETS.items():
+                        calls[name][snippet] += _time_calls(tool, code, args.calls)
+                    resets[name] += _time_resets(tool, args.resets)
+            info = tools["new"].sandbox_info
+        finally:
+            for tool in tools.values():
+                tool.close()
+    results: dict[str, Any] = {}
+    for snippet, code in SNIPPETS.items():
+        row: dict[str, Any] = {n: round(statistics.median(calls[n][snippet]), 3) for n in tools}
+        if "old" in row:
+            row["ratio_new_over_old"] = round(row["new"] / row["old"], 2)
+            row["meets_goal_2x"] = row["ratio_new_over_old"] <= 2.0
+        row["subprocess"] = round(_subprocess_ms(code, args.subprocess_calls), 2)
+        results[snippet] = row
     report = {
         "benchmark": "python_tool",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()},
@@ -81,10 +136,13 @@ def main() -> None:
             "network_isolated": info.network_isolated,
             "private_uids": info.private_uids,
             "pid_namespace": info.pid_namespace,
+            "readonly_root": info.readonly_root,
         },
-        "zygote_startup_s": round(startup_s, 3),
-        "calls": {"tool": args.calls, "subprocess": args.subprocess_calls},
-        "results": results,
+        "before_rev": args.before or None,
+        "startup_s": startup,
+        "calls": {"per_snippet_version_round": args.calls, "rounds": args.rounds},
+        "median_ms_per_call": results,
+        "median_ms_reset_plus_first_call": {n: round(statistics.median(v), 2) for n, v in resets.items()},
     }
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agentflow_env import AgentFlowEnv, Task
-from agentflow_env.error import ConfigError
+from agentflow_env.error import ConfigError, ToolError
 from agentflow_env.tools import make_tool
 from agentflow_env.tools._sandbox import launcher
 from agentflow_env.tools._sandbox.zygote import _proc_uids
@@ -133,7 +133,8 @@ def test_pool_serves_threads_concurrently():
 
         def work() -> None:
             for _ in range(4):
-                results.append(t.run("import time, os\ntime.sleep(0.2)\nos.getpid()", 5).text)
+                code = "import time, os\ntime.sleep(0.2)\n(os.getpid(), os.readlink('/proc/self/ns/pid'))"
+                results.append(t.run(code, 5).text)
 
         threads = [threading.Thread(target=work) for _ in range(2)]
         start = time.monotonic()
@@ -204,7 +205,7 @@ def test_background_children_die_with_the_worker_at_reset(tool):
     ],
 )
 def test_memory_bomb_raises_memory_error(tool, code):
-    r = tool.run(code, 5)
+    r = tool.run(code, 20)  # ~1 GB of page faults first: slow on a loaded machine
     assert not r.ok and "MemoryError" in r.text
     _ok(tool)
 
@@ -243,10 +244,10 @@ def test_writing_outside_the_temp_dir_fails(tool, tmp_path):
 
 
 def test_sandbox_tmp_is_size_capped(tool):
-    if tool.sandbox_info.mode != "bwrap" or not launcher._bwrap_has_size():
-        pytest.skip("needs bubblewrap with --size (0.5 or later)")
+    if not tool.sandbox_info.isolated:
+        pytest.skip("no isolated sandbox here")
     r = tool.run("import os\nst = os.statvfs('/tmp')\nst.f_blocks * st.f_frsize // 2**20", 5)
-    assert int(r.text) <= launcher.SANDBOX_TMP_MB
+    assert int(r.text) <= tool.limits.tmp_mb
 
 
 def test_socket_to_localhost_reaches_nothing(tool):
@@ -423,19 +424,23 @@ def test_fallback_without_bubblewrap_still_limits_and_times_out(monkeypatch):
 def test_require_bwrap_when_asked():
     if os.environ.get("AGENTFLOW_REQUIRE_BWRAP") != "1":
         pytest.skip("set AGENTFLOW_REQUIRE_BWRAP=1 (CI does) to insist that bubblewrap sandboxing works here")
-    works, why, uid_ok = launcher.probe_bwrap()
-    assert works, why
-    assert uid_ok or os.geteuid() != 0
+    t = PythonCoderTool(sandbox="bwrap")
+    try:
+        info = t.sandbox_info
+        assert info.mode == "bwrap" and info.isolated
+        assert info.private_uids or os.geteuid() != 0
+    finally:
+        t.close()
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
-def test_bwrap_probe_really_runs_bwrap():
-    works, why, _ = launcher.probe_bwrap()
-    if not works:
-        pytest.skip(f"bwrap is installed but cannot sandbox here: {why}")
+def test_bwrap_really_runs_bwrap():
     t = PythonCoderTool(sandbox="bwrap", preload=("heapq",))
     try:
-        info = t.sandbox_info
+        try:
+            info = t.sandbox_info
+        except ToolError as exc:
+            pytest.skip(f"bwrap is installed but cannot sandbox here: {exc}")
         assert info.mode == "bwrap" and info.network_isolated and info.pid_namespace
         assert t.run("import socket\n[n for _, n in socket.if_nameindex()]", 5).text == "['lo']"
     finally:
@@ -462,25 +467,3 @@ def test_env_episode_survives_malicious_commands():
     finally:
         env.close()
     assert tool._state.idle == [] and not tool._state.registered
-
-
-def test_a_private_parent_on_sys_path_does_not_hide_a_readable_child(tmp_path, monkeypatch):
-    """A 0700 checkout (``mktemp -d``) holding the venv: binding the checkout whole would leave the
-    venv unreadable to the workers' dropped uids; it is skipped and the venv is bound on its own."""
-    private = tmp_path / "checkout"
-    venv = private / ".venv"
-    venv.mkdir(parents=True)
-    private.chmod(0o700)
-    venv.chmod(0o755)
-    monkeypatch.setattr(launcher, "_python_paths", lambda: sorted([str(private), str(venv)]))
-    monkeypatch.setattr(launcher, "_hidden_dirs", lambda: [str(tmp_path)])
-    monkeypatch.setattr(launcher.shutil, "which", lambda name: "/usr/bin/bwrap")
-
-    def binds(cmd):
-        return [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind" and cmd[i + 1] != "/"]
-
-    dropped = launcher.bwrap_command(None, uid_drop=True)
-    assert binds(dropped) == [str(venv)]
-    made = [dropped[i + 1] for i, a in enumerate(dropped) if a == "--dir"]
-    assert str(private) in made  # recreated 0755 inside the sandbox, so the venv is reachable
-    assert binds(launcher.bwrap_command(None, uid_drop=False)) == [str(private)]  # same uid: it can read it

@@ -1,7 +1,8 @@
 """The Python coder tool: runs model-written code in pre-forked, sandboxed workers with notebook-cell semantics.
 
 A shared zygote (see ``_sandbox``) preloads numpy/sympy once per process; each tool owns its workers,
-recycled at every episode start, killed on timeout and respawned.
+recycled at every episode start, killed on timeout and respawned. Code is untrusted: with no isolation
+available the tool refuses to run it, unless the caller (never the action) chose ``sandbox="none"``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from typing import Any
 
 from agentflow_env.error import ConfigError
 from agentflow_env.tools._sandbox.launcher import (
+    SANDBOX_ENV,
     SANDBOX_MODES,
     SandboxInfo,
     SandboxLimits,
+    SandboxUnavailable,
     Worker,
     WorkerLost,
     acquire_zygote,
     current_zygote,
     release_zygote,
+    resolve_mode,
 )
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import ToolResult
@@ -66,6 +70,15 @@ def describe_status(status: int | None) -> str:
     return f"wait status {status}"
 
 
+_REFUSALS: set[str] = set()
+
+
+def _warn_refusal(message: str) -> None:
+    if message not in _REFUSALS:
+        _REFUSALS.add(message)
+        logger.error("%s", message)
+
+
 class _State:
     """What the finalizer needs, kept apart from the tool so the tool can be garbage-collected."""
 
@@ -94,17 +107,27 @@ class PythonCoderTool(BaseTool):
     """Runs Python code in a sandboxed, pre-forked worker; returns printed output plus the last expression's value.
 
     Each call gets fresh globals; numpy and sympy are already imported in the worker process, so
-    ``import sympy`` is free. Workers are recycled at every ``reset()`` (episode start), so no state
-    leaks between episodes. Isolation: bubblewrap (no network, read-only root, private /tmp, own pid
-    namespace) when it works here, a private uid per worker when running as root, and rlimits
-    (address space, CPU, processes, file size, open files); the host kills a worker past its timeout.
+    ``import sympy`` is free. Within an episode, changes to imported modules and files in /tmp carry over
+    from call to call (like a notebook kernel); workers are recycled at every ``reset()`` (episode start),
+    so nothing carries over between episodes.
+
+    Isolation (``sandbox``): ``auto`` uses bubblewrap, else the kernel's namespaces directly
+    (``namespaces``), and refuses to run code when neither works; ``none`` runs without isolation, for
+    trusted code only (``AGENTFLOW_SANDBOX`` sets the mode when the argument is ``auto``). Isolated
+    workers see only the interpreter, its standard library and the allowed packages, each in its own
+    network, IPC, pid and mount namespaces with its own size-capped /tmp, a private uid when running as
+    root, no capabilities, a seccomp filter (no nested namespaces, no ptrace) and rlimits (address space,
+    CPU, processes, file size, open files); the host kills a worker past its timeout, and its whole pid
+    namespace with it. Replies reach the host through a supervisor process the code cannot reach, and the
+    host caps them again.
     """
 
     name = "Python_Coder_Tool"
     description = (
         "Runs Python 3 code and returns what it prints plus the value of the last expression, like a notebook "
         "cell. numpy and sympy are available (also math, fractions, itertools, collections, re). No network, no "
-        "input(); variables do not persist between calls. Use it for exact arithmetic, algebra, counting and "
+        "input(), no files outside /tmp; variables do not persist between calls, but changes to imported modules "
+        "and files in /tmp last until the episode ends. Use it for exact arithmetic, algebra, counting and "
         "simulation."
     )
     input_spec = "Python source code (a ```python fence is accepted); print() what you need or end with an expression"
@@ -118,6 +141,7 @@ class PythonCoderTool(BaseTool):
         nproc: int = 8,
         fsize_mb: int = 64,
         nofile: int = 64,
+        tmp_mb: int = 64,
         pool_size: int = 1,
         recycle: str = "episode",
         sandbox: str = "auto",
@@ -127,21 +151,31 @@ class PythonCoderTool(BaseTool):
         self._config: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if sandbox not in SANDBOX_MODES:
             raise ConfigError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
+        try:
+            mode = resolve_mode(sandbox)
+        except Exception as exc:
+            raise ConfigError(str(exc)) from None
+        if mode == "none":
+            logger.warning(
+                "Python_Coder_Tool runs code WITHOUT a sandbox (sandbox='none' or %s=none): it can read and change "
+                "everything this process can; use it only for trusted code",
+                SANDBOX_ENV,
+            )
         if recycle not in ("episode", "call"):
             raise ConfigError(f"recycle={recycle!r}; choose 'episode' (reuse a worker within an episode) or 'call'")
-        if min(max_output_chars, memory_mb, nproc, fsize_mb, nofile, pool_size, max_code_chars) < 1:
+        if min(max_output_chars, memory_mb, nproc, fsize_mb, nofile, tmp_mb, pool_size, max_code_chars) < 1:
             raise ConfigError(
-                "max_output_chars, memory_mb, nproc, fsize_mb, nofile, pool_size and max_code_chars "
+                "max_output_chars, memory_mb, nproc, fsize_mb, nofile, tmp_mb, pool_size and max_code_chars "
                 "must all be positive"
             )
         if nofile < 16:
             raise ConfigError(f"nofile={nofile} is too small for Python to run; use at least 16")
-        self.limits = SandboxLimits(memory_mb=memory_mb, nproc=nproc, fsize_mb=fsize_mb, nofile=nofile)
+        self.limits = SandboxLimits(memory_mb=memory_mb, nproc=nproc, fsize_mb=fsize_mb, nofile=nofile, tmp_mb=tmp_mb)
         self.max_output_chars = int(max_output_chars)
         self.max_code_chars = int(max_code_chars)
         self.pool_size = int(pool_size)
         self.recycle = recycle
-        self._state = _State((sandbox, tuple(preload)))
+        self._state = _State((mode, tuple(preload)))
         self._finalizer = weakref.finalize(self, _release, self._state)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -258,7 +292,11 @@ class PythonCoderTool(BaseTool):
             )
         timeout = max(float(timeout), 0.05)
         epoch = self._state.epoch
-        worker = self._checkout()
+        try:
+            worker = self._checkout()
+        except SandboxUnavailable as exc:
+            _warn_refusal(str(exc))
+            return ToolResult(text=f"Error: {exc}", ok=False, error="no sandbox")
         try:
             reply = worker.call(code, timeout, self.max_output_chars)
         except TimeoutError:
@@ -271,6 +309,7 @@ class PythonCoderTool(BaseTool):
             )
         except WorkerLost as exc:
             status = self._checkin(worker, -1)
+            status = exc.status if exc.status is not None else status
             self._refill(1)
             how = describe_status(status)
             return ToolResult(
@@ -288,7 +327,7 @@ class PythonCoderTool(BaseTool):
         return self._result(reply)
 
     def _result(self, reply: dict[str, Any]) -> ToolResult:
-        output = str(reply.get("output", ""))
+        output = str(reply.get("output", ""))[: self.max_output_chars]
         dropped = int(reply.get("dropped", 0) or 0)
         if dropped:
             output = (

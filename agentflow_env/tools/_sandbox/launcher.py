@@ -1,4 +1,9 @@
-"""Host side of the Python sandbox: probes bubblewrap, starts the shared per-process zygote, hands out workers.
+"""Host side of the Python sandbox: picks the isolation, starts the shared per-process zygote, hands out workers.
+
+Isolation, best first: ``bwrap`` (bubblewrap), ``namespaces`` (the same view built by ``rootfs.py`` with the
+kernel's namespaces directly, when bubblewrap is missing). ``auto`` takes the first that works and refuses to run
+code when none does; ``none`` runs code without isolation and is for trusted code only. ``AGENTFLOW_SANDBOX``
+sets the mode for tools built with ``sandbox="auto"``.
 
 One zygote per (sandbox mode, preload) per process, started lazily and shared by every tool in the process;
 it is shut down when the last tool using it closes, at interpreter exit, or replaced when it dies.
@@ -26,29 +31,34 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ToolError
+from agentflow_env.tools._sandbox import view
 from agentflow_env.tools._sandbox import zygote as _z
 
 __all__ = [
     "SandboxInfo",
     "SandboxLimits",
+    "SandboxUnavailable",
     "Worker",
     "WorkerLost",
     "ZygoteProcess",
     "acquire_zygote",
-    "probe_bwrap",
     "release_zygote",
+    "resolve_mode",
     "shutdown_all",
 ]
 
 logger = logging.getLogger(__name__)
 
 ZYGOTE_SCRIPT = str(Path(_z.__file__).resolve())
-SANDBOX_MODES = ("auto", "bwrap", "none")
+ROOTFS_SCRIPT = str(Path(_z.__file__).resolve().parent / "rootfs.py")
+SANDBOX_MODES = ("auto", "bwrap", "namespaces", "none")
+SANDBOX_ENV = "AGENTFLOW_SANDBOX"
 HANDSHAKE_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 30.0
-SANDBOX_TMP_MB = 512  # all workers of one zygote share this much /tmp (memory-backed)
+ZYGOTE_TMP_BYTES = 1 << 20  # the zygote's own /tmp; each worker mounts its own, sized by SandboxLimits.tmp_mb
 UID_SLOTS = 512  # workers per zygote
 UID_GROUPS = 4  # live zygotes per process that get private uids
+_BWRAP_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_ADMIN", "CAP_SYS_PTRACE", "CAP_CHOWN", "CAP_SETPCAP")
 _SCRUBBED_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -59,6 +69,12 @@ _SCRUBBED_ENV = {
     "NUMEXPR_NUM_THREADS": "1",
     "MPLBACKEND": "Agg",
 }
+HOW_TO_ISOLATE = (
+    "install bubblewrap (apt-get install bubblewrap; dnf install bubblewrap), or let unprivileged users create "
+    "user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu also "
+    "kernel.apparmor_restrict_unprivileged_userns=0). To run trusted code without isolation, pass "
+    f"sandbox='none' or set {SANDBOX_ENV}=none"
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,7 @@ class SandboxLimits:
     nproc: int = 8
     fsize_mb: int = 64
     nofile: int = 64
+    tmp_mb: int = 64
     cpu_total_s: int = 3600
 
     def to_wire(self, zygote_vm_kb: int) -> dict[str, int]:
@@ -78,6 +95,7 @@ class SandboxLimits:
             "fsize_bytes": self.fsize_mb * 2**20,
             "nofile": self.nofile,
             "nproc": self.nproc,
+            "tmp_bytes": self.tmp_mb * 2**20,
             "cpu_total_s": self.cpu_total_s,
         }
 
@@ -95,18 +113,41 @@ class SandboxInfo:
     missing_preloads: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def isolated(self) -> bool:
+        """Whether untrusted code runs isolated (its own namespaces per worker, a minimal read-only view)."""
+        return self.mode in ("bwrap", "namespaces")
+
 
 class WorkerLost(Exception):
     """The worker channel broke: the process died, or it sent something that is not a reply."""
 
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
-# ------------------------------------------------------------------------------------------------ bubblewrap
+
+class SandboxUnavailable(ToolError):
+    """No isolation works on this machine, and running untrusted code without it was not asked for."""
+
+
 def _is_root() -> bool:
     return os.geteuid() == 0
 
 
+def resolve_mode(sandbox: str) -> str:
+    """The mode asked for: the constructor's, or ``AGENTFLOW_SANDBOX`` when the constructor says ``auto``."""
+    if sandbox == "auto":
+        env = os.environ.get(SANDBOX_ENV, "").strip().lower()
+        if env:
+            if env not in SANDBOX_MODES:
+                raise ToolError(f"{SANDBOX_ENV}={env!r}; choose one of {SANDBOX_MODES}")
+            return env
+    return sandbox
+
+
 def _python_paths() -> list[str]:
-    """Directories the interpreter needs to read inside the sandbox."""
+    """Directories the interpreter needs to read (``sandbox='none'`` only: it sees the host's files)."""
     paths = {
         sys.prefix,
         sys.base_prefix,
@@ -118,20 +159,6 @@ def _python_paths() -> list[str]:
     return sorted(os.path.realpath(p) for p in paths)
 
 
-def _others_can_enter(path: str) -> bool:
-    """Whether a uid that is neither owner nor group can list and enter ``path`` (mode o+rx)."""
-    try:
-        return os.stat(path).st_mode & 0o005 == 0o005
-    except OSError:
-        return False
-
-
-def _hidden_dirs() -> list[str]:
-    """Home directories are masked with an empty tmpfs (secrets live there); needed paths are bound back."""
-    dirs = {"/root", "/home", os.path.expanduser("~")}
-    return sorted(d for d in dirs if d not in ("/", "") and os.path.isdir(d))
-
-
 @functools.lru_cache(maxsize=1)
 def _bwrap_has_size() -> bool:
     try:
@@ -141,24 +168,19 @@ def _bwrap_has_size() -> bool:
     return "--size" in usage
 
 
-def _private_tmp(host_root: str | None) -> list[str]:
-    """/tmp in the sandbox: a size-capped tmpfs (so no snippet can fill the host disk), or a host folder."""
-    if host_root is None:
-        return ["--perms", "0755", "--size", str(SANDBOX_TMP_MB * 2**20), "--tmpfs", "/tmp"]
-    return ["--bind", host_root, "/tmp"]
-
-
 def _make_host_root() -> str:
     root = tempfile.mkdtemp(prefix="agentflow-py-")
     os.chmod(root, 0o755)  # workers with private uids must traverse it to reach their own 0700 folders
     return root
 
 
-def bwrap_command(host_root: str | None, uid_drop: bool) -> list[str]:
-    """The bubblewrap prefix: no network, own pid/ipc/uts namespaces, read-only root, private /tmp."""
+def bwrap_command(steps: list[dict[str, Any]]) -> list[str]:
+    """The bubblewrap prefix: no network, own pid/ipc/uts namespaces, the minimal read-only view."""
     exe = shutil.which("bwrap")
     if exe is None:
-        raise ToolError("bubblewrap is not installed (apt-get install bubblewrap)")
+        raise ToolError("bubblewrap (bwrap) is not installed")
+    if not _bwrap_has_size():
+        raise ToolError("this bubblewrap is too old (no --size for a capped /tmp); version 0.5 or later is needed")
     cmd = [
         exe,
         "--unshare-net",
@@ -166,108 +188,19 @@ def bwrap_command(host_root: str | None, uid_drop: bool) -> list[str]:
         "--as-pid-1",
         "--unshare-ipc",
         "--unshare-uts",
+        "--unshare-cgroup-try",
         "--new-session",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        *_private_tmp(host_root),
+        *view.bwrap_args(steps),
     ]
-    hidden = _hidden_dirs()
-    for d in hidden:
-        cmd += ["--perms", "0755", "--tmpfs", d]
-    bound: list[str] = []
-    made: set[str] = set()
-    # /tmp is private too: an interpreter or venv that lives there (a CI checkout) is bound back in
-    masked = [*hidden, "/tmp"]
-    for p in _python_paths():  # sorted, so a parent comes before its children
-        top = next((d for d in masked if p.startswith(d + "/")), None)
-        if top is None or any(p == b or p.startswith(b + "/") for b in bound):
-            continue
-        if uid_drop and not _others_can_enter(p):
-            # e.g. a 0700 checkout from mktemp on sys.path: bound whole, it would hide the readable
-            # venv inside it from the dropped uids; its needed children are bound on their own
-            continue
-        # bwrap would create the missing parents with mode 0700, which a dropped uid cannot traverse
-        for parent in reversed(Path(p).parents):
-            s = str(parent)
-            if s.startswith(top + "/") and s not in made:
-                made.add(s)
-                cmd += ["--perms", "0755", "--dir", s]
-        cmd += ["--ro-bind", p, p]
-        bound.append(p)
-    if uid_drop:
-        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER"):
+    if _is_root():
+        for cap in _BWRAP_CAPS:
             cmd += ["--cap-add", cap]
-    return cmd + ["--chdir", "/tmp"]
+    return cmd + ["--chdir", "/"]
 
 
-_PROBE = r"""
-import json, os, socket, sys
-names = sorted(n for _, n in socket.if_nameindex())
-readonly = True
-try:
-    open("/agentflow-probe-write", "w").close()
-    readonly = False
-    os.unlink("/agentflow-probe-write")
-except OSError:
-    pass
-uid_ok = None
-if os.geteuid() == 0:
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([]); os.setgid(UID); os.setuid(UID)
-            import csv, decimal
-            for p in sys.path:
-                if os.path.isdir(p):
-                    os.listdir(p)
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    uid_ok = os.waitpid(pid, 0)[1] == 0
-print(json.dumps({"interfaces": names, "readonly": readonly, "uid_ok": uid_ok, "pid": os.getpid()}))
-"""
-
-
-@functools.lru_cache(maxsize=1)
-def probe_bwrap() -> tuple[bool, str, bool]:
-    """Run a tiny program under the real bubblewrap command: (works, why-not, private uids work)."""
-    if shutil.which("bwrap") is None:
-        return False, "bubblewrap (bwrap) is not installed; install the Debian package 'bubblewrap'", False
-    host_root = None if _bwrap_has_size() else _make_host_root()
-    try:
-        uid_drop = _is_root()
-        cmd = [
-            *bwrap_command(host_root, uid_drop),
-            sys.executable,
-            "-I",
-            "-c",
-            _PROBE.replace("UID", str(_uid_base(UID_GROUPS - 1) + UID_SLOTS - 1)),
-        ]
-        try:
-            proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=60, env=_zygote_env("/tmp"), stdin=subprocess.DEVNULL
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            return False, f"bwrap could not run: {exc}", False
-        if proc.returncode != 0:
-            return False, f"bwrap exited with {proc.returncode}: {proc.stderr.strip()[-300:]}", False
-        try:
-            facts = json.loads(proc.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            return False, f"bwrap probe printed no report: {proc.stdout[-200:]!r} {proc.stderr[-200:]!r}", False
-        if facts["interfaces"] not in ([], ["lo"]):
-            return False, f"bwrap ran but the network is visible: interfaces {facts['interfaces']}", False
-        if not facts["readonly"]:
-            return False, "bwrap ran but the root filesystem is writable", False
-        return True, "", bool(facts.get("uid_ok"))
-    finally:
-        if host_root is not None:
-            shutil.rmtree(host_root, ignore_errors=True)
+def rootfs_command(mountpoint: str, steps: list[dict[str, Any]]) -> list[str]:
+    """The same view without bubblewrap: ``rootfs.py`` unshares and mounts, then execs the zygote."""
+    return [view.interpreter(), "-I", "-S", ROOTFS_SCRIPT, mountpoint, json.dumps(steps), "--"]
 
 
 def _world_traversable(path: str) -> bool:
@@ -316,21 +249,30 @@ class ZygoteProcess:
     """A running zygote and its control channel (SOCK_SEQPACKET, one JSON message per packet)."""
 
     def __init__(self, sandbox: str = "auto", preload: tuple[str, ...] = ()):
-        if sandbox not in SANDBOX_MODES:
-            raise ToolError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
+        if sandbox not in SANDBOX_MODES or sandbox == "auto":
+            raise ToolError(f"sandbox={sandbox!r}; a zygote runs in one of {SANDBOX_MODES[1:]}")
         self.uid_group: int | None = None
         self.lock = threading.Lock()
         self.owner_pid = os.getpid()
         self.broken = False
-        self.host_root: str | None = None  # a host folder for worker dirs, only when no tmpfs /tmp is possible
-        self.info, cmd, config = self._plan(sandbox, preload)
+        self.host_root: str | None = None  # a host folder for worker dirs (sandbox='none' only)
+        self.mountpoint: str | None = None  # an empty host folder rootfs.py mounts on (sandbox='namespaces')
+        self.mode = sandbox
+        try:
+            self._start(sandbox, preload)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _start(self, sandbox: str, preload: tuple[str, ...]) -> None:
+        cmd, script, config = self._plan(sandbox, preload)
         self.uid_base = config.get("uid_base")
         host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = host_end
         with tempfile.TemporaryFile() as log:  # unlinked at once: nothing to clean up, readable on failure
             try:
                 self.proc = subprocess.Popen(
-                    [*cmd, sys.executable, "-I", ZYGOTE_SCRIPT, str(child_end.fileno()), json.dumps(config)],
+                    [*cmd, script, str(child_end.fileno()), json.dumps(config)],
                     pass_fds=[child_end.fileno()],
                     env=_zygote_env(config["tmp_root"]),
                     stdin=subprocess.DEVNULL,
@@ -344,56 +286,52 @@ class ZygoteProcess:
             try:
                 hello = self._recv(HANDSHAKE_TIMEOUT_S)
             except (WorkerLost, TimeoutError) as exc:
-                self.shutdown()
                 log.seek(0)
-                detail = log.read().decode("utf-8", "replace")[-800:] or "(empty)"
-                raise ToolError(f"the Python sandbox did not start ({exc}); its log says: {detail}") from None
+                detail = log.read().decode("utf-8", "replace")[-800:].strip() or "(empty)"
+                raise ToolError(
+                    f"the Python sandbox ({sandbox}) did not start ({exc}); its log says: {detail}"
+                ) from None
         self.vm_kb = int(hello.get("vm_kb", 0))
         net_ok = hello.get("interfaces") in ([], ["lo"])
+        isolated = sandbox != "none"
         self.info = SandboxInfo(
-            mode=self.info.mode,
+            mode=sandbox,
             network_isolated=net_ok,
             private_uids=self.uid_base is not None,
-            pid_namespace=self.info.pid_namespace,
-            readonly_root=self.info.readonly_root,
+            pid_namespace=isolated,
+            readonly_root=bool(hello.get("readonly_root")),
             interfaces=tuple(hello.get("interfaces", ())),
             missing_preloads=tuple(hello.get("missing", ())),
-            notes=self.info.notes,
+            notes=() if isolated else ("sandbox='none': trusted code only; it can read and change this machine",),
         )
-        if not net_ok:
-            logger.warning(
-                "Python_Coder_Tool: the sandbox has network access (interfaces %s); %s",
-                self.info.interfaces,
-                "; ".join(self.info.notes) or "bubblewrap is not in use",
+        if isolated and not (net_ok and self.info.readonly_root):
+            raise ToolError(
+                f"the {sandbox} sandbox started without full isolation (interfaces {self.info.interfaces}, "
+                f"read-only root: {self.info.readonly_root})"
             )
 
-    def _plan(self, sandbox: str, preload: tuple[str, ...]) -> tuple[SandboxInfo, list[str], dict[str, Any]]:
+    def _plan(self, sandbox: str, preload: tuple[str, ...]) -> tuple[list[str], str, dict[str, Any]]:
         config: dict[str, Any] = {"preload": list(preload), "max_workers": UID_SLOTS}
-        if sandbox != "none":
-            works, why, uid_ok = probe_bwrap()
-            if works:
-                if not _bwrap_has_size():
-                    self.host_root = _make_host_root()
-                config.update(tmp_root="/tmp", pid_namespace=True, uid_base=self._uid_range(uid_ok))
-                info = SandboxInfo("bwrap", True, uid_ok, True, True)
-                return info, bwrap_command(self.host_root, uid_ok), config
+        if sandbox in ("bwrap", "namespaces"):
+            steps = view.build_view([*view.DEFAULT_PACKAGES, *preload], ZYGOTE_TMP_BYTES)
             if sandbox == "bwrap":
-                raise ToolError(f"sandbox='bwrap' was asked for but bubblewrap does not work here: {why}")
-            _warn_once(f"Python_Coder_Tool runs without bubblewrap ({why}); falling back to rlimits")
+                cmd = bwrap_command(steps)
+            else:
+                self.mountpoint = tempfile.mkdtemp(prefix="agentflow-root-")
+                cmd = rootfs_command(self.mountpoint, steps)
+            config.update(tmp_root="/tmp", isolate=True, site=view.SITE_DIR, uid_base=self._uid_range(_is_root()))
+            script = f"{view.SANDBOX_DIR}/zygote.py"
+            return [*cmd, view.interpreter(), "-I", "-S"], script, config
         uid_ok = _is_root() and all(_world_traversable(p) for p in _python_paths() if os.path.exists(p))
-        notes: tuple[str, ...] = ()
-        if _is_root() and not uid_ok:
-            notes = ("workers run as root: the interpreter is not readable by other uids, so there is no uid drop",)
-            _warn_once(f"Python_Coder_Tool: {notes[0]}; install bubblewrap for real isolation")
         self.host_root = _make_host_root()
         config.update(
             tmp_root=self.host_root,
             owns_tmp_root=True,  # the zygote removes it when it exits, even if this process dies first
-            pid_namespace=False,
+            isolate=False,
             unshare_net=_is_root(),
             uid_base=self._uid_range(uid_ok),
         )
-        return SandboxInfo("none", False, uid_ok, False, False, notes=notes), [], config
+        return [sys.executable, "-I"], ZYGOTE_SCRIPT, config
 
     def _uid_range(self, wanted: bool) -> int | None:
         if not wanted:
@@ -454,6 +392,8 @@ class ZygoteProcess:
         except WorkerLost:
             self.shutdown()
             return None
+        if reply.get("left"):
+            logger.warning("Python_Coder_Tool: %s processes outlived their worker and were killed", reply["left"])
         status = reply.get("status")
         return int(status) if status is not None else None
 
@@ -462,26 +402,51 @@ class ZygoteProcess:
         if os.getpid() != self.owner_pid:  # a forked copy of the host: the zygote belongs to the original
             return
         self.broken = True
-        try:
-            self.ctl.close()
-        except OSError:
-            pass
+        ctl = getattr(self, "ctl", None)
+        if ctl is not None:
+            try:
+                ctl.close()
+            except OSError:
+                pass
         proc = getattr(self, "proc", None)
         if proc is not None:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # bwrap's pid-1 dies with it, and the namespace with that
+                    os.killpg(proc.pid, signal.SIGKILL)  # the zygote is pid 1 of its namespace: all die with it
                 except OSError:
                     pass
                 proc.wait()
-            if self.uid_base is not None and not self.info.pid_namespace:
-                _sweep_uid_range(self.uid_base, UID_SLOTS)
+            uid_base = getattr(self, "uid_base", None)
+            if uid_base is not None and self.mode == "none":
+                _sweep_uid_range(int(uid_base), UID_SLOTS)
         _give_back_uid_group(self.uid_group)
         self.uid_group = None
-        if self.host_root is not None:
-            shutil.rmtree(self.host_root, ignore_errors=True)
+        for folder in (self.host_root, self.mountpoint):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def start_zygote(sandbox: str, preload: tuple[str, ...]) -> ZygoteProcess:
+    """Start a zygote in ``sandbox`` mode; ``auto`` tries bubblewrap, then namespaces, and refuses past that."""
+    if sandbox != "auto":
+        return ZygoteProcess(sandbox, preload)
+    failures = []
+    for mode in ("bwrap", "namespaces"):
+        try:
+            zyg = ZygoteProcess(mode, preload)
+        except ToolError as exc:
+            failures.append(f"{mode}: {exc}")
+            continue
+        if failures:
+            _warn_once(f"Python_Coder_Tool isolates with {mode}; {'; '.join(failures)}")
+        return zyg
+    raise SandboxUnavailable(
+        "the Python tool refuses to run untrusted code: no isolation works on this machine ("
+        + "; ".join(failures)
+        + f"). To fix it, {HOW_TO_ISOLATE}."
+    )
 
 
 def _sweep_uid_range(base: int, count: int) -> None:
@@ -515,14 +480,18 @@ class Worker:
         try:
             self.sock.settimeout(max(timeout, 0.001))
             _z.send_frame(self.sock, {"n": self.calls, "code": code, "timeout": timeout, "limit": limit})
-            reply = _z.recv_frame(self.sock, 6 * (limit + 2 * _z.TRACEBACK_CHARS) + 65536, deadline)  # \uXXXX: 6 B
+            reply = _z.recv_frame(self.sock, _z.reply_byte_limit(limit), deadline)
         except TimeoutError:
             raise TimeoutError(f"no reply within {timeout:g} s") from None
         except (OSError, EOFError, ValueError) as exc:
             raise WorkerLost(str(exc)) from None
-        if not isinstance(reply, dict) or reply.get("n") != self.calls or not isinstance(reply.get("output"), str):
+        if isinstance(reply, dict) and reply.get("n") == self.calls and "died" in reply:
+            status = reply["died"]
+            raise WorkerLost("the Python process died", status if isinstance(status, int) else None)
+        checked = _z.sanitize_reply(reply, limit)  # the host enforces the caps too, whatever the worker says
+        if checked is None or reply.get("n") != self.calls:
             raise WorkerLost("the worker sent something that is not the reply to this call")
-        return reply
+        return checked
 
     def kill(self) -> int | None:
         try:
@@ -568,7 +537,7 @@ def acquire_zygote(key: tuple[str, tuple[str, ...]], register: bool) -> ZygotePr
         if zyg is None or not zyg.alive():
             if zyg is not None:
                 zyg.shutdown()
-            zyg = _ZYGOTES[key] = ZygoteProcess(key[0], key[1])
+            zyg = _ZYGOTES[key] = start_zygote(key[0], key[1])
         if register:
             _USERS[key] = _USERS.get(key, 0) + 1
         return zyg

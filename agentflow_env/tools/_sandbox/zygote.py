@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
-import ctypes
+import fcntl
 import gc
 import io
 import json
@@ -29,10 +29,6 @@ from typing import Any
 HEADER = struct.Struct("!I")
 CELL = "<cell>"
 MAX_CONTROL_PACKET = 1 << 16
-PR_SET_PDEATHSIG = 1
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
-CLONE_NEWNET = 0x40000000
 TRACEBACK_LINES = 12
 TRACEBACK_CHARS = 3000
 
@@ -100,10 +96,6 @@ def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -
 def clean_text(text: str) -> str:
     """Replace lone surrogates and other unencodable code points so the text is valid UTF-8."""
     return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _libc() -> Any:
-    return ctypes.CDLL(None, use_errno=True)
 
 
 # ---------------------------------------------------------------------------------------------------- cells
@@ -216,11 +208,19 @@ def run_cell(code: str, limit: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------- worker
+# A worker is three processes, forked from the zygote:
+#   keeper      outside the worker's namespaces; waits for the supervisor and reports its wait status;
+#   supervisor  pid 1 of the worker's pid namespace; owns the host channel and never runs user code;
+#   kernel      runs the cells (a child of the supervisor, under seccomp, rlimits, no capabilities).
+# Killing the supervisor makes the kernel kill every process of the pid namespace; the keeper's report tells
+# the zygote when that is done. The kernel reaches the host only through the supervisor, which answers each
+# request once, with the reply that carries that request's one-time token, and caps what it passes on.
 class _FdOutput:
-    """Output written to file descriptors 1 and 2 (subprocesses, C code) lands in a file that is drained per call."""
+    """Output written to file descriptors 1 and 2 (subprocesses, C code) lands in a memfd that is drained per call."""
 
-    def __init__(self, path: str):
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    def __init__(self) -> None:
+        self.fd = os.memfd_create("cell-output", 0)
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, fcntl.fcntl(self.fd, fcntl.F_GETFL) | os.O_APPEND)
         os.dup2(self.fd, 1)
         os.dup2(self.fd, 2)
 
@@ -268,27 +268,42 @@ def _cpu_budget(seconds: float) -> None:
         pass
 
 
-def _become_worker(sock: socket.socket, wdir: str, uid: int | None, limits: dict[str, Any]) -> _FdOutput:
-    zygote_pid = os.getppid()
-    os.setsid()
+def _drop_privileges(uid: int | None) -> None:
+    """A private uid when the zygote is root (which also clears every capability), else no capabilities."""
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    try:
+        nslib.drop_capabilities()
+    except OSError:
+        pass
+    nslib.prctl(nslib.PR_SET_NO_NEW_PRIVS, 1)
+
+
+def _keep_only_fds(keep: list[int]) -> None:
+    lo = 3
+    for fd in sorted(set(keep)):
+        if fd >= lo:
+            os.closerange(lo, fd)
+            lo = fd + 1
+    os.closerange(lo, 65536)
+
+
+def _become_kernel(sock: socket.socket, wdir: str, uid: int | None, limits: dict[str, Any]) -> _FdOutput:
+    parent = os.getppid()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    libc = _libc()
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)  # also drops every capability the zygote held
-    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != zygote_pid:
-        os._exit(0)  # the zygote died between fork and prctl
+    _drop_privileges(uid)
+    nslib.prctl(nslib.PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if os.getppid() != parent:
+        os._exit(0)  # the supervisor died between fork and prctl
+    if not nslib.install_seccomp():
+        print("warning: no seccomp filter on this architecture", file=sys.__stderr__)
     os.chdir(wdir)
-    out = _FdOutput(os.path.join(wdir, ".fd-output"))
-    keep = sorted({sock.fileno(), out.fd})
-    os.closerange(3, keep[0])
-    os.closerange(keep[0] + 1, keep[1])
-    os.closerange(keep[1] + 1, 65536)
+    out = _FdOutput()
+    _keep_only_fds([sock.fileno(), out.fd])
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write gets EFBIG instead of killing the worker
@@ -300,15 +315,15 @@ def _become_worker(sock: socket.socket, wdir: str, uid: int | None, limits: dict
     return out
 
 
-def worker_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[str, Any]) -> None:
-    """Serve cells until the host closes the channel. Never returns normally (``os._exit``)."""
-    out = _become_worker(sock, wdir, uid, limits)
+def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[str, Any]) -> None:
+    """Run cells for the supervisor until it closes the channel. Never returns normally (``os._exit``)."""
+    out = _become_kernel(sock, wdir, uid, limits)
     # bind what the loop needs now, so a cell that rebinds module attributes cannot break the protocol
     recv, send, run, drain, budget, exit_ = recv_frame, send_frame, run_cell, out.drain, _cpu_budget, os._exit
     while True:
         try:
             req = recv(sock, 1 << 26)
-        except BaseException:  # EOF or garbage: the host is gone or confused; leave
+        except BaseException:  # EOF or garbage: the supervisor is gone; leave
             exit_(0)
         budget(float(req.get("timeout", 30.0)))
         limit = int(req.get("limit", 8000))
@@ -318,7 +333,7 @@ def worker_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
             both = extra + reply["output"]
             reply["output"] = both[:limit]
             reply["dropped"] += extra_dropped + len(both) - len(reply["output"])
-        reply["n"] = req.get("n")
+        reply["t"] = req.get("t")
         reply["output"] = clean_text(reply["output"])
         if reply["error"] is not None:
             reply["error"] = clean_text(reply["error"])
@@ -326,6 +341,158 @@ def worker_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
             send(sock, reply)
         except BaseException:
             exit_(0)
+
+
+def reply_byte_limit(limit: int) -> int:
+    """The most bytes an honest reply of ``limit`` characters takes on the wire (JSON escapes: 6 B a char)."""
+    return 6 * (limit + 2 * TRACEBACK_CHARS) + 65536
+
+
+def sanitize_reply(reply: Any, limit: int) -> dict[str, Any] | None:
+    """The reply's fields, type-checked and cut to the caps (output to ``limit`` chars); ``None`` if malformed."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("output"), str):
+        return None
+    output = reply["output"]
+    dropped = reply.get("dropped", 0)
+    dropped = dropped if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped >= 0 else 0
+    if len(output) > limit:
+        dropped += len(output) - limit
+        output = output[:limit]
+    error, exc = reply.get("error"), reply.get("exc")
+    error = error[-TRACEBACK_CHARS - 3 :] if isinstance(error, str) else None
+    exc = exc[:200] if isinstance(exc, str) else None
+    return {"output": output, "dropped": dropped, "error": error, "exc": exc}
+
+
+def _mount_worker_fs(tmp_bytes: int, uid: int) -> None:
+    """The worker's own /proc (its pid namespace), and its own size-capped /tmp, also behind /dev/shm."""
+    flags = nslib.MS_NOSUID | nslib.MS_NODEV
+    try:
+        nslib.mount("proc", "/proc", "proc", flags | nslib.MS_NOEXEC)
+    except OSError:  # a partly hidden parent /proc forbids a fresh one in a user namespace: hide it instead
+        nslib.mount("tmpfs", "/proc", "tmpfs", flags, "mode=0555,size=4096")
+    nslib.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={int(tmp_bytes)},mode=0700,uid={uid},gid={uid}")
+    if os.path.isdir("/dev/shm"):
+        nslib.mount("/tmp", "/dev/shm", None, nslib.MS_BIND)
+
+
+def _reap_orphans(kernel: int, kernel_status: int | None) -> int | None:
+    """pid 1 inherits the cells' orphans: reap them, or their zombies use up the process limit."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return kernel_status
+        if pid == 0:
+            return kernel_status
+        if pid == kernel:
+            kernel_status = status
+
+
+def _relay(mine: socket.socket, req: dict[str, Any], limit: int) -> dict[str, Any] | None:
+    """Pass one request to the kernel; its checked reply, or ``None`` if it broke the protocol or died."""
+    token = os.urandom(16).hex()
+    try:
+        send_frame(mine, {"t": token, "code": req.get("code", ""), "timeout": req.get("timeout"), "limit": limit})
+        for _ in range(64):  # stale frames the cell wrote into its channel are skipped
+            reply = recv_frame(mine, reply_byte_limit(limit))
+            if isinstance(reply, dict) and reply.get("t") == token:
+                return sanitize_reply(reply, limit)
+    except (OSError, EOFError, ValueError):
+        pass
+    return None
+
+
+def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any], wdir: str, isolate: bool) -> None:
+    """pid 1 of the worker: set up its filesystem, fork the kernel, then relay requests and checked replies."""
+    if isolate:
+        _mount_worker_fs(int(limits["tmp_bytes"]), os.geteuid() if uid is None else uid)
+    os.setsid()
+    mine, theirs = socket.socketpair()
+    kernel = os.fork()
+    if kernel == 0:
+        code = 70
+        try:
+            host.close()
+            mine.close()
+            kernel_main(theirs, wdir, uid, limits)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    theirs.close()
+    _drop_privileges(uid)
+    nslib.prctl(nslib.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/fd or mem for the kernel's uid
+    _keep_only_fds([host.fileno(), mine.fileno(), 2])
+    kernel_status: int | None = None
+    while True:  # any exit kills the pid namespace, kernel and all, with this process
+        try:
+            req = recv_frame(host, 1 << 26)
+        except BaseException:
+            os._exit(0)
+        kernel_status = _reap_orphans(kernel, kernel_status)
+        limit = int(req.get("limit", 8000))
+        answer = _relay(mine, req, limit) if kernel_status is None else None
+        if answer is None:
+            try:
+                os.kill(kernel, signal.SIGKILL)
+            except OSError:
+                pass
+            if kernel_status is None:
+                try:
+                    kernel_status = os.waitpid(kernel, 0)[1]
+                except ChildProcessError:
+                    pass
+            answer = {"died": kernel_status}
+        answer["n"] = req.get("n")
+        try:
+            send_frame(host, answer)
+        except BaseException:
+            os._exit(0)
+        if "died" in answer:
+            os._exit(0)
+
+
+def keeper_main(host: socket.socket, report: int, uid: int | None, limits: dict[str, Any], config: dict) -> None:
+    """New namespaces for the worker, then fork its supervisor (their pid 1) and wait for it."""
+    parent = os.getppid()
+    nslib.prctl(nslib.PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if os.getppid() != parent:
+        os._exit(0)
+    isolate = bool(config.get("isolate"))
+    if isolate:
+        flags = nslib.CLONE_NEWNS | nslib.CLONE_NEWPID | nslib.CLONE_NEWNET | nslib.CLONE_NEWIPC | nslib.CLONE_NEWUTS
+        try:
+            nslib.unshare(flags)
+        except PermissionError:  # no CAP_SYS_ADMIN here: a user namespace gives the worker its own
+            euid, egid = os.geteuid(), os.getegid()
+            nslib.unshare(flags | nslib.CLONE_NEWUSER)
+            nslib.write_id_maps("self", euid, euid, egid)
+        nslib.mount(None, "/", None, nslib.MS_REC | nslib.MS_PRIVATE)
+    wdir = "/tmp" if isolate else str(config["wdir"])
+    ns_r, ns_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.close(report)
+            os.close(ns_r)
+            nslib.prctl(nslib.PR_SET_PDEATHSIG, int(signal.SIGKILL))
+            os.write(ns_w, str(os.stat("/proc/self/ns/pid").st_ino).encode())  # still the zygote's /proc here
+            os.close(ns_w)
+            supervisor_main(host, uid, limits, wdir, isolate)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    host.close()
+    os.close(ns_w)
+    with os.fdopen(ns_r, "rb") as fh:
+        ns_id = int(fh.read() or 0)
+    os.write(report, f"{pid} {ns_id}\n".encode())
+    _, status = os.waitpid(pid, 0)
+    os.write(report, f"{status}\n".encode())
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------------------------------- zygote
@@ -370,10 +537,12 @@ def _descendants(root: int) -> list[int]:
 
 
 class Zygote:
-    """Owns the workers it forked; each worker gets an id, a uid (when running as root) and a temp directory."""
+    """Owns the workers it forked; each worker gets an id, a uid (when running as root) and its own namespaces."""
 
     def __init__(self, ctl: socket.socket, config: dict[str, Any]):
         self.ctl = ctl
+        self.config = config
+        self.isolate = bool(config.get("isolate"))
         self.tmp_root = config["tmp_root"]
         self.uid_base = config.get("uid_base")
         self.max_workers = int(config.get("max_workers", 1024))
@@ -400,48 +569,107 @@ class Zygote:
         wid, self.next_id = self.next_id, self.next_id + 1
         uid = None if self.uid_base is None else int(self.uid_base) + slot
         wdir = os.path.join(self.tmp_root, f"w{wid}")
-        os.mkdir(wdir, 0o700)
-        if uid is not None:
-            os.chown(wdir, uid, uid)
+        if not self.isolate:
+            os.mkdir(wdir, 0o700)
+            if uid is not None:
+                os.chown(wdir, uid, uid)
         if uid is None:  # a shared uid: RLIMIT_NPROC counts every process of it, so allow nproc more than now
             own = os.getuid()
             limits = dict(limits, nproc=int(limits["nproc"]) + sum(u == own for u, _ in _proc_uids().values()))
+        limits = dict(limits, nproc=int(limits["nproc"]) + 1)  # the supervisor runs under the same uid
         host_end, child_end = socket.socketpair()
-        pid = os.fork()
-        if pid == 0:  # the worker
+        report_r, report_w = os.pipe()
+        keeper = os.fork()
+        if keeper == 0:
             code = 70
             try:
                 self.ctl.close()
                 host_end.close()
-                worker_main(child_end, wdir, uid, limits)
-            except BaseException:
+                os.close(report_r)
+                keeper_main(child_end, report_w, uid, limits, dict(self.config, wdir=wdir))
+            except BaseException as exc:
                 traceback.print_exc()
+                os.write(report_w, f"error {type(exc).__name__}: {exc}".replace("\n", " ").encode()[:400] + b"\n")
             finally:
                 os._exit(code)
         child_end.close()
-        self.workers[wid] = {"pid": pid, "uid": uid, "dir": wdir, "slot": slot}
-        payload = json.dumps({"ok": True, "wid": wid, "pid": pid, "uid": uid, "dir": wdir}).encode()
+        os.close(report_w)
+        info = {"keeper": keeper, "report": report_r, "uid": uid, "dir": wdir, "slot": slot, "pid": None, "ns": 0}
+        line = self._read_report(info, 30.0)
+        try:
+            pid, ns_id = (int(x) for x in (line or "").split())
+        except ValueError:
+            host_end.close()
+            self._finish(info)
+            why = (line or "it exited").strip().removeprefix("error ")
+            send_frame_packet(self.ctl, {"ok": False, "error": f"the worker could not enter its namespaces: {why}"})
+            return
+        info.update(pid=pid, ns=ns_id)
+        self.workers[wid] = info
+        payload = json.dumps({"ok": True, "wid": wid, "pid": pid, "uid": uid, "ns": ns_id}).encode()
         socket.send_fds(self.ctl, [payload], [host_end.fileno()])
         host_end.close()
+
+    @staticmethod
+    def _read_report(info: dict[str, Any], timeout: float) -> str | None:
+        """One line from the worker's keeper, or ``None`` (it died first, or said nothing in time)."""
+        data = b""
+        deadline = time.monotonic() + timeout
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([info["report"]], [], [], left)[0]:
+                return None
+            chunk = os.read(info["report"], 64)
+            if not chunk:
+                return None
+            data += chunk
+        return data.decode()
 
     def kill(self, wid: int) -> None:
         info = self.workers.pop(wid, None)
         if info is None:
             send_frame_packet(self.ctl, {"ok": False, "error": f"no worker {wid}"})
             return
+        status, left = self._finish(info)
+        send_frame_packet(self.ctl, {"ok": True, "status": status, "left": left})
+
+    def _finish(self, info: dict[str, Any]) -> tuple[int | None, int]:
+        """Kill a worker and everything it started, and check that nothing is left: (status, survivors found)."""
         pid, uid = info["pid"], info["uid"]
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)  # the supervisor: pid 1 of the worker's namespace when isolated
+            except OSError:
+                pass
+        if not self.isolate or pid is None:
+            if uid is not None:
+                self._sweep_uid(uid)
+            elif pid is not None:
+                self._kill_tree(pid)
+        line = self._read_report(info, 10.0) if pid is not None else None
         try:
-            os.kill(pid, signal.SIGKILL)  # first, in case it has not dropped to its uid yet
+            status = int(line) if line else None
+        except ValueError:
+            status = None
+        os.close(info["report"])
+        try:  # the keeper's report comes after its waitpid: the pid namespace is empty by now (or it died)
+            os.kill(info["keeper"], signal.SIGKILL)
         except OSError:
             pass
-        if uid is not None:
-            self._sweep_uid(uid)
-        else:
-            self._kill_tree(pid)
-        status = self._wait(pid)
-        shutil.rmtree(info["dir"], ignore_errors=True)
+        self._wait(info["keeper"])
+        left = 0
+        if self.isolate and info["ns"]:
+            survivors = _pid_namespace_members(info["ns"])
+            left = len(survivors)
+            for p in survivors:  # never expected: the kernel empties a pid namespace before its pid 1 is reaped
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        if not self.isolate:
+            shutil.rmtree(info["dir"], ignore_errors=True)
         self.free_slots.append(info["slot"])
-        send_frame_packet(self.ctl, {"ok": True, "status": status})
+        return status, left
 
     def _wait(self, pid: int) -> int | None:
         if pid in self.statuses:
@@ -474,7 +702,7 @@ class Zygote:
             self.reap()
 
     def _kill_tree(self, pid: int) -> None:
-        """Without a private uid: freeze the worker's process tree, then kill it (best effort)."""
+        """Without a private uid or namespace: freeze the worker's process tree, then kill it (best effort)."""
         for _ in range(20):
             tree = [p for p in _descendants(pid) if p not in self.statuses]
             if not tree:
@@ -495,12 +723,7 @@ class Zygote:
 
     def shutdown(self) -> None:
         for wid in list(self.workers):
-            info = self.workers.pop(wid)
-            if info["uid"] is not None:
-                self._sweep_uid(info["uid"])
-            else:
-                self._kill_tree(info["pid"])
-            shutil.rmtree(info["dir"], ignore_errors=True)
+            self._finish(self.workers.pop(wid))
         self.reap()
 
     def serve(self) -> None:
@@ -527,6 +750,23 @@ class Zygote:
                 send_frame_packet(self.ctl, {"ok": False, "error": f"unknown op {op!r}"})
 
 
+def _pid_namespace_members(ns_id: int) -> list[int]:
+    """Live processes in the pid namespace with inode ``ns_id`` (zombies excluded)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/pid").st_ino != ns_id:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        continue
+            except (OSError, IndexError):
+                continue
+            found.append(int(entry))
+    return found
+
+
 def send_frame_packet(sock: socket.socket, obj: Any) -> None:
     """One JSON message per packet (the control channel is SOCK_SEQPACKET)."""
     sock.send(json.dumps(obj).encode())
@@ -539,21 +779,24 @@ def _network_interfaces() -> list[str]:
         return []
 
 
-def _isolate_network_self() -> bool:
-    """Root without bubblewrap: move this process into a fresh network namespace (only a down loopback)."""
-    try:
-        return _libc().unshare(CLONE_NEWNET) == 0
-    except (OSError, AttributeError):
-        return False
-
-
 def main(argv: list[str]) -> int:
+    global nslib
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    import nslib as _nslib
+
+    nslib = _nslib
+    sys.path.remove(here)
     ctl = socket.socket(fileno=int(argv[1]))
     config = json.loads(argv[2])
+    if config.get("site"):
+        sys.path.append(config["site"])
     if config.get("unshare_net"):
-        _isolate_network_self()
-    if not config.get("pid_namespace"):
-        _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        try:
+            nslib.unshare(nslib.CLONE_NEWNET)
+        except OSError:
+            pass
+    nslib.prctl(nslib.PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal ^C goes to the host; it closes us
     missing = []
     for name in list(PRELOAD) + list(config.get("preload", ())):
@@ -566,6 +809,13 @@ def main(argv: list[str]) -> int:
     with open("/proc/self/status", encoding="ascii") as fh:
         vm_kb = next((int(line.split()[1]) for line in fh if line.startswith("VmSize:")), 0)
     zygote = Zygote(ctl, config)
+    readonly = True
+    try:
+        open("/.agentflow-probe", "w").close()
+        readonly = False
+        os.unlink("/.agentflow-probe")
+    except OSError:
+        pass
     send_frame_packet(
         ctl,
         {
@@ -575,6 +825,7 @@ def main(argv: list[str]) -> int:
             "missing": missing,
             "vm_kb": vm_kb,
             "euid": os.geteuid(),
+            "readonly_root": readonly,
             "python": sys.version.split()[0],
         },
     )
@@ -586,6 +837,8 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(config["tmp_root"], ignore_errors=True)
     return 0
 
+
+nslib: Any = None  # imported by main() from the script's folder (inside the sandbox there is no package)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
