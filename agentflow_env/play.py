@@ -25,20 +25,50 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-id", default=None, help="play this task id")
     parser.add_argument("--episodes", type=int, default=1, help="episodes to play before exiting")
     parser.add_argument("--split", default=None, help="task split (train, validation, test)")
-    parser.add_argument("--data-dir", default=None, help="data folder for the paper's benchmarks")
+    parser.add_argument(
+        "--data-dir", default=None, help="data folder for the paper's benchmarks (default: $AGENTFLOW_DATA_DIR)"
+    )
+    parser.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default={},
+        help='gymnasium.make kwargs as JSON, e.g. \'{"max_turns": 3}\' or \'{"source": "hub"}\'',
+    )
     parser.add_argument("--no-color", action="store_true", help="plain text output")
     parser.set_defaults(func=_run)
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give an object like '{{\"max_turns\": 3}}'") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object; give one like '{{\"max_turns\": 3}}'")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
-    kwargs: dict[str, Any] = {}
+    from agentflow_env.cli import require_env_id
+    from agentflow_env.error import DataError
+
+    env_id = require_env_id(args.env_id)
+    kwargs: dict[str, Any] = dict(args.env_kwargs)
     if args.split:
         kwargs["split"] = args.split
     if args.data_dir:
         kwargs["data_dir"] = args.data_dir
-    return play(
-        args.env_id, seed=args.seed, task_id=args.task_id, episodes=args.episodes, no_color=args.no_color, **kwargs
-    )
+    try:
+        return play(
+            env_id, seed=args.seed, task_id=args.task_id, episodes=args.episodes, no_color=args.no_color, **kwargs
+        )
+    except DataError as exc:
+        raise DataError(
+            f"{exc} On the command line: agentflow-env play {env_id} --data-dir DIR (a folder of AgentFlow test "
+            'files), export AGENTFLOW_DATA_DIR=DIR, or --env-kwargs \'{"source": "hub"}\' (needs network)'
+        ) from exc
 
 
 def _read_action(stdin: TextIO, console: Any) -> str | None:

@@ -1,29 +1,47 @@
-"""Policy specs -> planner policies: ``random``, ``scripted``, ``hf:PATH``, ``engine:SPEC``, ``openai:...``,
-``module:attr``.
+"""Policy specs -> planner policies: ``random``, ``scripted``, ``hf:PATH`` (``hf:tiny``: the tiny offline LM),
+``engine:SPEC``, ``openai:...``, ``module:attr``.
 
-Backends import only when their spec is used: ``random`` and ``scripted`` never load torch.
+Backends import only when their spec is used: ``random`` and ``scripted`` never load torch. ``module:attr``
+imports MODULE from ``sys.path``; the ``agentflow-env`` command adds the current directory, as ``python -m`` does.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentflow_env.error import ConfigError
 from agents.policy import Policy
 
-__all__ = ["POLICY_SPECS", "is_env_specific", "make_policies", "make_policy"]
+__all__ = ["POLICY_SPECS", "TINY_MODEL", "is_env_specific", "make_policies", "make_policy", "tiny_model_path"]
 
 POLICY_SPECS = {
     "random[:SEED]": "uniformly random well-formed actions (agents.baselines.RandomPlanner)",
     "scripted": "the env's scripted planner (agents.scripted.scripted_planner_for)",
-    "hf:PATH": "a Hugging Face checkpoint as planner (agents.hf_policy.HFPlanner.from_pretrained)",
+    "hf:PATH": "a Hugging Face checkpoint as planner (agents.hf_policy.HFPlanner.from_pretrained); "
+    "hf:tiny is the tiny offline LM (agentflow-env tiny-lm)",
     "engine:ENGINE_SPEC": "any engine as planner (agents.llm_planner.LLMPlanner, agentflow_env.engines.make_engine)",
     "openai:MODEL[@URL]": "shorthand for engine:openai:MODEL[@URL] (likewise vllm:MODEL)",
-    "module:attr": "your own policy: an object with act(), or a class/factory (called with env_id if it takes one)",
+    "module:attr": "your own policy: an object with act(), or a class/factory (called with env_id if it takes one); "
+    "MODULE is imported from the current directory or PYTHONPATH",
 }
+
+TINY_MODEL = "tiny"  # hf:tiny / vllm:tiny / engine:hf:tiny name the tiny offline LM
+
+
+def tiny_model_path(backend: str = "hf") -> str:
+    """The tiny offline LM's folder (built and cached on first use); ``vllm`` gets the head shape vLLM takes.
+
+    This is the ``tiny`` entry of the ``agentflow_env.models`` entry-point group, through which engine specs
+    (``hf:tiny``, ``vllm:tiny``) find it without ``agentflow_env`` importing ``agents``.
+    """
+    from agents.tiny_lm import VLLM_MODEL_KWARGS, tiny_lm_path
+
+    return str(tiny_lm_path(**(VLLM_MODEL_KWARGS if backend == "vllm" else {})))
+
 
 _ENGINE_PREFIXES = ("openai:", "vllm:")
 
@@ -118,7 +136,9 @@ def _sampling(sampling: Mapping[str, Any] | None) -> Any:
 
 def _hf(path: str, sampling: Mapping[str, Any] | None) -> Policy:
     if not path:
-        raise ConfigError("hf: needs a path, e.g. hf:runs/tiny-sft/checkpoint")
+        raise ConfigError("hf: needs a path, e.g. hf:runs/sft-tiny or hf:tiny (the tiny offline LM)")
+    if path == TINY_MODEL and not os.path.exists(path):  # a folder named "tiny" here would win
+        path = tiny_model_path("hf")
     try:
         from agents.hf_policy import HFPlanner
     except ImportError as exc:
@@ -141,13 +161,18 @@ def _user(spec: str, env_id: str | None) -> Policy:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
+        if exc.name != module_name and not module_name.startswith(f"{exc.name}."):
+            raise  # the module exists but one of its own imports failed: show that error as it is
         raise ConfigError(
-            f"policy spec {spec!r}: cannot import module {module_name!r} ({exc}); "
+            f"policy spec {spec!r}: cannot import module {module_name!r} ({exc}); MODULE:ATTR imports MODULE "
+            f"from the current directory or PYTHONPATH: run from the folder holding "
+            f"{module_name.replace('.', '/')}.py or add that folder to PYTHONPATH (current directory: {os.getcwd()}); "
             f"built-in specs are: {', '.join(POLICY_SPECS)}"
         ) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ConfigError(f"policy spec {spec!r}: {module_name} has no attribute {attr!r}")
+            where = getattr(importlib.import_module(module_name), "__file__", None) or module_name
+            raise ConfigError(f"policy spec {spec!r}: {module_name} ({where}) has no attribute {attr!r}")
         obj = getattr(obj, part)
     if callable(getattr(obj, "act", None)) and not inspect.isclass(obj):
         return obj

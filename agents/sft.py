@@ -290,6 +290,7 @@ def train_sft(
     *,
     demos: Sequence[Demonstration] | None = None,
     on_step: Callable[[int, float], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
 ) -> SFTResult:
     """Fine-tune ``config.base`` on scripted demonstrations and save it to ``config.out``.
 
@@ -297,6 +298,7 @@ def train_sft(
     A small model learns the exact wording of the env's prompts (tool cards included), so a
     checkpoint goes stale when that wording changes: ``sft_metrics.json`` records a fingerprint of
     the first demonstration prompt; retrain when ``obs["prompt"]`` of that task no longer matches.
+    ``on_start(total_steps, examples)`` is called when training starts, ``on_step(step, loss)`` after each step.
     """
     import torch
 
@@ -335,6 +337,8 @@ def train_sft(
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config.warmup_steps, total))
     rng = random.Random(config.seed)
+    if on_start is not None:
+        on_start(total, len(examples))
     train_started = time.perf_counter()
     model.train()
     stop = False
@@ -380,16 +384,24 @@ def train_sft(
 # ---------------------------------------------------------------------------------------------- CLI
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
+    from agentflow_env.cli import add_aliases
+
     d = SFTConfig()
-    parser.add_argument("--env", dest="env_id", default=d.env_id, help="env id whose train split gives demonstrations")
+    parser.add_argument("--env-id", default=d.env_id, help="env id whose train split gives demonstrations")
     parser.add_argument(
         "--env-kwargs",
         type=_json_object,
         default={},
         help='gymnasium.make kwargs of the env as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
     )
-    parser.add_argument("--out", default=d.out, help="output folder (model, sft_metrics.json, demonstrations.jsonl)")
-    parser.add_argument("--base", default=None, help="model folder to start from (default: the cached tiny LM)")
+    parser.add_argument(
+        "--output-dir",
+        default=d.out,
+        help=f"output folder (model, sft_metrics.json, demonstrations.jsonl); default ./{d.out}",
+    )
+    parser.add_argument(
+        "--base", default=None, help="model folder to start from (default: the tiny offline LM, hf:tiny)"
+    )
     parser.add_argument(
         "--episodes", type=int, default=d.episodes, help="scripted demonstration episodes (tasks cycle)"
     )
@@ -408,7 +420,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-max-tokens", type=int, default=d.eval_max_tokens)
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_aliases(parser, "--env-id", "--env")  # the spellings before the CLI used one style
+    add_aliases(parser, "--output-dir", "--out")
+    add_aliases(parser, "--lr", "--learning-rate")
     parser.set_defaults(func=_run)
 
 
@@ -425,10 +441,14 @@ def _json_object(text: str) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> int:
     import sys
 
+    from tqdm.auto import tqdm
+
+    from agentflow_env.cli import require_env_id
+
     config = SFTConfig(
-        env_id=args.env_id,
+        env_id=require_env_id(args.env_id),
         env_kwargs=args.env_kwargs,
-        out=args.out,
+        out=args.output_dir,
         base=args.base,
         episodes=args.episodes,
         epochs=args.epochs,
@@ -442,21 +462,43 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         torch_threads=args.threads,
     )
-    from rich.console import Console
+    show = not args.no_progress
+    if show:
+        tqdm.write(f"sft: {config.episodes} scripted episodes on {config.env_id} -> demonstrations", file=sys.stderr)
+    bar: Any = None
 
-    console = Console(stderr=True)
-    with console.status("SFT: collecting demonstrations and training") as status:
+    def on_start(total: int, examples: int) -> None:
+        nonlocal bar
+        bar = tqdm(total=total, desc=f"sft ({examples} turns)", unit="step", dynamic_ncols=True, disable=not show)
 
-        def on_step(step: int, loss: float) -> None:
-            if step % 10 == 0 or step == 1:
-                status.update(f"SFT step {step}: loss {loss:.4f}")
+    def on_step(step: int, loss: float) -> None:
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
 
-        result = train_sft(config, on_step=on_step)
+    try:
+        result = train_sft(config, on_step=on_step, on_start=on_start)
+    finally:
+        if bar is not None:
+            bar.close()
     summary = {k: v for k, v in result.to_dict().items() if k != "losses"}
     summary["first_loss"] = result.losses[0] if result.losses else None
     summary["final_loss"] = result.losses[-1] if result.losses else None
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    else:
-        console.print(summary)
+        return 0
+    lines = [
+        f"sft: {result.steps} steps on {result.examples} demonstration turns in {result.seconds:.1f} s; "
+        f"loss {summary['first_loss']:.4f} -> {summary['final_loss']:.4f}"
+        if result.losses
+        else f"sft: no training steps ({result.examples} demonstration turns)",
+    ]
+    for label, scores in (("before", result.eval_before), ("after", result.eval_after)):
+        if scores:
+            lines.append(
+                f"  {label}: success {100 * scores['success_rate']:.1f}% over {int(scores['episodes'])} test tasks, "
+                f"well-formed actions {100 * scores['well_formed_rate']:.1f}%"
+            )
+    lines.append(f"model in {result.out}; evaluate it: agentflow-env eval --policy hf:{result.out}")
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -26,6 +26,7 @@ __all__ = [
     "build_tokenizer",
     "corpus_texts",
     "load_tiny_lm",
+    "tiny_lm_cache_path",
     "tiny_lm_path",
 ]
 
@@ -245,6 +246,13 @@ def load_tiny_lm(path: str | os.PathLike[str]) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def tiny_lm_cache_path(cache_dir: str | os.PathLike[str] | None = None, **build_kwargs: Any) -> Path:
+    """Where :func:`tiny_lm_path` keeps the tiny LM built with ``build_kwargs`` (it may not be built yet)."""
+    root = Path(cache_dir or os.environ.get("AGENTFLOW_CACHE") or Path.home() / ".cache" / "agentflow_env")
+    blob = json.dumps({"recipe": RECIPE_VERSION, **build_kwargs}, sort_keys=True, default=str)
+    return root / f"tiny_lm-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
+
+
 def tiny_lm_path(cache_dir: str | os.PathLike[str] | None = None, **build_kwargs: Any) -> Path:
     """The tiny LM's folder under ``cache_dir``, built once per set of arguments and reused.
 
@@ -252,10 +260,8 @@ def tiny_lm_path(cache_dir: str | os.PathLike[str] | None = None, **build_kwargs
     place; whoever loses the race uses the winner's copy. ``cache_dir`` defaults to
     ``$AGENTFLOW_CACHE`` or ``~/.cache/agentflow_env``.
     """
-    root = Path(cache_dir or os.environ.get("AGENTFLOW_CACHE") or Path.home() / ".cache" / "agentflow_env")
-    blob = json.dumps({"recipe": RECIPE_VERSION, **build_kwargs}, sort_keys=True, default=str)
-    key = hashlib.sha1(blob.encode()).hexdigest()[:10]
-    target = root / f"tiny_lm-{key}"
+    target = tiny_lm_cache_path(cache_dir, **build_kwargs)
+    root = target.parent
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,14 @@
 """``agentflow-env train --config FILE [--key value ...]``: run the Flow-GRPO learner from a config file.
 
-Every config field is also a ``--field`` option (its docstring is the help); options override the file.
+Every config field is also a ``--kebab-case`` option (its docstring is the help; the config file's
+``snake_case`` spelling is a hidden alias); options override the file. A tqdm bar shows the step, the
+rollout reward and the KL; ``--json`` prints the summary as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 
 from agents.flow_grpo_config import add_config_arguments, config_from_args
@@ -16,32 +17,30 @@ __all__ = ["configure_train"]
 
 
 def configure_train(parser: argparse.ArgumentParser) -> None:
+    from agentflow_env.cli import add_snake_case_aliases
+
     parser.description = (
         "Train the planner with Flow-GRPO. Settings come from --config (TOML or JSON, keys are "
-        "the options below) and are overridden by the options given here."
+        "the options below in snake_case) and are overridden by the options given here."
     )
     parser.add_argument("--config", metavar="FILE", help="a .toml or .json config (e.g. agents/configs/*.toml)")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
     parser.add_argument("--log-level", default="WARNING", help="logging level (DEBUG, INFO, WARNING, ...)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_config_arguments(parser)
+    add_snake_case_aliases(parser)
     parser.set_defaults(func=_run_train)
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from agentflow_env.error import ConfigError
+    from agentflow_env.cli import require_env_id, route_logging
 
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        config = config_from_args(args)
-    except ConfigError as exc:
-        sys.stderr.write(f"agentflow-env train: {exc}\n")
-        return 2
+    route_logging(args.log_level)  # records print above the progress bar, never through it
+    config = config_from_args(args)  # a ConfigError becomes one `error:` line (exit status 2)
     if args.print_config:
         sys.stdout.write(json.dumps(config.to_dict(), indent=2) + "\n")
         return 0
+    require_env_id(config.env_id)
     from agents.flow_grpo import train
 
     learner = train(config)
@@ -51,5 +50,11 @@ def _run_train(args: argparse.Namespace) -> int:
         "metrics": str(learner.out / "metrics.jsonl"),
         "model": str(learner.out / "final"),
     }
-    sys.stdout.write(json.dumps(summary) + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        sys.stdout.write(
+            f"trained {learner.step} steps; model in {summary['model']}, metrics in {summary['metrics']}\n"
+            f"evaluate it: agentflow-env eval --policy hf:{summary['model']}\n"
+        )
     return 0

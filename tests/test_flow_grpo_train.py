@@ -124,6 +124,7 @@ def test_cli_train_subprocess(tmp_path):
             "4",
             "--reward_fn",
             "tests.test_flow_grpo_train:length_reward",
+            "--json",
         ],
         capture_output=True,
         text=True,

@@ -8,7 +8,9 @@ Spec grammar (``BACKEND:TARGET[?key=value&key=value...]``)::
                               BASE_URL defaults to $OPENAI_BASE_URL, else http://localhost:8000/v1;
                               the key is $OPENAI_API_KEY, else "EMPTY".
                               e.g. openai:Qwen/Qwen2.5-7B-Instruct@http://localhost:8000/v1
-    hf:PATH_OR_ID             transformers in-process (alias: transformers:), e.g. hf:runs/tiny-lm
+    hf:PATH_OR_ID             transformers in-process (alias: transformers:), e.g. hf:runs/tiny-lm;
+                              hf:tiny (and vllm:tiny) is the project's tiny offline LM, found through the
+                              ``agentflow_env.models`` entry points (a local folder of that name wins)
     vllm:MODEL                vLLM in-process (pip install 'agentflow-env[vllm]')
     scripted:FILE.json        replies from a JSON list (cycled) or a {regex: reply} object
     scripted:MODULE:ATTR      replies from a Python callable ``f(prompt) -> str`` (or an Engine factory)
@@ -49,6 +51,7 @@ __all__ = [
     "make_engine",
     "parse_spec",
     "prompt_text",
+    "resolve_model",
 ]
 
 # backend prefix -> "module:class"; imported only when a spec names it
@@ -113,6 +116,29 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, Any]]:
     return backend, target, options
 
 
+MODEL_ENTRY_POINT_GROUP = "agentflow_env.models"  # name -> callable(backend) returning a model folder
+_MODEL_BACKENDS = ("hf", "transformers", "vllm")
+
+
+def resolve_model(backend: str, target: str) -> str:
+    """A named model (``tiny``) as its folder, through the ``agentflow_env.models`` entry points; other
+    targets (paths, hub ids, a local folder that happens to carry the name) come back unchanged."""
+    import os
+    from importlib.metadata import entry_points
+
+    if backend not in _MODEL_BACKENDS or "/" in target or os.path.exists(target):
+        return target
+    found = [ep for ep in entry_points(group=MODEL_ENTRY_POINT_GROUP) if ep.name == target]
+    if found:
+        return str(found[0].load()(backend))
+    if target == "tiny":
+        raise ConfigError(
+            f"{backend}:tiny names the tiny offline LM, but no {MODEL_ENTRY_POINT_GROUP!r} entry point provides it; "
+            "(re)install agentflow-env (pip install -e . in a clone), or pass the folder from `agentflow-env tiny-lm`"
+        )
+    return target
+
+
 def make_engine(spec: str | Engine, **kwargs: Any) -> Engine:
     """Build an engine from a spec string (see the module docstring); an Engine passes through.
 
@@ -123,6 +149,7 @@ def make_engine(spec: str | Engine, **kwargs: Any) -> Engine:
             return spec
         raise ConfigError(f"engine must be a spec string or an object with generate(); got {type(spec).__name__}")
     backend, target, options = parse_spec(spec)
+    target = resolve_model(backend, target)
     options.update(kwargs)
     module, _, cls_name = BACKENDS[backend].partition(":")
     cls = getattr(importlib.import_module(module), cls_name)
