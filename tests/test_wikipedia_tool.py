@@ -32,7 +32,7 @@ def write_dpr(path: Path) -> Path:
 
 
 def build(capsys, *args: str) -> dict:
-    assert main(["build-index", "--no-progress", *args]) == 0
+    assert main(["build-index", "--no-progress", "--json", *args]) == 0
     return json.loads(capsys.readouterr().out)
 
 

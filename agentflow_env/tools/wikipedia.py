@@ -208,7 +208,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(KILT-like); parquet: a Parquet file; hub: a datasets id or save_to_disk folder",
     )
     parser.add_argument("--input", required=True, help="dump file, dataset folder, or hub dataset id")
-    parser.add_argument("--out", required=True, help="index folder to write")
+    parser.add_argument("--output-dir", required=True, help="index folder to write")
     parser.add_argument("--split", default="train", help="dataset split for --format hub (default: train)")
     parser.add_argument("--text-field", default=None, help="name of the passage text field (default: auto)")
     parser.add_argument("--title-field", default=None, help="name of the title field (default: auto)")
@@ -223,13 +223,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="stop after this many passages (for a trial)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing index folder")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    from agentflow_env.cli import add_aliases
+
+    add_aliases(parser, "--output-dir", "--out")  # the spelling before the CLI used one style
     parser.set_defaults(func=_run_build_index)
 
 
 def _run_build_index(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    out = Path(args.output_dir)
     if out.exists() and any(out.iterdir()) and not args.force:
-        sys.stderr.write(f"error: {out} exists and is not empty; choose another --out or pass --force\n")
+        sys.stderr.write(f"error: {out} exists and is not empty; choose another --output-dir or pass --force\n")
         return 2
     start = time.perf_counter()
     try:
@@ -256,6 +260,12 @@ def _run_build_index(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - start, 2),
         "use": f"export {WIKI_ENV_VAR}={out.resolve()}",
     }
-    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            f"indexed {summary['passages']} passages ({summary['terms']} terms) in {summary['seconds']} s into "
+            f"{out}\nuse it: {summary['use']}\n"
+        )
     index.close()
     return 0
