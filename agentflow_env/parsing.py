@@ -232,15 +232,19 @@ def _last_answer_tag(action: str) -> str | None:
     """The inside of the last ``<answer>...</answer>`` (tags matched left to right, without overlaps)."""
     found: tuple[int, int] | None = None
     pos = 0
-    while True:
-        opening = _ANSWER_OPEN_RE.search(action, pos)
-        if opening is None:
-            break
-        closing = _ANSWER_CLOSE_RE.search(action, opening.end())
-        if closing is None:  # no later tag can close either
-            break
-        found = (opening.end(), closing.start())
-        pos = closing.end()
+    if action.isascii():  # the common case: plain finds on the lower-cased text (same positions)
+        low = action.lower()
+        while (opening := low.find("<answer>", pos)) >= 0:
+            closing = low.find("</answer>", opening + 8)
+            if closing < 0:  # no later tag can close either
+                break
+            found, pos = (opening + 8, closing), closing + 9
+    else:  # re's case folding also matches e.g. "\u017f" (long s) to "s", as before
+        while (match := _ANSWER_OPEN_RE.search(action, pos)) is not None:
+            close = _ANSWER_CLOSE_RE.search(action, match.end())
+            if close is None:
+                break
+            found, pos = (match.end(), close.start()), close.end()
     return None if found is None else action[found[0] : found[1]]
 
 
