@@ -83,7 +83,11 @@ def test_without_any_isolation_the_default_refuses_and_says_how_to_fix_it(monkey
     def broken(sandbox, preload=()):
         raise ToolError(f"{sandbox} does not work on this test machine")
 
-    monkeypatch.setattr(launcher, "ZygoteProcess", broken)
+    attempts = []
+    monkeypatch.setattr(
+        launcher, "ZygoteProcess", lambda sandbox, preload=(): attempts.append(sandbox) or broken(sandbox)
+    )
+    monkeypatch.setattr(launcher, "_UNAVAILABLE", {})
     monkeypatch.delenv("AGENTFLOW_SANDBOX", raising=False)
     t = PythonCoderTool(preload=("this_key_is_private_to_the_refusal_test",))
     try:
@@ -94,6 +98,7 @@ def test_without_any_isolation_the_default_refuses_and_says_how_to_fix_it(monkey
         assert "sandbox='none'" in r.text and "AGENTFLOW_SANDBOX=none" in r.text
         assert any("refuses" in rec.message for rec in caplog.records)
         assert not t.run("1", 5).ok  # every call, not just the first
+        assert attempts == ["bwrap", "namespaces"]  # and without trying again on every call
     finally:
         t.close()
 

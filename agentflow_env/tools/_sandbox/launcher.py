@@ -428,10 +428,17 @@ class ZygoteProcess:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
+UNAVAILABLE_RETRY_S = 300.0  # after ``auto`` found no isolation, calls are refused at once for this long
+_UNAVAILABLE: dict[tuple[str, ...], tuple[float, str]] = {}
+
+
 def start_zygote(sandbox: str, preload: tuple[str, ...]) -> ZygoteProcess:
     """Start a zygote in ``sandbox`` mode; ``auto`` tries bubblewrap, then namespaces, and refuses past that."""
     if sandbox != "auto":
         return ZygoteProcess(sandbox, preload)
+    known = _UNAVAILABLE.get(preload)
+    if known is not None and time.monotonic() - known[0] < UNAVAILABLE_RETRY_S:
+        raise SandboxUnavailable(known[1])
     failures = []
     for mode in ("bwrap", "namespaces"):
         try:
@@ -442,11 +449,13 @@ def start_zygote(sandbox: str, preload: tuple[str, ...]) -> ZygoteProcess:
         if failures:
             _warn_once(f"Python_Coder_Tool isolates with {mode}; {'; '.join(failures)}")
         return zyg
-    raise SandboxUnavailable(
+    message = (
         "the Python tool refuses to run untrusted code: no isolation works on this machine ("
         + "; ".join(failures)
         + f"). To fix it, {HOW_TO_ISOLATE}."
     )
+    _UNAVAILABLE[preload] = (time.monotonic(), message)
+    raise SandboxUnavailable(message)
 
 
 def _sweep_uid_range(base: int, count: int) -> None:
