@@ -13,24 +13,26 @@ from typing import Any
 
 from leaderboards.store import RESULTS_DIR
 
-__all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_site", "print_result"]
+__all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_results", "default_site", "print_result"]
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
+RUNS_DIR = Path("runs")  # relative: under the current directory
 
 
 def default_out() -> Path:
-    """The committed results folder when running from a git checkout, else ``./leaderboard-results``
-    (an installed package's folder is no place for new results)."""
-    return RESULTS_DIR if _in_checkout() else Path("leaderboard-results")
+    """``./runs/leaderboard``: evaluations never write into the installed package or the checkout by
+    default (only ``pytest --leaderboard-record`` writes the stored references in leaderboards/results)."""
+    return RUNS_DIR / "leaderboard"
 
 
 def default_site() -> Path:
-    """``leaderboards/site`` in a git checkout, else ``./leaderboard-site``."""
-    return SITE_DIR if _in_checkout() else Path("leaderboard-site")
+    """``./runs/site``: where ``leaderboard render`` writes unless told otherwise."""
+    return RUNS_DIR / "site"
 
 
-def _in_checkout() -> bool:
-    return (RESULTS_DIR.parents[1] / ".git").exists() and os.access(RESULTS_DIR.parent, os.W_OK)
+def default_results() -> Path:
+    """What ``leaderboard render/show`` read: ``./runs/leaderboard`` when it exists, else the stored references."""
+    return default_out() if default_out().is_dir() else RESULTS_DIR
 
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
@@ -45,11 +47,10 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         help=f"protocol name ({', '.join(list_protocols())}) or path to a .toml file",
     )
     parser.add_argument(
-        "--out",
+        "--output-dir",
         type=Path,
         default=default_out(),
-        help="results folder; the run goes to OUT/PROTOCOL/NAME (default: leaderboards/results in a source "
-        "checkout, else ./leaderboard-results)",
+        help=f"results folder; the run goes to OUTPUT_DIR/PROTOCOL/NAME (default: ./{default_out()})",
     )
     parser.add_argument("--name", default=None, help="run name (default: from the policy spec), e.g. tiny-lm-sft")
     parser.add_argument(
@@ -74,6 +75,9 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notes", default="", help="free text kept in the result record")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    from agentflow_env.cli import add_aliases
+
+    add_aliases(parser, "--output-dir", "--out")  # the spelling before the CLI used one style
     parser.set_defaults(func=_run_eval)
 
 
@@ -86,7 +90,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     config = EvalConfig(
         policy=args.policy,
         protocol=args.protocol,
-        out=args.out,
+        out=args.output_dir,
         name=args.name,
         data_dir=args.data_dir,
         engine=args.engine,
@@ -177,22 +181,21 @@ def scoring_note(record: Any) -> str:
 def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     render = sub.add_parser("render", help="write Markdown, HTML and bar charts from stored results")
+    results_help = f"results folder to read (default: ./{default_out()} when it exists, else the stored references)"
+    render.add_argument("--results", type=Path, default=default_results(), help=results_help)
     render.add_argument(
-        "--results",
-        type=Path,
-        default=default_out(),
-        help="results folder to read (default: leaderboards/results in a source checkout, else ./leaderboard-results)",
-    )
-    render.add_argument(
-        "--out",
+        "--output-dir",
         type=Path,
         default=default_site(),
-        help="site folder to (re)write (default: leaderboards/site in a source checkout, else ./leaderboard-site)",
+        help=f"site folder to (re)write (default: ./{default_site()})",
     )
     render.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib needed)")
+    from agentflow_env.cli import add_aliases
+
+    add_aliases(render, "--output-dir", "--out")  # the spelling before the CLI used one style
     render.set_defaults(func=_run_render)
     show = sub.add_parser("show", help="print the stored results as tables")
-    show.add_argument("--results", type=Path, default=default_out(), help="results folder to read")
+    show.add_argument("--results", type=Path, default=default_results(), help=results_help)
     show.add_argument("--protocol", default=None, help="only this protocol")
     show.set_defaults(func=_run_show)
 
@@ -206,8 +209,8 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
 def _run_render(args: argparse.Namespace) -> int:
     from leaderboards.render import render_site
 
-    written = render_site(args.results, args.out, charts=not args.no_charts)
-    sys.stdout.write(f"wrote {len(written)} files to {args.out}\n")
+    written = render_site(args.results, args.output_dir, charts=not args.no_charts)
+    sys.stdout.write(f"wrote {len(written)} files to {args.output_dir} (open {args.output_dir / 'index.html'})\n")
     return 0
 
 

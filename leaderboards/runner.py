@@ -20,7 +20,6 @@ from typing import Any
 from agentflow_env.error import ConfigError, EngineError
 from leaderboards.protocol import Protocol, WorkUnit, load_protocol
 from leaderboards.store import (
-    RESULTS_DIR,
     RUN_FILE,
     TASKS_FILE,
     TRAJECTORIES_FILE,
@@ -47,7 +46,7 @@ class EvalConfig:
 
     policy: str
     protocol: str = "offline-v0"
-    out: Path = RESULTS_DIR
+    out: Path = Path("runs/leaderboard")  # under the current directory; references are written by --leaderboard-record
     name: str | None = None  # run folder name; default from the policy spec
     data_dir: str | None = None
     engine: str | None = None  # overrides the protocol's engine for llm modes (recorded in the result)
@@ -411,6 +410,7 @@ def _loop(
         disable=not config.progress,
         dynamic_ncols=True,
     )
+    scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
     try:
         while todo or active:
             while todo and len(active) < config.batch_size:
@@ -427,6 +427,9 @@ def _loop(
                 remaining[ep.unit.env_id] -= 1
                 if remaining[ep.unit.env_id] == 0:
                     pool.close_env_id(ep.unit.env_id)
+                scored += 1
+                score_sum += reward
+                bar.set_postfix(score=f"{score_sum / scored:.3f}", refresh=False)
                 bar.update(1)
     finally:
         bar.close()
