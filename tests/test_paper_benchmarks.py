@@ -89,6 +89,83 @@ def test_gpqa_shuffles_per_seed(testsets_dir):
         assert f"{task.answer}. {task.metadata['answer_text']}" in task.question
 
 
+def test_medqa_shuffles_per_seed_too(testsets_dir):
+    bench = BENCHMARKS["MedQA"]
+    base = load_paper_tasks(bench, data_dir=testsets_dir, num_tasks=40)
+    trials = [load_paper_tasks(bench, data_dir=testsets_dir, num_tasks=40, seed=s) for s in (0, 1, 2)]
+    assert all([t.id for t in trial] == [t.id for t in base] for trial in trials)
+    assert sum(a.answer != b.answer for a, b in zip(trials[0], trials[1])) > 15
+    for trial in trials:
+        for task, plain in zip(trial, base):
+            assert task.metadata["answer_text"] == plain.metadata["answer_text"]
+            assert task.metadata["options"][ord(task.answer) - ord("A")] == task.metadata["answer_text"]
+    no_shuffle = load_paper_tasks(bench, data_dir=testsets_dir, num_tasks=40, seed=1, shuffle_options=False)
+    assert [t.question for t in no_shuffle] == [t.question for t in base]
+
+
+def _gpqa_rows(choices_and_answers):
+    return [
+        {
+            "pid": i,
+            "question": f"Question {i}?",
+            "choices": [f"{'ABCD'[j]}. {c}" for j, c in enumerate(cs)],
+            "answer_idx": a,
+        }
+        for i, (cs, a) in enumerate(choices_and_answers)
+    ]
+
+
+def test_gpqa_suspect_options_are_cleaned_and_reported(tmp_path, caplog):
+    rows = _gpqa_rows(
+        [
+            (["200 mL", "200 mL", "180 mL", "100 mL"], 1),  # the correct text twice (AgentFlow row 272)
+            (["x-ene", "y-ene", "z-ene", "x-ene"], 2),  # a wrong option twice (rows 14, 286)
+            (["\\rangle\\rightarrow|1\\rangle", "|3\\rangle", "|2\\rangle", "|4\\rangle"], 1),  # cut off (row 135)
+            (["c", "a", "d", "b"], 0),  # bare statement labels (row 168), here out of order: correct is "c"
+            (["q/L^2", "q/l^2", "q/s", "q/r"], 1),  # differ only by case (row 239): both stay
+        ]
+    )
+    path = tmp_path / "gpqa.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="benchmarks.paper"):
+        trials = [load_paper_tasks(BENCHMARKS["GPQA"], path=path, seed=s) for s in range(6)]
+    messages = [r.getMessage() for r in caplog.records if "suspect options" in r.getMessage()]
+    assert len(messages) == len(trials)  # one summary per load, not one line per option
+    logged = messages[0]
+    assert str(path) in logged and all(f"record {i}:" in logged for i in (0, 1, 2, 3)) and "record 4:" not in logged
+    for trial in trials:
+        dup_right, dup_wrong, cut, labels, cased = trial
+        assert sorted(dup_right.metadata["options"]) == ["100 mL", "180 mL", "200 mL"]
+        assert dup_right.metadata["options"][ord(dup_right.answer) - ord("A")] == "200 mL"
+        assert sorted(dup_wrong.metadata["options"]) == ["x-ene", "y-ene", "z-ene"]
+        assert (
+            dup_wrong.metadata["answer_text"] == "z-ene"
+            and "repeats option A" in dup_wrong.metadata["data_warnings"][0]
+        )
+        assert "cut off" in cut.metadata["data_warnings"][0] and len(cut.metadata["options"]) == 4
+        # option X is always label x: "C" and "c" can never name different options
+        assert labels.metadata["options"] == ["a", "b", "c", "d"] and labels.answer == "C"
+        assert labels.question.endswith("Choices:\nA. a\nB. b\nC. c\nD. d")
+        assert len(cased.metadata["options"]) == 4 and "data_warnings" not in cased.metadata
+    assert len({tuple(t[0].metadata["options"]) for t in trials}) > 1  # cleaned rows still shuffle per seed
+
+
+def test_gpqa_agentflow_rows_with_bad_options(testsets_dir, caplog):
+    with caplog.at_level("WARNING", logger="benchmarks.paper"):
+        tasks = [load_paper_tasks(BENCHMARKS["GPQA"], data_dir=testsets_dir, seed=s) for s in (0, 1, 2)]
+    flagged = {i for i, t in enumerate(tasks[0]) if t.metadata.get("data_warnings")}
+    assert flagged == {14, 135, 168, 272, 286}
+    for trial in tasks:
+        assert all(len(trial[i].metadata["options"]) == 3 for i in (14, 272, 286))
+        assert trial[272].metadata["answer_text"] == "200 mL"
+        assert "cut off" in trial[135].metadata["data_warnings"][0]
+        assert trial[168].metadata["options"] == ["a", "b", "c", "d"] and trial[168].answer == "C"
+        assert len(set(trial[239].metadata["options"])) == 4  # L vs l: two different options
+    assert any("5 record(s) with suspect options" in r.getMessage() for r in caplog.records)
+    medqa = load_paper_tasks(BENCHMARKS["MedQA"], data_dir=testsets_dir, seed=0)
+    assert not any(t.metadata.get("data_warnings") for t in medqa)
+
+
 def test_env_var_data_dir_and_agentflow_layout(tmp_path, monkeypatch, testsets_dir):
     nested = tmp_path / "hotpotqa" / "data"
     nested.mkdir(parents=True)
