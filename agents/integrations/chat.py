@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["step_message"]
+from agentflow_env.error import ConfigError
+
+__all__ = ["ChatCodec", "step_message"]
 
 
 def step_message(info: dict[str, Any], turns_left: int | None = None) -> str:
@@ -35,3 +37,45 @@ def step_message(info: dict[str, Any], turns_left: int | None = None) -> str:
     left = info.get("turns_left") if turns_left is None else turns_left
     suffix = f"\n\nTurns left: {left}." if left is not None else ""
     return f"Step {len(steps)} result:\n{text}{suffix}"
+
+
+class ChatCodec:
+    """Token ids of the first prompt and of each env reply, through the tokenizer's chat template.
+
+    A reply's ids are the text the template adds after the assistant's action (its end-of-turn,
+    the user message, the next assistant header), so the conversation's ids equal what the template
+    renders, while the model's own tokens are never re-tokenised.
+    """
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+        self.templated = bool(getattr(tokenizer, "chat_template", None))
+        eos = tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def start(self, prompt: str) -> list[int]:
+        if not self.templated:
+            return self._encode(prompt + "\n\n")
+        return self._encode(self._render([{"role": "user", "content": prompt}]))
+
+    def reply(self, messages: list[dict[str, str]], message: str, ended_with_eos: bool) -> list[int]:
+        if not self.templated:
+            return self._encode("\n\n" + message + "\n\n")
+        before = self._render(messages[:-1]) + messages[-1]["content"]
+        after = self._render([*messages, {"role": "user", "content": message}])
+        if not after.startswith(before):
+            raise ConfigError(
+                "the tokenizer's chat template rewrites earlier turns (e.g. drops reasoning), so a multi-turn "
+                "conversation cannot grow token by token; use a template that renders earlier turns unchanged"
+            )
+        delta = after[len(before) :]
+        eos_text = self.tokenizer.eos_token or ""
+        if ended_with_eos and eos_text and delta.startswith(eos_text):
+            delta = delta[len(eos_text) :]  # the model already produced the end-of-turn token
+        return self._encode(delta)

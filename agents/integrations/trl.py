@@ -30,7 +30,7 @@ import gymnasium as gym
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError
-from agents.integrations.chat import step_message
+from agents.integrations.chat import ChatCodec, step_message
 
 __all__ = ["AgentFlowTRL"]
 
@@ -96,7 +96,7 @@ class AgentFlowTRL:
         args = trainer.args
         budget = int(getattr(args, "max_completion_length", 256) or 256)
         per_turn = int(self.max_new_tokens or budget)
-        chat = _ChatCodec(tokenizer)
+        chat = ChatCodec(tokenizer)
         self._calls += 1
 
         rows = []
@@ -190,48 +190,6 @@ def _prompt_text(prompt: Any) -> str:
 
 def _seed(seed: int, call: int, row: int) -> int:
     return (seed * 1_000_003 + call * 10_007 + row) % (2**31)
-
-
-class _ChatCodec:
-    """Token ids of the first prompt and of each env reply, through the tokenizer's chat template.
-
-    A reply's ids are the text the template adds after the assistant's action (its end-of-turn,
-    the user message, the next assistant header), so the conversation's ids equal what the template
-    renders, while the model's own tokens are never re-tokenised.
-    """
-
-    def __init__(self, tokenizer: Any):
-        self.tokenizer = tokenizer
-        self.templated = bool(getattr(tokenizer, "chat_template", None))
-        eos = tokenizer.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
-
-    def _render(self, messages: list[dict[str, str]]) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-    def _encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def start(self, prompt: str) -> list[int]:
-        if not self.templated:
-            return self._encode(prompt + "\n\n")
-        return self._encode(self._render([{"role": "user", "content": prompt}]))
-
-    def reply(self, messages: list[dict[str, str]], message: str, ended_with_eos: bool) -> list[int]:
-        if not self.templated:
-            return self._encode("\n\n" + message + "\n\n")
-        before = self._render(messages[:-1]) + messages[-1]["content"]
-        after = self._render([*messages, {"role": "user", "content": message}])
-        if not after.startswith(before):
-            raise ConfigError(
-                "the tokenizer's chat template rewrites earlier turns (e.g. drops reasoning), so a multi-turn "
-                "conversation cannot grow token by token; use a template that renders earlier turns unchanged"
-            )
-        delta = after[len(before) :]
-        eos_text = self.tokenizer.eos_token or ""
-        if ended_with_eos and eos_text and delta.startswith(eos_text):
-            delta = delta[len(eos_text) :]  # the model already produced the end-of-turn token
-        return self._encode(delta)
 
 
 def _generate(

@@ -1,0 +1,136 @@
+"""verl's parquet rows for ``agentflow/*`` envs, from env ids or a leaderboard protocol file.
+
+    python -m agents.integrations.verl_data --env-id agentflow/Gen-GameOf24-v1 --split train --out data/train.parquet
+    python -m agents.integrations.verl_data --protocol leaderboards/protocols/offline-v1.toml --out data/test.parquet
+
+Each row is one task: ``prompt`` (the env's first planner prompt as a chat), ``data_source`` (the env
+id), ``agent_name`` (``agentflow_agent``, the loop in :mod:`agents.integrations.verl_agent_loop`) and
+``extra_info`` (env id, split, task id, env kwargs, emit mode). The gold answer is not written: the
+env scores the episode itself, so no reward-model column can leak it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+import agentflow_env  # noqa: F401  (registers the env ids)
+from agentflow_env.error import ConfigError
+
+__all__ = ["protocol_sources", "verl_rows", "write_parquet"]
+
+AGENT_NAME = "agentflow_agent"
+
+
+def verl_rows(
+    env_id: str,
+    split: str = "train",
+    num_tasks: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    emit: str = "turns",
+) -> list[dict[str, Any]]:
+    """One verl row per task of ``env_id``'s ``split`` (the first ``num_tasks``)."""
+    kwargs = dict(env_kwargs or {})
+    env = gym.make(env_id, split=split, **kwargs)
+    try:
+        n = len(env.unwrapped.tasks)
+        rows = []
+        for index in range(n if num_tasks is None else min(n, num_tasks)):
+            obs, info = env.reset(options={"index": index})
+            rows.append(
+                {
+                    "data_source": env_id,
+                    "agent_name": AGENT_NAME,
+                    "prompt": [{"role": "user", "content": obs["prompt"]}],
+                    "ability": "agentflow",
+                    "reward_model": {"style": "env", "ground_truth": ""},
+                    "extra_info": {
+                        "env_id": env_id,
+                        "split": split,
+                        "task_id": str(info["task_id"]),
+                        "index": index,
+                        "env_kwargs": json.dumps(kwargs, sort_keys=True),
+                        "emit": emit,
+                    },
+                }
+            )
+        return rows
+    finally:
+        env.close()
+
+
+def protocol_sources(path: str | Path) -> list[tuple[str, str, int | None, dict[str, Any]]]:
+    """``(env_id, split, num_tasks, options)`` of each benchmark in a leaderboard protocol TOML file."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read protocol {path}: {exc}") from None
+    out = []
+    for bench in data.get("benchmarks", []):
+        if "env_id" not in bench:
+            raise ConfigError(f"protocol {path}: a [[benchmarks]] entry has no env_id")
+        out.append(
+            (
+                str(bench["env_id"]),
+                str(bench.get("split", "test")),
+                bench.get("num_tasks"),
+                dict(bench.get("options", {})),
+            )
+        )
+    return out
+
+
+def write_parquet(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not rows:
+        raise ConfigError("no rows to write: check the env ids, split and num_tasks")
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(list(rows)), path)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m agents.integrations.verl_data", description=__doc__.splitlines()[0])
+    ap.add_argument("--env-id", action="append", default=[], help="an agentflow/* id (repeatable)")
+    ap.add_argument("--protocol", default="", help="a leaderboard protocol .toml file (its benchmarks and splits)")
+    ap.add_argument("--split", default="train", help="split for --env-id (protocols name their own)")
+    ap.add_argument("--num-tasks", type=int, default=None, help="first N tasks of each env (default: all)")
+    ap.add_argument("--env-kwargs", default="{}", help="JSON kwargs for gymnasium.make (e.g. max_turns)")
+    ap.add_argument(
+        "--emit", choices=("turns", "trajectory"), default="turns", help="one sample per turn or per rollout"
+    )
+    ap.add_argument("--out", required=True, help="output .parquet path")
+    args = ap.parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+        sources = [(e, args.split, args.num_tasks, {}) for e in args.env_id]
+        if args.protocol:
+            sources += protocol_sources(args.protocol)
+        if not sources:
+            raise ConfigError("give --env-id or --protocol")
+        rows = []
+        for env_id, split, num_tasks, options in sources:
+            rows += verl_rows(env_id, split, args.num_tasks or num_tasks, {**options, **env_kwargs}, args.emit)
+        path = write_parquet(rows, args.out)
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"rows": len(rows), "out": str(path)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
