@@ -24,6 +24,10 @@ class DataError(AgentFlowError, ValueError):
     """A data file is missing or malformed; the message names the file and the problem."""
 
 
+class IndexCorrupted(DataError):
+    """A search index folder is damaged or inconsistent; the message names the folder, the file and the fix."""
+
+
 class ToolError(AgentFlowError):
     """A tool could not be built or used (never raised from ``env.step``)."""
 

@@ -23,6 +23,13 @@ import numpy as np
 
 from agentflow_env.error import DataError, DependencyNotInstalled, ToolError
 from agentflow_env.tools.base import BaseTool
+from agentflow_env.tools.index_check import (
+    check_structure,
+    corrupted,
+    file_checksums,
+    settings_checksum,
+    verify_checksums,
+)
 from agentflow_env.types import ToolResult
 
 __all__ = [
@@ -273,7 +280,12 @@ class _PassageStore:
     The file is mapped on first use and again after :meth:`close`, so a closed index still answers.
     """
 
-    def __init__(self, records: list[dict[str, str]] | None = None, path: Path | None = None):
+    def __init__(
+        self,
+        records: list[dict[str, str]] | None = None,
+        path: Path | None = None,
+        offsets: np.ndarray | None = None,
+    ):
         self._records = records
         self._path = path
         self._mm: mmap.mmap | None = None
@@ -281,7 +293,7 @@ class _PassageStore:
         self._offsets: np.ndarray | None = None
         if path is not None:
             # a plain ndarray view of the mapped file: indexing an np.memmap costs a Python object per lookup
-            self._offsets = np.asarray(np.load(path / OFFSETS_FILE, mmap_mode="r"))
+            self._offsets = np.asarray(np.load(path / OFFSETS_FILE, mmap_mode="r") if offsets is None else offsets)
 
     def __len__(self) -> int:
         if self._records is not None:
@@ -302,7 +314,14 @@ class _PassageStore:
             return self._records[i]
         assert self._offsets is not None
         mm = self._mm if self._mm is not None else self._map()
-        return json.loads(mm[int(self._offsets[i]) : int(self._offsets[i + 1])])
+        try:
+            record = json.loads(mm[int(self._offsets[i]) : int(self._offsets[i + 1])])
+        except (ValueError, UnicodeDecodeError):
+            record = None
+        if not isinstance(record, dict):
+            assert self._path is not None
+            raise corrupted(self._path, f"passage {i} in {PASSAGES_FILE} is not a JSON object")
+        return record
 
     def __iter__(self) -> Iterator[dict[str, str]]:
         return (self[i] for i in range(len(self)))
@@ -472,6 +491,7 @@ class _IndexWriter:
 
 
 def _write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None:
+    """Write the vocabulary, bm25s's params and our metadata, with the checksum of every file of the folder."""
     with open(out / VOCAB_FILE, "w", encoding="utf-8") as fh:
         json.dump(vocab, fh, ensure_ascii=False)
     bm25s_params = {
@@ -486,7 +506,63 @@ def _write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> Non
         "backend": "numba",
     }
     (out / PARAMS_FILE).write_text(json.dumps(bm25s_params, indent=2))
-    (out / META_FILE).write_text(json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, **params}, indent=2))
+    meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, **params}
+    meta["checksums"] = {"files": file_checksums(out, list(_INDEX_FILES)), "settings": settings_checksum(meta)}
+    (out / META_FILE).write_text(json.dumps(meta, indent=2))
+
+
+# every file of an index folder but the metadata, which holds their checksums
+_INDEX_FILES = (DATA_FILE, INDICES_FILE, INDPTR_FILE, VOCAB_FILE, PARAMS_FILE, PASSAGES_FILE, OFFSETS_FILE)
+_ARRAY_FILES = {"data": DATA_FILE, "indices": INDICES_FILE, "indptr": INDPTR_FILE, "offsets": OFFSETS_FILE}
+_warned_unchecked: set[Path] = set()
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        raise DataError(
+            f"{folder} is not a BM25 index folder (no {META_FILE}); build one with "
+            f"BM25Index.build(...).save(path) or `agentflow-env build-index`"
+        )
+    try:
+        meta = json.loads(meta_path.read_bytes())
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise corrupted(folder, f"{META_FILE} is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise corrupted(folder, f"{META_FILE} should hold a JSON object")
+    if (
+        meta.get("format") != FORMAT_NAME
+        or not isinstance(meta.get("version"), int)
+        or meta["version"] > FORMAT_VERSION
+    ):
+        raise DataError(
+            f"{meta_path}: unsupported index format {meta.get('format')!r} "
+            f"v{meta.get('version')}; rebuild the index with this version of agentflow-env"
+        )
+    return meta
+
+
+def _read_arrays(folder: Path, mode: Literal["r"] | None) -> dict[str, np.ndarray]:
+    arrays = {}
+    for key, name in _ARRAY_FILES.items():
+        path = folder / name
+        if not path.is_file():
+            raise corrupted(folder, f"the file {name} is missing")
+        try:
+            arrays[key] = np.load(path, mmap_mode=mode, allow_pickle=False)
+        except Exception as exc:  # numpy's header parser raises many kinds on garbage
+            raise corrupted(folder, f"{name} is not a readable .npy array ({type(exc).__name__}: {exc})") from None
+    return arrays
+
+
+def _read_vocab(folder: Path) -> Any:
+    path = folder / VOCAB_FILE
+    if not path.is_file():
+        raise corrupted(folder, f"the file {VOCAB_FILE} is missing")
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise corrupted(folder, f"{VOCAB_FILE} is not valid JSON") from None
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -635,26 +711,30 @@ class BM25Index:
         return out
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], mmap: bool = True) -> BM25Index:
-        """Open an index folder written by :meth:`save` or ``build(out_dir=...)``; arrays are memory-mapped."""
+    def load(cls, path: str | os.PathLike[str], mmap: bool = True, verify: bool = True) -> BM25Index:
+        """Open an index folder written by :meth:`save` or ``build(out_dir=...)``; arrays are memory-mapped.
+
+        The folder is checked before use: with ``verify`` every file against the checksum written when it was
+        built, and always the structure the retrieval relies on (shapes, dtypes, ids in range, a monotone
+        ``indptr``, positive finite scores). A damaged folder raises :class:`~agentflow_env.error.IndexCorrupted`
+        naming the folder and the file, never crashes the process.
+        """
         folder = Path(path)
-        meta_path = folder / META_FILE
-        if not meta_path.is_file():
-            raise DataError(
-                f"{folder} is not a BM25 index folder (no {META_FILE}); build one with "
-                f"BM25Index.build(...).save(path) or `agentflow-env build-index`"
-            )
-        params = json.loads(meta_path.read_text())
-        if params.get("format") != FORMAT_NAME or int(params.get("version", 0)) > FORMAT_VERSION:
-            raise DataError(
-                f"{meta_path}: unsupported index format {params.get('format')!r} "
-                f"v{params.get('version')}; rebuild the index with this version of agentflow-env"
-            )
+        meta = _read_meta(folder)
+        if verify and not verify_checksums(folder, meta) and folder.resolve() not in _warned_unchecked:
+            _warned_unchecked.add(folder.resolve())
+            logger.warning("%s was built without checksums: only its structure is checked; rebuild to add them", folder)
         mode: Literal["r"] | None = "r" if mmap else None
-        data, indices, indptr = (np.load(folder / n, mmap_mode=mode) for n in (DATA_FILE, INDICES_FILE, INDPTR_FILE))
-        with open(folder / VOCAB_FILE, encoding="utf-8") as fh:
-            vocab = json.load(fh)
-        return cls(data, indices, indptr, vocab, _PassageStore(path=folder), params, path=folder)
+        arrays = _read_arrays(folder, mode)
+        vocab = _read_vocab(folder)
+        passages = folder / PASSAGES_FILE
+        if not passages.is_file():
+            raise corrupted(folder, f"the file {PASSAGES_FILE} is missing")
+        names = {**_ARRAY_FILES, "vocab": VOCAB_FILE}
+        check_structure(folder, meta, arrays, vocab, passages.stat().st_size, names)
+        params = {k: v for k, v in meta.items() if k != "checksums"}
+        store = _PassageStore(path=folder, offsets=arrays["offsets"])
+        return cls(arrays["data"], arrays["indices"], arrays["indptr"], vocab, store, params, path=folder)
 
     # ---- querying
     def __len__(self) -> int:
