@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 __all__ = [
     "COMMANDS",
@@ -254,8 +255,15 @@ def _check_agents_package() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes end like every other failure: one ``error:`` line that says where the help is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agentflow-env",
         description="AgentFlow environments, agents and leaderboards",
         epilog=f"{DEBUG_FLAG} (anywhere on the line, or ${DEBUG_ENV}=1) shows tracebacks instead of one error line.",

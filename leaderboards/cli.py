@@ -206,8 +206,17 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=_help)
 
 
+def _require_results(results: Path) -> None:
+    if not results.is_dir():
+        from agentflow_env.error import ConfigError
+
+        raise ConfigError(f"results folder {results} does not exist; pass --results DIR (eval writes to --output-dir)")
+
+
 def _run_render(args: argparse.Namespace) -> int:
     from leaderboards.render import render_site
+
+    _require_results(args.results)
 
     written = render_site(args.results, args.output_dir, charts=not args.no_charts)
     sys.stdout.write(f"wrote {len(written)} files to {args.output_dir} (open {args.output_dir / 'index.html'})\n")
@@ -216,6 +225,8 @@ def _run_render(args: argparse.Namespace) -> int:
 
 def _run_show(args: argparse.Namespace) -> int:
     from leaderboards.render import board_rows, group_by_protocol, markdown_table
+
+    _require_results(args.results)
 
     for protocol, runs in group_by_protocol(args.results).items():
         if args.protocol and protocol != args.protocol:
