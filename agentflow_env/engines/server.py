@@ -1,6 +1,15 @@
-"""A small OpenAI-compatible HTTP server backed by any Engine (chat and text completions, no streaming).
+"""A small OpenAI-compatible HTTP server backed by any Engine (chat and text completions).
 
-Concurrent requests with the same sampling settings are batched into one ``generate`` call.
+Concurrent requests with the same sampling settings are batched into one engine call. Every reply carries
+``usage`` (exact where the engine reports tokens, else an estimate flagged ``"estimated": true``) and
+``finish_reason`` ``"length"`` when cut at ``max_tokens``; ``n`` and ``stream`` work (a streamed reply is
+generated whole, then sent in token pieces). An unknown model is a 404; a field the server cannot honour
+(``tools``, ``logit_bias``, JSON mode...) is a 400 that names it.
+
+Token-exact mode, for trainers in another process: send ``prompt_token_ids`` (or a completions ``prompt``
+that is a list of token ids, or ``return_token_ids: true``) and the reply has ``prompt_token_ids``, each
+choice's ``token_ids`` and per-token raw log-probs, so nothing is re-tokenised.
+
 Run it: ``agentflow-env serve hf:runs/tiny-lm --port 8000`` (or ``python -m agentflow_env.engines.server``).
 """
 
@@ -10,16 +19,19 @@ import argparse
 import json
 import logging
 import queue
+import re
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import astuple, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agentflow_env.engines.base import Engine, Prompt, SamplingParams
+from agentflow_env.engines.base import Engine, SamplingParams
+from agentflow_env.engines.completions import Completion, TokenPrompt, complete, reports_tokens
+from agentflow_env.error import ConfigError
 
 __all__ = ["EngineServer", "HTTPFault", "main"]
 
@@ -40,11 +52,58 @@ class BadRequest(ValueError):
     """The request body is not one the server can answer (HTTP 400)."""
 
 
+class UnknownModel(LookupError):
+    """The request names a model this server does not serve (HTTP 404)."""
+
+
+# OpenAI request fields this server cannot honour: a request that sets one (to anything but a no-op) is
+# refused with a 400 naming it, rather than answered as if it had not been sent
+_UNSUPPORTED = {
+    "tools": "tool calling",
+    "tool_choice": "tool calling",
+    "functions": "function calling",
+    "function_call": "function calling",
+    "logit_bias": "logit_bias",
+    "best_of": "best_of",
+    "echo": "echo",
+    "suffix": "suffix",
+    "audio": "audio output",
+    "modalities": "modalities other than text",
+    "prediction": "predicted outputs",
+}
+_NO_OPS: dict[str, tuple[Any, ...]] = {
+    "tool_choice": (None, "none"),
+    "tools": (None, []),
+    "functions": (None, []),
+    "function_call": (None, "none"),
+    "logit_bias": (None, {}),
+    "best_of": (None, 1),
+    "echo": (None, False),
+    "suffix": (None, ""),
+    "modalities": (None, ["text"]),
+}
+MAX_N = 16
+
+
+@dataclass
+class _Request:
+    """A parsed request: what to generate, how, and how to answer."""
+
+    prompt: TokenPrompt
+    sampling: SamplingParams
+    chat: bool
+    model: str
+    stream: bool = False
+    include_usage: bool = False
+    logprobs: bool = False
+    token_ids: bool = False  # token-exact mode: the reply carries prompt and response token ids
+
+
 @dataclass
 class _Job:
-    prompt: Prompt
+    prompt: TokenPrompt
     sampling: SamplingParams
-    future: Future[str]
+    future: Future[list[Completion]]
 
 
 def _content_text(content: Any) -> str:
@@ -53,37 +112,117 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        if any(isinstance(p, dict) and p.get("type", "text") != "text" for p in content):
+            raise BadRequest("only text content parts are supported (no images, audio or files)")
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     raise BadRequest("message content must be a string or a list of text parts")
+
+
+def _check_supported(body: dict[str, Any]) -> None:
+    for key, what in _UNSUPPORTED.items():
+        if key in body and body[key] not in _NO_OPS.get(key, (None,)):
+            raise BadRequest(f"{what} is not supported by this server; remove '{key}' from the request")
+    fmt = body.get("response_format")
+    if fmt not in (None, {"type": "text"}):
+        raise BadRequest("response_format other than text (JSON mode, schemas) is not supported")
+    for key in ("presence_penalty", "frequency_penalty"):
+        if body.get(key) not in (None, 0, 0.0):
+            raise BadRequest(f"{key} is not supported; send 0 or leave it out")
 
 
 def _sampling(body: dict[str, Any]) -> SamplingParams:
     stop = body.get("stop") or []
     if isinstance(stop, str):
         stop = [stop]
-    n = int(body.get("n") or 1)
-    if n != 1:
-        raise BadRequest("this server returns one choice per request; send n=1")
-    if body.get("stream"):
-        raise BadRequest("streaming is not supported; send stream=false")
+    if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
+        raise BadRequest("'stop' must be a string or a list of strings")
+    n = body.get("n")
+    n = 1 if n is None else n
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
+        raise BadRequest(f"'n' must be an integer from 1 to {MAX_N}")
     defaults = SamplingParams()
 
     def number(key: str, default: float) -> float:
         value = body.get(key)
-        return default if value is None else float(value)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadRequest(f"'{key}' must be a number")
+        return float(value)
 
+    max_tokens = number("max_tokens", number("max_completion_tokens", defaults.max_tokens))
+    temperature, top_p = number("temperature", defaults.temperature), number("top_p", defaults.top_p)
+    if max_tokens < 1 or temperature < 0 or not 0 < top_p <= 1:
+        raise BadRequest("max_tokens must be >= 1, temperature >= 0 and top_p in (0, 1]")
     seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise BadRequest("'seed' must be an integer")
     return SamplingParams(
-        temperature=number("temperature", defaults.temperature),
-        top_p=number("top_p", defaults.top_p),
-        max_tokens=int(number("max_tokens", number("max_completion_tokens", defaults.max_tokens))),
-        stop=[str(s) for s in stop],
-        seed=None if seed is None else int(seed),
+        temperature=temperature, top_p=top_p, max_tokens=int(max_tokens), stop=list(stop), seed=seed, n=n
+    )
+
+
+def _token_list(value: Any, what: str) -> list[int]:
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+    ):
+        raise BadRequest(f"{what} must be a non-empty list of token ids (integers)")
+    return list(value)
+
+
+def _parse(body: dict[str, Any], chat: bool, model_name: str) -> _Request:
+    model = body.get("model")
+    if model is not None and model != model_name:
+        raise UnknownModel(f"the model {model!r} does not exist here; this server serves {model_name!r}")
+    _check_supported(body)
+    sampling = _sampling(body)
+    token_ids = bool(body.get("return_token_ids"))
+    prompt: TokenPrompt
+    if body.get("prompt_token_ids") is not None:  # token-exact mode (messages / prompt are then not used)
+        prompt, token_ids = _token_list(body["prompt_token_ids"], "'prompt_token_ids'"), True
+    elif chat:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            raise BadRequest("'messages' must be a non-empty list of {role, content} objects")
+        prompt = [{"role": str(m.get("role", "user")), "content": _content_text(m.get("content"))} for m in messages]
+    else:
+        raw = body.get("prompt")
+        if isinstance(raw, list) and len(raw) == 1 and not isinstance(raw[0], int):
+            raw = raw[0]  # a batch of one
+        if isinstance(raw, list) and raw and all(isinstance(t, int) for t in raw):
+            prompt, token_ids = _token_list(raw, "'prompt'"), True  # the OpenAI form of a token prompt
+        elif isinstance(raw, str):
+            prompt = raw
+        else:
+            raise BadRequest("'prompt' must be one string or one list of token ids (send one request per prompt)")
+    if chat:
+        logprobs = bool(body.get("logprobs"))
+        if body.get("top_logprobs") not in (None, 0):
+            raise BadRequest("top_logprobs > 0 is not supported: only the sampled token's log-prob is reported")
+    else:
+        lp = body.get("logprobs")
+        if lp not in (None, 0) and not (isinstance(lp, bool) and not lp):
+            raise BadRequest("completions logprobs > 0 is not supported; send logprobs=0 for the sampled tokens")
+        logprobs = lp is not None
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise BadRequest("'stream_options' must be an object")
+    return _Request(
+        prompt=prompt,
+        sampling=sampling,
+        chat=chat,
+        model=model_name,
+        stream=bool(body.get("stream")),
+        include_usage=bool(options.get("include_usage")),
+        logprobs=logprobs or token_ids,
+        token_ids=token_ids,
     )
 
 
 class _Batcher:
-    """One worker thread: takes the queued jobs, groups them by sampling settings, one generate each."""
+    """One worker thread: takes the queued jobs, groups them by sampling settings, one engine call each."""
 
     def __init__(self, engine: Engine, window_s: float, max_batch: int):
         self.engine = engine
@@ -93,7 +232,7 @@ class _Batcher:
         self.thread = threading.Thread(target=self._loop, name="engine-batcher", daemon=True)
         self.thread.start()
 
-    def submit(self, prompt: Prompt, sampling: SamplingParams) -> Future[str]:
+    def submit(self, prompt: TokenPrompt, sampling: SamplingParams) -> Future[list[Completion]]:
         job = _Job(prompt, sampling, Future())
         self.jobs.put(job)
         return job.future
@@ -127,15 +266,125 @@ class _Batcher:
             groups.setdefault(key, []).append(job)
         for jobs in groups.values():
             try:
-                texts = self.engine.generate([j.prompt for j in jobs], jobs[0].sampling)
-                if len(texts) != len(jobs):
-                    raise RuntimeError(f"the engine returned {len(texts)} completions for {len(jobs)} prompts")
+                results = complete(self.engine, [j.prompt for j in jobs], jobs[0].sampling)
+                if len(results) != len(jobs):
+                    raise RuntimeError(f"the engine returned {len(results)} results for {len(jobs)} prompts")
             except BaseException as exc:  # the error goes to each waiting request
                 for j in jobs:
                     j.future.set_exception(exc)
                 continue
-            for j, text in zip(jobs, texts, strict=True):
-                j.future.set_result(text)
+            for j, result in zip(jobs, results, strict=True):
+                j.future.set_result(result)
+
+
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+
+def _usage(prompt: TokenPrompt, choices: list[Completion]) -> dict[str, Any]:
+    """Token counts of a reply; engines that report no tokens get an estimate (words and marks), flagged."""
+    first = choices[0]
+    if first.prompt_tokens is not None and all(c.completion_tokens is not None for c in choices):
+        p, c = int(first.prompt_tokens), sum(int(x.completion_tokens or 0) for x in choices)
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    text = prompt if isinstance(prompt, str) else " ".join(str(m.get("content", "")) for m in prompt)  # type: ignore[union-attr]
+    p = len(_WORD.findall(text))
+    c = sum(len(_WORD.findall(x.text)) for x in choices)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c, "estimated": True}
+
+
+def _logprobs_entry(c: Completion, chat: bool) -> dict[str, Any] | None:
+    if c.logprobs is None or c.token_ids is None:
+        return None
+    tokens = c.tokens or [f"token_id:{t}" for t in c.token_ids]
+    if chat:
+        return {
+            "content": [
+                {"token": t, "logprob": lp, "bytes": list(t.encode("utf-8")), "top_logprobs": []}
+                for t, lp in zip(tokens, c.logprobs)
+            ]
+        }
+    offsets, at = [], 0
+    for t in tokens:
+        offsets.append(at)
+        at += len(t)
+    return {"tokens": tokens, "token_logprobs": list(c.logprobs), "top_logprobs": None, "text_offset": offsets}
+
+
+def _choice(req: _Request, index: int, c: Completion) -> dict[str, Any]:
+    if req.chat:
+        choice: dict[str, Any] = {
+            "index": index,
+            "message": {"role": "assistant", "content": c.text},
+            "finish_reason": c.finish_reason,
+            "logprobs": _logprobs_entry(c, True) if req.logprobs else None,
+        }
+    else:
+        choice = {
+            "index": index,
+            "text": c.text,
+            "finish_reason": c.finish_reason,
+            "logprobs": _logprobs_entry(c, False) if req.logprobs else None,
+        }
+    if req.token_ids:
+        choice["token_ids"] = c.token_ids
+    return choice
+
+
+def _reply(req: _Request, choices: list[Completion]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion" if req.chat else "text_completion",
+        "created": int(time.time()),
+        "model": req.model,
+        "choices": [_choice(req, i, c) for i, c in enumerate(choices)],
+        "usage": _usage(req.prompt, choices),
+    }
+    if req.token_ids:
+        out["prompt_token_ids"] = choices[0].prompt_token_ids
+    return out
+
+
+def _pieces(c: Completion) -> list[str]:
+    """The reply's text in streamed pieces: one per token where the tokens spell the text, else one."""
+    if c.tokens and "".join(c.tokens) == c.text:
+        return [t for t in c.tokens if t]
+    return [c.text] if c.text else []
+
+
+def _stream_events(req: _Request, choices: list[Completion]) -> Iterator[dict[str, Any]]:
+    """The chunks of a streamed reply, in OpenAI's order: role, text pieces, finish reason, then usage."""
+    common = {
+        "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk" if req.chat else "text_completion",
+        "created": int(time.time()),
+        "model": req.model,
+    }
+    extra = {"usage": None} if req.include_usage else {}
+
+    def chunk(index: int, text: str | None, finish: str | None, first: bool = False) -> dict[str, Any]:
+        if req.chat:
+            delta: dict[str, Any] = {"role": "assistant", "content": ""} if first else {}
+            if text is not None:
+                delta["content"] = text
+            item: dict[str, Any] = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
+        else:
+            item = {"index": index, "text": text or "", "finish_reason": finish, "logprobs": None}
+        return {**common, "choices": [item], **extra}
+
+    for i, c in enumerate(choices):
+        if req.chat:
+            yield chunk(i, None, None, first=True)
+        for piece in _pieces(c):
+            yield chunk(i, piece, None)
+        last = chunk(i, None, c.finish_reason)
+        if req.logprobs:
+            last["choices"][0]["logprobs"] = _logprobs_entry(c, req.chat)
+        if req.token_ids:
+            last["choices"][0]["token_ids"] = c.token_ids
+            last["prompt_token_ids"] = c.prompt_token_ids
+        yield last
+    if req.include_usage:
+        yield {**common, "choices": [], "usage": _usage(req.prompt, choices)}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -159,9 +408,26 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): nothing to do
             pass
 
-    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def _stream(self, events: Iterator[dict[str, Any]]) -> None:
+        """Server-sent events, ended by ``data: [DONE]``; the connection closes after the stream."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for event in events:
+                self.wfile.write(b"data: " + json.dumps(event).encode("utf-8") + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None, code: Any = None) -> None:
         kind = "invalid_request_error" if status < 500 else "server_error"
-        self._send(status, {"error": {"message": message, "type": kind, "code": status}}, headers)
+        error = {"message": message, "type": kind, "param": None, "code": code if code is not None else status}
+        self._send(status, {"error": error}, headers)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
@@ -183,48 +449,32 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
             if not isinstance(body, dict):
                 raise BadRequest("the request body must be a JSON object")
-            prompt = self._prompt(body, chat)
-            sampling = _sampling(body)
+            req = _parse(body, chat, self.server.model_name)
+            if req.token_ids and not reports_tokens(self.server.batcher.engine):
+                raise BadRequest("this server's engine reports no tokens: token ids cannot be sent or returned")
+        except UnknownModel as exc:
+            self._error(404, str(exc), code="model_not_found")
+            return
         except (BadRequest, ValueError, TypeError) as exc:
             self._error(400, f"bad request: {exc}")
             return
         try:
-            text = self.server.batcher.submit(prompt, sampling).result()
+            choices = self.server.batcher.submit(req.prompt, req.sampling).result()
         except HTTPFault as fault:
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else None
             self._error(fault.status, fault.message, headers)
+            return
+        except ConfigError as exc:  # e.g. token ids outside the vocabulary
+            self._error(400, f"bad request: {exc}")
             return
         except Exception as exc:
             logger.exception("the engine failed")
             self._error(500, f"the engine failed: {type(exc).__name__}: {exc}")
             return
-        self._send(200, self._completion(body, text, chat))
-
-    @staticmethod
-    def _prompt(body: dict[str, Any], chat: bool) -> Prompt:
-        if chat:
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise BadRequest("'messages' must be a non-empty list")
-            return [{"role": str(m.get("role", "user")), "content": _content_text(m.get("content"))} for m in messages]
-        prompt = body.get("prompt")
-        if isinstance(prompt, list) and len(prompt) == 1:
-            prompt = prompt[0]
-        if not isinstance(prompt, str):
-            raise BadRequest("'prompt' must be one string (send one request per prompt)")
-        return prompt
-
-    def _completion(self, body: dict[str, Any], text: str, chat: bool) -> dict[str, Any]:
-        common = {
-            "id": f"cmpl-{uuid.uuid4().hex[:24]}",
-            "created": int(time.time()),
-            "model": str(body.get("model") or self.server.model_name),
-        }
-        if chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            return {**common, "object": "chat.completion", "choices": [choice]}
-        choice = {"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}
-        return {**common, "object": "text_completion", "choices": [choice]}
+        if req.stream:
+            self._stream(_stream_events(req, choices))
+        else:
+            self._send(200, _reply(req, choices))
 
 
 class _HTTPServer(ThreadingHTTPServer):
