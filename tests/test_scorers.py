@@ -348,6 +348,8 @@ CHOICE_TABLE = [
     ("<answer>A</answer><answer>B</answer>", None),
     ("The answer is A or B because both fit", None),
     ("B. 0.9", None),  # the letter of one option with the text of another
+    ("B (0.9)", None),
+    ("B (0.7)", "B"),
     ("The answer is a large ratio", None),  # 'a' here is an article, not option A
     ("E", None),  # not one of the four options
     ("", None),

@@ -12,8 +12,9 @@ How an answer is read (:func:`extract_choice`), in order of evidence:
    ``l``), then case-insensitive and then normalised, each only when exactly one option matches.
 4. Letter mentions anywhere: ``answer is (C)``, ``Answer: C``, ``C is correct``, ``I'd choose (C)``,
    ``(C)``, a leading ``C. text``, and letters joined by ``or``/``and``/``,``/``/``. One distinct letter
-   is the answer; two or more pick nothing ("A or B", "A, B, C, D", every option on its own line). A
-   leading letter followed by a different option's exact text picks nothing.
+   is the answer; two or more pick nothing ("A or B", "A, B, C, D", every option on its own line).
+   Before them, a leading letter followed by an option's exact text (``B. 0.7``, ``B (0.7)``) reads
+   as that letter when the text is its own option's, and as nothing when it is another option's.
 5. The answer quotes exactly one option's text ("... at greatest risk of colorectal cancer"); quoting
    several picks nothing. In steps 4 and 5 an alternative marker outside the chosen option's own text
    (``or``, ``either``, ``vs``, ...; see :func:`~agentflow_env.scoring.commitment.alternative_marker`)
@@ -66,6 +67,7 @@ _MENTIONS = (
 )
 # letters joined as alternatives: "A or B", "B/C", "A, B", "A and D", "A & C"
 _LETTER_LIST = re.compile(r"(?<![A-Za-z'])([A-Z])(?=\s*(?:,|/|&|\bor\b|\band\b)\s*[\(\[]?([A-Z])(?![A-Za-z']))")
+_LEAD = re.compile(r"\s*[\(\[]?([A-Z])(?:[\)\]]|[.:)\-–—]|\s)\s*[\(\[]?(.+?)[\)\]]?\s*", re.S)
 _LETTER_TOKEN = re.compile(r"(?<![A-Za-z'])[\(\[]?([A-Z])[\)\]]?(?![A-Za-z'])")
 
 
@@ -149,6 +151,11 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
         whole = _whole_option(text, options)
     if whole is not None:
         return letters[whole]
+    lead = _LEAD.fullmatch(text)
+    if lead and lead.group(1) in letters:  # "B. 0.7", "B (0.7)": the letter and its option's text
+        said = _whole_option(lead.group(2), options)
+        if said is not None:
+            return lead.group(1) if letters[said] == lead.group(1) else None
     mentioned = _mentioned_letters(text, letters)
     if _bare_label_texts(options, letters):  # lower-case letters name option texts here
         named = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])[\(\[]?([a-z])[\)\]]?(?![A-Za-z'])", text)}
@@ -159,11 +166,6 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
         letter = mentioned.pop()
         if alternative_marker(text, [options[letters.index(letter)]]) is not None:
             return None
-        lead = re.match(r"\s*[\(\[]?[A-Z](?:[\)\]][.:]?|[.:)])\s+(.+)", text, re.S)
-        if lead:  # "B. <text of another option>" contradicts itself
-            other = _whole_option(lead.group(1), options)
-            if other is not None and letters[other] != letter:
-                return None
         return letter
     quoted = _quoted_option(raw, options)
     if quoted is None or alternative_marker(text, [options[quoted]]) is not None:
