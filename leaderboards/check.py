@@ -85,6 +85,12 @@ def compare_to_reference(new: EvalResult, reference: EvalResult, tolerance: floa
             f"the reference was recorded under protocol hash {reference.record.protocol_hash}, "
             f"this run used {new.record.protocol_hash}: re-record the reference"
         )
+    scored, ref_scored = new.record.scoring, reference.record.scoring
+    if "unknown" not in (scored, ref_scored) and new.record.scorers != reference.record.scorers:
+        report.problems.append(
+            f"the reference was scored as {ref_scored} ({_scorer_list(reference)}), this run as {scored} "
+            f"({_scorer_list(new)}): re-record the reference with the same scorer"
+        )
     keys = {o.key for o in new.outcomes}
     ref_keys = {o.key for o in reference.outcomes}
     missing = keys - ref_keys
@@ -105,6 +111,10 @@ def compare_to_reference(new: EvalResult, reference: EvalResult, tolerance: floa
     if not report.checks:
         report.problems.append("the new run has no finished episodes")
     return report
+
+
+def _scorer_list(run: EvalResult) -> str:
+    return ", ".join(sorted(set(run.record.scorers.values()))) or "not recorded"
 
 
 def default_reference_name(policy: str) -> str:

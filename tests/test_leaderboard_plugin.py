@@ -150,3 +150,15 @@ def test_record_refuses_a_dirty_tree_and_records_on_a_clean_one(
     pytester.runpytest_inprocess(*args).assert_outcomes(passed=1)
     stored = load_reference("tiny-guard", "mine", results)  # the full protocol, ready to guard with
     assert stored.record.git_commit and len(stored.outcomes) == 6 and not stored.record.fast
+
+
+def test_check_refuses_a_reference_scored_another_way() -> None:
+    ref = _result([1.0] * 10)
+    ref.record.scorers = {"e": "rule:QAScorer"}
+    judged = _result([1.0] * 10)
+    judged.record.scorers = {"e": "judge:openai:gpt-4o"}
+    report = compare_to_reference(judged, ref)
+    assert not report.ok and "scored as rule" in report.message() and "judge:openai:gpt-4o" in report.message()
+    same = _result([1.0] * 10)
+    same.record.scorers = {"e": "rule:QAScorer"}
+    assert compare_to_reference(same, ref).ok

@@ -266,3 +266,38 @@ def test_cli_judge_engine_flag(tmp_path: Path, data_dir: Path, capsys: pytest.Ca
     rule = _protocol(tmp_path, PROTOCOL.replace('scorer = "judge"', 'scorer = "default"'))
     assert main([*base[:4], str(rule), *base[5:], "--name", "rule"]) == 0
     assert "NOT comparable with the paper's LLM-judged numbers" in capsys.readouterr().out
+
+
+def test_paper_v1_runs_llm_modes_with_the_judge_on_every_benchmark(
+    tmp_path: Path, testsets_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """paper-v1 itself (one task per benchmark, one trial): llm env modes on an echo engine, every answer judged."""
+    text = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
+    small = tmp_path / "paper-v1-small.toml"
+    small.write_text(text.replace("seeds = [0, 1, 2]", "seeds = [0]").replace("fast_tasks = 5", "fast_tasks = 1"))
+    prompts: list[str] = []
+
+    def record(prompt: str) -> str:
+        prompts.append(prompt)
+        return "The candidate gives no usable answer.\nVERDICT: INCORRECT"
+
+    import tests.test_paper_protocol as me
+
+    monkeypatch.setattr(me, "recording_judge", record, raising=False)  # reached through the engine spec below
+    result = evaluate(
+        EvalConfig(
+            policy="test:answer-at-once",
+            protocol=str(small),
+            out=tmp_path,
+            fast=True,
+            progress=False,
+            data_dir=str(testsets_dir),
+            engine="scripted:echo",
+            judge_engine="scripted:tests.test_paper_protocol:recording_judge",
+            policy_factory=lambda env_id: AlwaysA(),
+        )
+    )
+    assert len(result.outcomes) == 10 and result.record.scoring == "judge"
+    assert len(prompts) == sum(1 for o in result.outcomes if o.answer.strip()) >= 8
+    assert all("⟦BEGIN CANDIDATE" in p and "⟦BEGIN REFERENCE" in p for p in prompts)
+    assert any("Game-of-24" in p for p in prompts)  # the judge is told any valid expression counts
