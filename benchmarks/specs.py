@@ -75,8 +75,10 @@ _ENV_KWARGS = {
     "time_budget_s",
     "tool_timeout_s",
     "memory_budget",
+    "max_action_chars",
     "llm_kwargs",
     "render_mode",
+    "turn_rewards",
 }
 # options of the paper flow (flow="paper"): AgentFlow's solver module by module
 _PAPER_KWARGS = {

@@ -346,3 +346,219 @@ def test_llm_kwargs_reach_the_modes_and_notes_reach_info():
     assert not (term or trunc)
     with pytest.raises(ConfigError, match="SamplingParams"):
         make(executor="llm", engine=engine, llm_kwargs={"sampling": {"temprature": 1}})
+
+
+# ---------------------------------------------------------------------------- action cap and time budget
+
+
+class TimeoutRecordingTool(EchoTool):
+    """Echoes, and remembers the timeouts it was given and how often it ran."""
+
+    name = "Recording_Tool"
+
+    def __init__(self):
+        super().__init__()
+        self.timeouts: list[float] = []
+
+    def _run(self, command, timeout):
+        self.timeouts.append(timeout)
+        return ToolResult(text=command)
+
+
+def test_over_long_action_is_rejected_with_a_clear_message():
+    tool = TimeoutRecordingTool()
+    env = make(tools=[tool], max_action_chars=1000)
+    env.reset(seed=0)
+    fits = tool_call("Recording_Tool", "x" * (1000 - len(tool_call("Recording_Tool", ""))))
+    assert len(fits) == 1000
+    *_, info = env.step(fits)
+    assert "action_rejected" not in info and tool.timeouts and info["memory_steps"][-1]["ok"]
+    _, reward, term, trunc, info = env.step(fits + "x")
+    assert (reward, term, trunc) == (0.0, False, False) and len(tool.timeouts) == 1  # spent, nothing run
+    assert info["action_rejected"].startswith("the action is 1,001 characters long, over the limit of 1,000")
+    step = info["memory_steps"][-1]
+    assert not step["ok"] and "max_action_chars" in step["result"] and "Invalid action" in step["result"]
+    recorded = env._trajectory[-1]["action"]  # head and tail within the limit, saying what was cut
+    assert len(recorded) == 1000 and "[1 chars cut]" in recorded and recorded.startswith(fits[:600])
+    with pytest.raises(ConfigError, match="max_action_chars"):
+        make(max_action_chars=10)
+
+
+def test_max_action_chars_through_gym_make():
+    env = gym.make("agentflow/Gen-GameOf24-v0", max_action_chars=5000)
+    assert env.unwrapped.max_action_chars == 5000
+    env.close()
+
+
+def test_tool_timeout_is_the_time_left_when_that_is_shorter():
+    tool = TimeoutRecordingTool()
+    env = make(tools=[tool], time_budget_s=5.0, tool_timeout_s=30.0)
+    env.reset(seed=0)
+    env.step(tool_call("Recording_Tool", "a"))
+    assert 4.0 < tool.timeouts[-1] <= 5.0
+    env = make(tools=[tool], time_budget_s=100.0, tool_timeout_s=2.0)
+    env.reset(seed=0)
+    env.step(tool_call("Recording_Tool", "a"))
+    assert tool.timeouts[-1] == 2.0
+
+
+def test_nothing_starts_once_the_budget_is_spent_but_a_final_answer_counts():
+    tool = TimeoutRecordingTool()
+    env = make(tools=[tool], time_budget_s=0.05)
+    env.reset(options={"task_id": "t2"})
+    time.sleep(0.1)
+    _, _, term, trunc, info = env.step(tool_call("Recording_Tool", "a"))
+    assert trunc and not term and tool.timeouts == []
+    assert info["memory_steps"][-1]["result"].startswith("Not run: the time budget of 0.05 s ran out")
+    env.reset(options={"task_id": "t2"})
+    time.sleep(0.1)
+    _, reward, term, trunc, _ = env.step(final_answer("4"))
+    assert term and reward == 1.0
+
+
+def test_no_verifier_call_after_a_slow_executor_spends_the_budget():
+    from agentflow_env.engines.scripted import ScriptedEngine
+
+    tool = TimeoutRecordingTool()
+    engine = ScriptedEngine(
+        [("team's planner has picked", "Command: hi"), ("Final Answer", "Final Answer: 4")], delay=0.3
+    )
+    env = make(tools=[tool], executor="llm", verifier="llm", generator="llm", engine=engine, time_budget_s=0.2)
+    env.reset(options={"task_id": "t2"})
+    _, reward, term, trunc, info = env.step("Sub-Goal: echo hi\nTool Name: Recording_Tool")
+    assert trunc and not term and tool.timeouts == []  # the executor ran out the clock: no tool run
+    assert "ran out before the tool could run" in info["memory_steps"][-1]["result"]
+    prompts = [json.dumps(c.prompt) for c in engine.calls]
+    assert len(prompts) == 2 and "decide whether to stop" not in "".join(prompts)  # executor + generator only
+    assert info["trajectory"][-1]["verifier"] is None and reward == 1.0
+
+
+def test_a_step_with_a_real_hung_tool_ends_at_the_budget():
+    """The Python tool is killed at the time left, not at its own 30 s timeout."""
+    from agentflow_env.tools.python_tool import PythonCoderTool
+
+    try:
+        tool = PythonCoderTool()
+    except ConfigError as exc:
+        pytest.skip(f"no sandbox for the Python tool here: {exc}")
+    env = make(tools=[tool], time_budget_s=30.0, tool_timeout_s=30.0)
+    try:
+        env.reset(seed=0)
+        env.step(tool_call("Python_Coder_Tool", "print(1)"))  # a warm worker: its start is not timed
+        env.time_budget_s = 1.5
+        env.reset(seed=0)
+        *_, trunc, info = env.step(tool_call("Python_Coder_Tool", "while True: pass"))
+        elapsed = time.monotonic() - env._started
+    finally:
+        env.close()
+    assert trunc and "TimeoutError" in info["memory_steps"][-1]["result"]
+    assert elapsed < 1.5 + 1.0, f"the step ended {elapsed - 1.5:.2f} s past the budget"
+
+
+# ---------------------------------------------------------------------------- memory: incremental rendering
+
+
+def _reference_render(steps, budget):
+    """Memory.render as first written: every step's block rebuilt on every call."""
+    from agentflow_env.memory import _header, shorten
+
+    if not steps:
+        return "(no steps yet)"
+    results = [s.result for s in steps]
+    headers = [_header(s) for s in steps]
+
+    def block(i):
+        return f"{headers[i]}\n  Result: {results[i]}"
+
+    blocks = [block(i) for i in range(len(steps))]
+    total = sum(len(b) for b in blocks) + len(blocks) - 1
+    if total <= budget:
+        return "\n".join(blocks)
+    last = len(results) - 1
+    for i in range(last):
+        if total <= budget:
+            break
+        limit = max(len(results[i]) - (total - budget), 60)
+        if limit < len(results[i]):
+            results[i] = shorten(results[i], limit)
+            new = block(i)
+            total += len(new) - len(blocks[i])
+            blocks[i] = new
+    folded, marker = 0, ""
+    while total > budget and folded < last:
+        total -= len(blocks[folded]) + 1
+        folded += 1
+        new_marker = f"(steps 1-{folded} omitted to fit the memory budget)"
+        total += len(new_marker) - len(marker) + (0 if marker else 1)
+        marker = new_marker
+    if total > budget:
+        results[last] = shorten(results[last], max(len(results[last]) - (total - budget), 0))
+        new = block(last)
+        total += len(new) - len(blocks[last])
+        blocks[last] = new
+    text = "\n".join(([marker] if marker else []) + blocks[folded:])
+    return text if len(text) <= budget else shorten(text, budget)
+
+
+_STEPS = st.lists(
+    st.builds(
+        MemoryStep,
+        turn=st.integers(1, 5000),
+        tool=st.sampled_from([None, "Echo_Tool"]),
+        sub_goal=st.sampled_from(["", "goal", "g" * 300]),
+        command=st.sampled_from(["", "cmd", "c" * 2000]),
+        result=st.sampled_from(["", "ok", "r" * 59, "r" * 60, "r" * 61, "r" * 500, "r" * 5000]) | st.text(max_size=300),
+        ok=st.booleans(),
+    ),
+    max_size=120,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_STEPS, st.lists(st.integers(1, 20_000), min_size=1, max_size=3))
+def test_incremental_render_matches_the_reference(steps, budgets):
+    mem = Memory()
+    for i, step in enumerate(steps):
+        mem.add(step)
+        if i % 7 == 0 or i == len(steps) - 1:
+            for budget in budgets:
+                assert mem.render(budget) == _reference_render(steps[: i + 1], budget)
+    if not steps:
+        assert mem.render(budgets[0]) == "(no steps yet)"
+
+
+def test_render_only_builds_the_blocks_it_shows(monkeypatch):
+    """A rendering's work is bounded by the budget, not by the number of steps."""
+    mem = Memory(_step(i, "r" * 200) for i in range(1, 20_001))
+    built = []
+    real_block = Memory._block
+    monkeypatch.setattr(Memory, "_block", lambda self, i, r: built.append(i) or real_block(self, i, r))
+    text = mem.render(8000)
+    assert len(text) <= 8000 and "Step 20000" in text and "(steps 1-" in text
+    assert len(built) < 8000 // 60  # each shown block is over 60 characters
+    built.clear()
+    mem.add(_step(20_001, "newest"))
+    assert "newest" in mem.render(8000) and len(built) < 8000 // 60
+    assert mem.render(8000) == _reference_render(mem.steps, 8000)
+
+
+def test_info_memory_steps_are_read_only_snapshots():
+    import copy
+    import pickle
+
+    env = make()
+    env.reset(seed=0)
+    *_, first = env.step(tool_call("Echo_Tool", "a"))
+    *_, second = env.step(tool_call("Echo_Tool", "b"))
+    assert len(first["memory_steps"]) == 1 and len(second["memory_steps"]) == 2  # earlier infos keep theirs
+    step = second["memory_steps"][-1]
+    with pytest.raises(TypeError, match="read-only"):
+        step["result"] = "forged"
+    with pytest.raises(TypeError, match="read-only"):
+        step.update(result="forged")
+    assert json.loads(json.dumps(second["memory_steps"]))[-1]["result"] == "b"
+    for again in (pickle.loads(pickle.dumps(step)), copy.deepcopy(step), copy.copy(step)):
+        assert again == step
+    changed = dict(step)
+    changed["result"] = "mine"  # a copy is an ordinary dict
+    assert Memory.from_list(second["memory_steps"]).render() == env.memory.render()

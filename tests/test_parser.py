@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentflow_env import parsing
 from agentflow_env.parsing import parse_action
 
 # Strings up to 100,000 characters: a random piece (often field-like) repeated.
@@ -91,3 +95,78 @@ def test_fuzz_parser_any_text(text):
 def test_fuzz_parser_long_text(text):
     assert len(text) <= 100_000
     parse_action(text)
+
+
+# ---------------------------------------------------------------------------- linear scans, same results
+# The parser's first version, as plain regexes: correct, but quadratic on long whitespace runs and
+# on unclosed tags and fences. On short text they are the reference the linear scans must match.
+_REF_HEADER_RE = re.compile(
+    r"^[ \t]*(?:[#>]+[ \t]*|[-*+][ \t]+|\d{1,3}[.)][ \t]*)?[*_`]{0,3}[ \t]*"
+    r"(justification|reasoning|rationale|context|sub[ _-]?goal|selected[ _-]?tool|tool[ _-]?name"
+    r"|tool[ _-]?command|tool|command|query|final[ _-]?answer)"
+    r"[ \t]*[*_`]{0,3}[ \t]*:[ \t]*[*_`]{0,3}",
+    re.IGNORECASE | re.MULTILINE,
+)
+_REF_FENCE_RE = re.compile(r"^```[A-Za-z0-9_+-]*[ \t]*\n?(.*?)\n?```[ \t]*$", re.DOTALL)
+_REF_JSON_FENCE_RE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n```", re.DOTALL | re.IGNORECASE)
+_REF_ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+
+# pieces that exercise every branch: markdown, emphasis, whitespace runs, case folds, fences, tags
+_TRICKY = st.lists(
+    st.sampled_from(
+        [" ", "  ", "\t", "\n", "\n\n", "\r", "#", ">", "- ", "* ", "+", "1. ", "12)", "1234.", "*", "**", "_", "`"]
+        + ["```", "```json\n", "```python\n", "\n```", "{", "}", ":", "::", "x", "<answer>", "</answer>", "<ANSWER>"]
+        + ["Tool Name", "tool_name", "TOOL-NAME", "Tool", "Command", "sub goal", "Sub-Goal", "Final Answer"]
+        + ["final_answer", "Selected Tool", "Reasoning", "Query", "Context", "\u017fub goal", "\u212a", "\x00"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_TRICKY, st.text(max_size=200)))
+def test_linear_scans_match_the_reference_regexes(text):
+    assert [(m.start(), m.end(), m.group("name")) for m in parsing._HEADER_RE.finditer(text)] == [
+        (m.start(), m.end(), m.group(1)) for m in _REF_HEADER_RE.finditer(text)
+    ]
+    assert parsing._json_fences(text) == _REF_JSON_FENCE_RE.findall(text)
+    tags = _REF_ANSWER_TAG_RE.findall(text)
+    assert parsing._last_answer_tag(text) == (tags[-1] if tags else None)
+    value = text.strip()
+    ref = _REF_FENCE_RE.match(value)
+    assert parsing._unfence(value) == (ref.group(1) if ref else None)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "Tool Name: X\n" + " " * 200_000 + "\nCommand: 1",
+        " \t" * 200_000,
+        "#" + " " * 400_000,
+        "Tool Name" + " " * 400_000 + "x",
+        "<answer>" * 50_000,
+        "```json\n{" * 50_000,
+        "Command: " + "`" * 200_000 + " " * 200_000 + "x",
+    ],
+    ids=["whitespace-line", "tabs", "hash-spaces", "name-spaces", "answer-tags", "json-fences", "backticks"],
+)
+def test_pathological_actions_parse_fast(action):
+    """Each took from minutes to hours with the reference regexes; linear scans take milliseconds."""
+    start = time.perf_counter()
+    parse_action(action)
+    assert time.perf_counter() - start < 5.0
+
+
+def test_deeply_nested_json_never_raises():
+    deep = '{"command": ' + "[" * 900 + "]" * 900 + ', "tool_name": "T"}'
+    p = parse_action(deep)
+    assert isinstance(p.problems, list)
+    json.dumps(p.to_dict())
+
+
+def test_long_keys_stay_out_of_the_key_cache():
+    """The key cache would keep every long key alive; only short keys go through it."""
+    parsing._cached_key_to_field.cache_clear()
+    for i in range(50):
+        assert parse_action(json.dumps({"k" * 10_000 + str(i): 1, "command": "x"})).command == "x"
+    assert parsing._cached_key_to_field.cache_info().currsize == 1  # "command" only
