@@ -144,14 +144,20 @@ def test_host_secrets_are_not_visible(tool, monkeypatch):
     home = os.path.expanduser("~")
     secret = Path(home) / f".agentflow-test-secret-{uuid.uuid4().hex}"
     secret.write_text("sk-home-secret")
+    shared = [Path(tempfile.mkstemp(dir=d, prefix="agentflow-other-user-")[1]) for d in ("/tmp", "/var/tmp")]
+    for f in shared:
+        f.write_text("another user's file")
+        f.chmod(0o644)
     try:
-        for path in ("/etc/shadow", "/etc/passwd", "/etc/hostname", str(secret), "/var/tmp", "/run"):
+        for path in ("/etc/shadow", "/etc/passwd", "/etc/hostname", str(secret), "/var/tmp", "/run", *map(str, shared)):
             _fails(tool, f"import os\nos.listdir({path!r}) if os.path.isdir({path!r}) else open({path!r}).read()")
         for folder in {"/root", "/home", home}:
             r = tool.run(f"import os\nos.listdir({folder!r}) if os.path.isdir({folder!r}) else []", 5)
             assert r.ok and set(eval(r.text)) <= _ancestors_of_the_interpreter(folder), (folder, r.text)
     finally:
         secret.unlink()
+        for f in shared:
+            f.unlink()
     r = tool.run("import os\nprint(dict(os.environ))\nprint(open('/proc/1/environ').read())", 5)
     assert "sk-test-secret" not in r.text
     r = tool.run("import os\nsorted(os.listdir('/'))", 5)
@@ -209,9 +215,15 @@ def test_writes_to_the_host_fail(tool, tmp_path):
             assert not target.exists()
         _fails(tool, "import shutil\nshutil.rmtree('/usr/lib')")
         assert Path("/usr/lib").is_dir()
+        home_dir = Path(tempfile.mkdtemp(dir=os.path.expanduser("~"), prefix=".agentflow-keep-"))
+        (home_dir / "data.txt").write_text("keep me")
+        tool.run(f"import shutil\nshutil.rmtree({str(home_dir)!r})", 5)
+        assert (home_dir / "data.txt").read_text() == "keep me"
     finally:
         for target in targets[:3]:
             target.unlink(missing_ok=True)
+        if "home_dir" in locals():
+            shutil.rmtree(home_dir, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------ sockets and network
@@ -360,30 +372,64 @@ def test_fork_and_exit_chains_are_dead_right_after_reset(tool):
         "        time.sleep(0.005)\n"
         "if os.fork() == 0:\n    hop(0)\n"
         "time.sleep(0.3)\n"
-        "os.readlink('/proc/self/ns/pid')"
+        "os.stat('/proc/self/ns/pid').st_ino, os.getuid()"
     )
     r = tool.run(chain, 5)
-    assert r.ok and r.text.startswith("'pid:["), r.text
-    ns_inode = int(r.text.strip("'")[5:-1])
+    assert r.ok, r.text
+    ns_inode, uid = eval(r.text)
     tool.reset()
-
-    def members() -> list[int]:
-        found = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if os.stat(f"/proc/{entry}/ns/pid").st_ino == ns_inode:
-                        found.append(int(entry))
-                except OSError:
-                    pass
-        return found
-
-    assert members() == []  # at once, not after a grace period
+    _assert_gone(tool, ns_inode, uid)  # at once, not after a grace period
     _ok(tool)
+
+
+def test_a_double_forked_daemon_dies_when_the_tool_closes(mode):
+    t = _start(mode)
+    daemon = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(600)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.2)\n"
+        "os.stat('/proc/self/ns/pid').st_ino, os.getuid()"
+    )
+    try:
+        r = t.run(daemon, 5)
+        assert r.ok, r.text
+    finally:
+        t.close()
+    _assert_gone(None, *eval(r.text))
+
+
+def _assert_gone(tool: PythonCoderTool | None, ns_inode: int, uid: int) -> None:
+    """Nothing is left of a killed worker: no process in its pid namespace, none with its private uid."""
+    if tool is not None:  # a freed namespace's inode number is soon reused, e.g. by the worker forked at reset
+        ns_now, _ = eval(tool.run("import os\nos.stat('/proc/self/ns/pid').st_ino, os.getuid()", 5).text)
+        if ns_now == ns_inode:
+            ns_inode = -1
+    assert _pid_namespace_members(ns_inode) == []
+    if tool is None or tool.sandbox_info.private_uids:
+        left = [pid for pid, (u, state) in zyg._proc_uids().items() if u == uid and state != "Z"]
+        assert left == [] or uid == os.getuid(), left
+
+
+def _pid_namespace_members(ns_inode: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/pid").st_ino == ns_inode:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
 
 
 def test_signals_stay_inside_the_worker(tool, other):
     host = os.getpid()
+    r = tool.run("import os\nsorted(int(p) for p in os.listdir('/proc') if p.isdigit())", 5)
+    assert host not in eval(r.text) and max(eval(r.text)) < 100, r.text  # only its own pid namespace
     tool.run(f"import os, signal\nos.kill(-1, signal.SIGKILL)\nos.kill({host}, signal.SIGKILL)", 5)
     _fails(tool, "import os\nos.kill(1, 9)\nos.kill(0, 9)")
     assert os.getpid() == host
