@@ -17,6 +17,7 @@ from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.spaces import UnicodeText, observation_space
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
+from agentflow_env.turn_rewards import TurnSignals
 from agentflow_env.types import ListTaskSource, MemoryStep, Task, TaskSource, ToolResult, TurnRecord, find_task_index
 
 __all__ = ["AgentFlowEnv"]
@@ -46,6 +47,9 @@ class AgentFlowEnv(gym.Env[dict, str]):
 
     ## Reward
     0 on every step but the last, then the scorer's value of the final answer, in [0, 1].
+    ``info["turn_signals"]`` says on every step whether the turn was an invalid action, a tool error or a
+    repeated call, and gives the verifier's verdict; ``turn_rewards={"invalid_action": -0.1, ...}`` (opt-in)
+    adds those penalties to the step reward, capped per episode (see :mod:`agentflow_env.turn_rewards`).
 
     ## LLM modes
     ``executor``/``verifier``/``generator`` = ``"llm"`` call ``engine`` (an Engine or a spec string
@@ -84,6 +88,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         tool_timeout_s: float = 30.0,
         memory_budget: int = 8000,
         max_action_chars: int = 100_000,
+        turn_rewards: dict[str, float] | None = None,
         instructions: str = "",
         render_mode: str | None = None,
         name: str = "AgentFlowEnv",
@@ -141,6 +146,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self._started = 0.0
         self._done = True
         self._memory_cache: tuple[Any, str] = (None, "")
+        self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -159,6 +165,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self._memory_cache = (None, "")
         self.turn = 0
         self._trajectory = []
+        self._signals.reset()
         self._done = False
         for tool in self.tools:
             reset = getattr(tool, "reset", None)
@@ -207,6 +214,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
             else:
                 record.verifier = "CONTINUE"
             verifier_note = getattr(self._verifier, "last_note", None) if record.verifier else None
+        signals = self._signals.observe(record, parsed.is_final)
         if not terminated:
             if self.turn >= self.max_turns:
                 truncated = True
@@ -215,14 +223,15 @@ class AgentFlowEnv(gym.Env[dict, str]):
                 record.error = (record.error or "") + " (time budget exhausted)"
         record.seconds = time.perf_counter() - started
         self._trajectory.append(record.to_dict())
-        reward = 0.0
+        reward = self._signals.shaping(signals)  # 0.0 unless turn_rewards= asks for penalties
         info = self._info()
+        info["turn_signals"] = signals
         if rejected:
             info["action_rejected"] = rejected
         if verifier_note:
             info["verifier_note"] = verifier_note
         if terminated or truncated:
-            reward = self._finish(answer, info)
+            reward += self._finish(answer, info)
         obs = self._observation()
         if self.render_mode == "human":
             self.render()
