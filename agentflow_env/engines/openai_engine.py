@@ -35,6 +35,10 @@ class OpenAIEngine:
       when it is shorter than ``max_backoff``).
     - ``concurrency``: most requests in flight from this engine, across threads.
     - ``extra_body``: extra JSON fields for every request (e.g. vLLM's ``{"top_k": 20}``).
+
+    After each ``generate``, ``last_usage`` holds one ``{"prompt_tokens", "completion_tokens"}`` per prompt
+    as the server reported it (``None`` where it reported none, or only an estimate), and ``usage_total``
+    adds them up over the engine's life.
     """
 
     def __init__(
@@ -65,6 +69,9 @@ class OpenAIEngine:
         self.concurrency = int(concurrency)
         self.extra_body = dict(extra_body or {})
         self._slots = threading.BoundedSemaphore(self.concurrency)
+        self.last_usage: list[dict[str, int] | None] = []
+        self.usage_total = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "requests_with_usage": 0}
+        self._usage_lock = threading.Lock()
         self._rng = random.Random(0)
         if client is None:
             try:
@@ -106,11 +113,30 @@ class OpenAIEngine:
             raise ConfigError("engines return one completion per prompt; repeat the prompt instead of n > 1")
         prompts = list(prompts)
         if len(prompts) <= 1:
-            return [self._one(p, sampling) for p in prompts]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)), thread_name_prefix="openai") as pool:
-            return list(pool.map(lambda p: self._one(p, sampling), prompts))
+            results = [self._one(p, sampling) for p in prompts]
+        else:
+            workers = min(self.concurrency, len(prompts))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai") as pool:
+                results = list(pool.map(lambda p: self._one(p, sampling), prompts))
+        self.last_usage = [usage for _, usage in results]
+        return [text for text, _ in results]
 
-    def _request(self, prompt: Prompt, sampling: SamplingParams) -> str:
+    def _record(self, out: Any) -> dict[str, int] | None:
+        """The reply's token counts, when the server reported real ones (not an estimate)."""
+        usage = getattr(out, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        extra = getattr(usage, "model_extra", None) or {}
+        with self._usage_lock:
+            self.usage_total["requests"] += 1
+            if not isinstance(prompt, int) or not isinstance(completion, int) or extra.get("estimated"):
+                return None
+            self.usage_total["requests_with_usage"] += 1
+            self.usage_total["prompt_tokens"] += prompt
+            self.usage_total["completion_tokens"] += completion
+        return {"prompt_tokens": prompt, "completion_tokens": completion}
+
+    def _request(self, prompt: Prompt, sampling: SamplingParams) -> tuple[str, dict[str, int] | None]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "temperature": sampling.temperature,
@@ -125,13 +151,13 @@ class OpenAIEngine:
             kwargs["extra_body"] = self.extra_body
         if self.mode == "chat":
             out = self.client.chat.completions.create(messages=as_chat(prompt), **kwargs)
-            return out.choices[0].message.content or ""
+            return out.choices[0].message.content or "", self._record(out)
         from agentflow_env.engines import prompt_text
 
         out = self.client.completions.create(prompt=prompt_text(prompt), **kwargs)
-        return out.choices[0].text or ""
+        return out.choices[0].text or "", self._record(out)
 
-    def _one(self, prompt: Prompt, sampling: SamplingParams) -> str:
+    def _one(self, prompt: Prompt, sampling: SamplingParams) -> tuple[str, dict[str, int] | None]:
         attempt = 0
         while True:
             with self._slots:
