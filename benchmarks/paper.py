@@ -288,7 +288,9 @@ def _gold_values(value: Any, origin: str, row: int) -> list[str]:
             item = int(item)
         golds.append(_text(item, origin, row, "gold answer").strip())
     if not golds:
-        raise DataError(f"{origin}: record {row} has a missing or empty gold answer (got {value!r:.60}); fill in its answer field")
+        raise DataError(
+            f"{origin}: record {row} has a missing or empty gold answer (got {value!r:.60}); fill in its answer field"
+        )
     return golds
 
 
