@@ -437,3 +437,23 @@ def test_the_search_tool_reports_a_damaged_index(clean: Path, tmp_path: Path) ->
     truncate(INDICES_FILE, 0.5)(folder)
     result = BM25SearchTool(index_path=folder).run("w1")
     assert not result.ok and "IndexCorrupted" in result.text and str(folder) in result.text
+
+
+def test_a_verified_folder_is_not_read_again_until_a_file_changes(clean: Path, tmp_path: Path, monkeypatch) -> None:
+    from agentflow_env.tools import index_check
+
+    folder = tmp_path / "idx"
+    shutil.copytree(clean, folder)
+    reads: list[str] = []
+    original = index_check._crc32
+    monkeypatch.setattr(index_check, "_crc32", lambda path: reads.append(path.name) or original(path))
+    BM25Index.load(folder)
+    assert len(reads) == len(FILES) - 1
+    BM25Index.load(folder)
+    assert len(reads) == len(FILES) - 1  # same files, same times: not read again
+    flip(PASSAGES_FILE, 40)(folder)  # rewritten: a new modification time
+    with pytest.raises(IndexCorrupted, match=r"passages\.jsonl does not match"):
+        BM25Index.load(folder)
+    result = BM25SearchTool(index_path=folder, verify=False).run("w1")  # opens: the structure is intact
+    assert "could not open" not in result.text
+    assert result.ok or "IndexCorrupted" in result.text  # unless the damaged passage is among the hits

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,22 @@ def settings_checksum(meta: dict[str, Any]) -> str:
     return f"{zlib.crc32(json.dumps(body, sort_keys=True).encode()):08x}"
 
 
+# folders whose files matched their checksums in this process, with the files' identity and times then
+_verified: dict[Path, tuple[tuple[str, int, int, int], ...]] = {}
+_verified_lock = threading.Lock()
+
+
+def _signature(folder: Path, names: list[str]) -> tuple[tuple[str, int, int, int], ...]:
+    stats = [(name, (folder / name).stat()) for name in names]
+    return tuple((name, st.st_ino, st.st_size, st.st_mtime_ns) for name, st in stats)
+
+
 def verify_checksums(folder: Path, meta: dict[str, Any]) -> bool:
-    """Compare every file with the checksums in ``meta``; ``False`` when the index predates checksums."""
+    """Compare every file with the checksums in ``meta``; ``False`` when the index predates checksums.
+
+    A folder verified earlier in this process is not read again while none of its files was replaced or
+    modified since (same inode, size and modification time): many environments may open one large index.
+    """
     sums = meta.get("checksums")
     if sums is None:
         return False
@@ -62,10 +77,17 @@ def verify_checksums(folder: Path, meta: dict[str, Any]) -> bool:
         raise corrupted(folder, "the checksum table in agentflow_index.json is malformed")
     if sums.get("settings") != settings_checksum(meta):
         raise corrupted(folder, "agentflow_index.json was changed after the index was built (its checksum differs)")
+    names = [str(name) for name in sums["files"]]
+    for name in names:
+        if not (folder / name).is_file():
+            raise corrupted(folder, f"the file {name} is missing")
+    key = folder.resolve()
+    signature = _signature(folder, [*names, "agentflow_index.json"])
+    with _verified_lock:
+        if _verified.get(key) == signature:
+            return True
     for name, want in sums["files"].items():
         path = folder / str(name)
-        if not path.is_file():
-            raise corrupted(folder, f"the file {name} is missing")
         if not isinstance(want, dict):
             raise corrupted(folder, "the checksum table in agentflow_index.json is malformed")
         size = path.stat().st_size
@@ -73,6 +95,8 @@ def verify_checksums(folder: Path, meta: dict[str, Any]) -> bool:
             raise corrupted(folder, f"{name} has {size} bytes, but {want.get('bytes')} were written (truncated?)")
         if _crc32(path) != want.get("crc32"):
             raise corrupted(folder, f"{name} does not match the checksum written when the index was built")
+    with _verified_lock:
+        _verified[key] = signature
     return True
 
 

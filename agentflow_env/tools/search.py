@@ -885,7 +885,11 @@ def format_hits(hits: Sequence[SearchHit], max_chars: int = 2000) -> str:
 
 
 class BM25SearchTool(BaseTool):
-    """Keyword (BM25) search over a local passage corpus; returns numbered passages with titles."""
+    """Keyword (BM25) search over a local passage corpus; returns numbered passages with titles.
+
+    An index folder is checked when first opened (see :meth:`BM25Index.load`); ``verify=False`` skips only the
+    checksums, for a very large index on a slow disk. A damaged folder makes every call answer with an error.
+    """
 
     name = "Local_Search_Tool"
     description = (
@@ -906,6 +910,7 @@ class BM25SearchTool(BaseTool):
         max_chars: int = 2000,
         name: str | None = None,
         description: str | None = None,
+        verify: bool = True,
     ):
         if name is not None:
             self.name = name
@@ -917,6 +922,7 @@ class BM25SearchTool(BaseTool):
         self._owns_index = False  # an index handed in may be shared (e.g. cached per world): never close it
         self._index_path = Path(index_path) if index_path is not None else None
         self._passages = passages
+        self._verify = verify  # check an index folder's checksums on opening (its structure is always checked)
         self._load_error: str | None = None
 
     @property
@@ -941,7 +947,7 @@ class BM25SearchTool(BaseTool):
             passages, self._passages = self._passages, None
             return BM25Index.build(passages)
         path = self._default_path()
-        return BM25Index.load(path) if path is not None else None
+        return BM25Index.load(path, verify=self._verify) if path is not None else None
 
     def _missing_message(self) -> str:
         return (
