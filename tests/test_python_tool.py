@@ -467,3 +467,13 @@ def test_env_episode_survives_malicious_commands():
     finally:
         env.close()
     assert tool._state.idle == [] and not tool._state.registered
+
+
+def test_preload_allows_a_package_and_its_dependencies_in_the_sandbox():
+    pytest.importorskip("pandas")
+    t = PythonCoderTool(preload=("pandas",))
+    try:
+        assert t.sandbox_info.missing_preloads == ()
+        assert t.run("import pandas as pd\npd.DataFrame({'a': [1, 2]}).sum().to_dict()", 30).text == "{'a': 3}"
+    finally:
+        t.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import re
 import sys
 import sysconfig
 from collections.abc import Sequence
@@ -32,10 +33,46 @@ def interpreter() -> str:
     return os.path.realpath(sys.executable)
 
 
+def with_dependencies(names: Sequence[str]) -> list[str]:
+    """``names`` plus the top-level modules of the packages they require (not extras), transitively."""
+    import importlib.metadata as md
+
+    try:
+        owners = md.packages_distributions()
+    except Exception:  # broken metadata: the names as given
+        return list(dict.fromkeys(names))
+    provides: dict[str, list[str]] = {}
+    for module, dists in owners.items():
+        for dist in dists:
+            provides.setdefault(dist.lower().replace("_", "-"), []).append(module)
+    found = dict.fromkeys(n.split(".")[0] for n in names)
+    todo = list(found)
+    seen_dists: set[str] = set()
+    while todo:
+        for dist in owners.get(todo.pop(), ()):
+            key = dist.lower().replace("_", "-")
+            if key in seen_dists:
+                continue
+            seen_dists.add(key)
+            try:
+                requires = md.requires(dist) or []
+            except md.PackageNotFoundError:
+                continue
+            for req in requires:
+                if "extra ==" in req.replace("extra==", "extra =="):
+                    continue
+                match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
+                for module in provides.get(match.group(0).lower().replace("_", "-"), []) if match else []:
+                    if module not in found and not module.startswith("_"):
+                        found[module] = None
+                        todo.append(module)
+    return list(found)
+
+
 def _package_paths(names: Sequence[str]) -> list[tuple[str, str]]:
     """(host path, name inside SITE_DIR) for each importable top-level package, with its bundled ``.libs``."""
     found: list[tuple[str, str]] = []
-    for name in dict.fromkeys(n.split(".")[0] for n in names):
+    for name in with_dependencies(names):
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
