@@ -335,6 +335,8 @@ def evaluate(config: EvalConfig) -> EvalResult:
     if config.batch_size < 1:
         raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
     protocol = load_protocol(config.protocol)
+    if config.judge_engine and not protocol.uses_judge:
+        logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
     policies = _policies(config, protocol)  # a bad spec fails before anything is written
     run_dir = Path(config.out) / protocol.name / config.run_name
     with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
