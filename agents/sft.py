@@ -473,8 +473,10 @@ def _run(args: argparse.Namespace) -> int:
 
     def on_step(step: int, loss: float) -> None:
         if bar is not None:
-            bar.update(1)
             bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+            bar.update(1)
+            if bar.total is not None and bar.n >= bar.total:
+                bar.close()  # before saving, so the library's own save bars do not nest under it
 
     try:
         result = train_sft(config, on_step=on_step, on_start=on_start)

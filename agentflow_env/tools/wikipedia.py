@@ -232,6 +232,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _run_build_index(args: argparse.Namespace) -> int:
     out = Path(args.output_dir)
+    if args.format != "hub" and not Path(args.input).exists():  # before the progress bar starts
+        sys.stderr.write(f"error: {args.format} dump {args.input} not found; pass --input PATH of an existing file\n")
+        return 2
     if out.exists() and any(out.iterdir()) and not args.force:
         sys.stderr.write(f"error: {out} exists and is not empty; choose another --output-dir or pass --force\n")
         return 2
