@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
+from agents.data_parallel import DataParallel
 from agents.flow_grpo_config import FlowGRPOConfig
 from agents.rollout_correction import MismatchStats, truncated_importance_weights
 
@@ -39,6 +40,8 @@ __all__ = [
     "importance_ratio",
     "k3_kl",
     "masked_mean",
+    "returns_to_go",
+    "returns_to_go_advantages",
     "rft_loss",
     "train",
     "turn_weights",
@@ -75,6 +78,47 @@ def broadcast_to_turns(advantages: torch.Tensor, turns_per_rollout: Sequence[int
     if counts.numel() != advantages.numel():
         raise ValueError(f"{advantages.numel()} advantages but {counts.numel()} turn counts")
     return torch.repeat_interleave(advantages, counts)
+
+
+def returns_to_go(rewards: Sequence[float], gamma: float = 1.0) -> list[float]:
+    """G_t = r_t + gamma * G_{t+1}: the discounted return from each turn of one rollout on."""
+    out, acc = [0.0] * len(rewards), 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        acc = float(rewards[t]) + gamma * acc
+        out[t] = acc
+    return out
+
+
+def returns_to_go_advantages(
+    turn_rewards: Sequence[Sequence[float]],
+    group_size: int,
+    gamma: float = 1.0,
+    scale_std: bool = True,
+    eps: float = 1e-4,
+) -> list[list[float]]:
+    """Per-turn advantages A_{i,t} = (G_{i,t} - mu) / (sigma + eps) from each rollout's step rewards.
+
+    G_{i,t} is :func:`returns_to_go` of rollout i's step rewards. mu and sigma are the mean and population
+    std of the G_{i,t} of the rollout's group with every rollout weighing the same (each of its T_i turns
+    weighs 1/T_i): mu = 1/G sum_i 1/T_i sum_t G_{i,t}, sigma^2 = 1/G sum_i 1/T_i sum_t (G_{i,t} - mu)^2.
+    With gamma = 1 and outcome-only rewards G_{i,t} = R_i, so this is :func:`group_advantages` broadcast to
+    every turn; a group whose returns are all equal gets zero, and |A| <= sqrt(G * max_i T_i) otherwise.
+    """
+    if len(turn_rewards) % group_size:
+        raise ValueError(f"{len(turn_rewards)} rollouts do not split into groups of {group_size}")
+    returns = [returns_to_go(r, gamma) for r in turn_rewards]
+    out: list[list[float]] = []
+    for start in range(0, len(returns), group_size):
+        group = returns[start : start + group_size]
+        rollouts = [g for g in group if g]
+        mu = sum(sum(g) / len(g) for g in rollouts) / max(len(rollouts), 1)
+        var = sum(sum((x - mu) ** 2 for x in g) / len(g) for g in rollouts) / max(len(rollouts), 1)
+        if var == 0.0:  # every return of the group is the same: no turn is better than another
+            out += [[0.0] * len(g) for g in group]
+            continue
+        scale = math.sqrt(var) + eps if scale_std else 1.0
+        out += [[(x - mu) / scale for x in g] for g in group]
+    return out
 
 
 def importance_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
@@ -378,6 +422,8 @@ class Rollouts:
 
     rewards: list[float]
     turns: list[list[TurnSample]]
+    turn_rewards: list[list[float]] = field(default_factory=list)  # each rollout's step rewards, in turn order
+    scores: list[float] = field(default_factory=list)  # the env's score of each final answer (success: >= 1)
     tool_errors: int = 0
     num_turns: int = 0
     generated_tokens: int = 0
@@ -452,6 +498,14 @@ class FlowGRPOLearner:
         if config.threads:
             torch.set_num_threads(config.threads)
         self.device = _resolve_device(config)
+        self.dp = DataParallel.from_env(self.device)  # torchrun / accelerate launch: one rank per process
+        if config.questions_per_step < self.dp.world_size:
+            from agentflow_env.error import ConfigError
+
+            raise ConfigError(
+                f"questions_per_step={config.questions_per_step} is less than the {self.dp.world_size} data-parallel "
+                "ranks; every rank needs at least one question per step"
+            )
         self.out = Path(config.output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         set_seed(config.seed)
@@ -462,6 +516,7 @@ class FlowGRPOLearner:
         if config.dtype == "bfloat16" or (config.dtype == "auto" and cuda):
             self.autocast_dtype = torch.bfloat16
         model.to(self.device)
+        self.dp.broadcast_parameters(model)  # every rank starts from rank 0's weights
         self.reference = None
         if config.reference == "copy" and config.beta > 0 and config.algorithm == "flow_grpo":
             self.reference = copy.deepcopy(model).eval()
@@ -469,6 +524,7 @@ class FlowGRPOLearner:
                 p.requires_grad_(False)
         if config.lora:
             model = self._wrap_lora(model)
+            self.dp.broadcast_parameters(model)
         checkpointing = config.gradient_checkpointing == "on" or (config.gradient_checkpointing == "auto" and cuda)
         if checkpointing:
             model.config.use_cache = False
@@ -584,22 +640,35 @@ class FlowGRPOLearner:
 
         cfg = self.config
         started = time.perf_counter()
-        torch.manual_seed(_step_seed(cfg.seed, self.step))  # sampling depends only on (seed, step)
+        torch.manual_seed(_step_seed(cfg.seed, self.step) + self.dp.rank)  # sampling depends only on (seed, step, rank)
 
         # 1. rollout: B questions x G rollouts with the current policy
         self.backend.sync_weights(self.model)
         task_rng = np.random.default_rng([cfg.seed, self.step])
         n_tasks = len(self.tasks(cfg.train_split))
         questions = task_rng.choice(n_tasks, size=cfg.questions_per_step, replace=n_tasks < cfg.questions_per_step)
+        first, stop = self.dp.shard(len(questions))  # data-parallel: this rank's share (whole groups)
         rollouts = self.collect(
-            cfg.train_split, [int(q) for q in questions], cfg.group_size, seed=_step_seed(cfg.seed, self.step)
+            cfg.train_split,
+            [int(q) for q in questions[first:stop]],
+            cfg.group_size,
+            seed=_step_seed(cfg.seed, self.step) + first * cfg.group_size,  # each episode's env seed as in one process
         )
         rollout_s = time.perf_counter() - started
 
         # 2. advantages: group-normalised outcome, broadcast to every turn of each rollout
+        #    (or each turn's group-normalised discounted return from there on, advantage=returns_to_go)
         rewards = torch.tensor(rollouts.rewards, dtype=torch.float32)
-        advantages = group_advantages(rewards, cfg.group_size, scale_std=cfg.scale_rewards == "group", eps=cfg.adv_eps)
-        turn_adv = broadcast_to_turns(advantages, [len(t) for t in rollouts.turns])
+        scale_std = cfg.scale_rewards == "group"
+        if cfg.advantage == "returns_to_go":
+            per_turn = returns_to_go_advantages(
+                rollouts.turn_rewards, cfg.group_size, cfg.gamma, scale_std, cfg.adv_eps
+            )
+            turn_adv = torch.tensor([a for adv in per_turn for a in adv], dtype=torch.float32)
+        else:
+            advantages = group_advantages(rewards, cfg.group_size, scale_std=scale_std, eps=cfg.adv_eps)
+            turn_adv = broadcast_to_turns(advantages, [len(t) for t in rollouts.turns])
+        rollout_adv = torch.stack([a.abs().sum() for a in turn_adv.split([len(t) for t in rollouts.turns])])
         samples = [s for turns in rollouts.turns for s in turns]
         for s, a in zip(samples, turn_adv.tolist()):
             s.advantage = a
@@ -615,60 +684,87 @@ class FlowGRPOLearner:
 
         # 3 + 4. loss and update: PPO epochs over shuffled minibatches of turn samples
         update_started = time.perf_counter()
-        stats = self._update(samples) if samples else {}
+        n_global = int(self.dp.sum([len(samples)])[0])  # every rank's turn samples
+        stats = self._update(samples, n_global) if n_global else {}
         update_s = time.perf_counter() - update_started
         self.step += 1
 
-        trained_tokens = sum(len(s.prompt_ids) + len(s.response_ids) for s in samples) * cfg.ppo_epochs
-        n_traj = len(rollouts.rewards)
+        # the counts of every rank (data-parallel) or of this process
+        local = [
+            float(rewards.sum()),
+            float(sum(score >= 1.0 for score in rollouts.scores)),
+            float(len(rollouts.rewards)),
+            float(rollouts.num_turns),
+            float(rollouts.tool_errors),
+            float(rollouts.generated_tokens),
+            float(len(samples)),
+            float((rollout_adv.reshape(-1, cfg.group_size).sum(1) == 0).sum()),
+            float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples) * cfg.ppo_epochs),
+        ]
+        reward, successes, n_traj, n_turns, tool_errors, gen_tokens, trained, zero_groups, trained_tokens = self.dp.sum(
+            local
+        )
         metrics = {
-            "rollout/reward": float(rewards.mean()),
-            "rollout/success_rate": float((rewards >= 1.0).float().mean()),
-            "rollout/turns": rollouts.num_turns / max(n_traj, 1),
-            "rollout/tool_error_rate": rollouts.tool_errors / max(rollouts.num_turns, 1),
-            "rollout/response_tokens": rollouts.generated_tokens / max(rollouts.num_turns, 1),
-            "rollout/trained_turns": float(len(samples)),
-            "rollout/zero_advantage_groups": float(
-                (advantages.reshape(-1, cfg.group_size).abs().sum(1) == 0).float().mean()
-            ),
+            "rollout/reward": reward / max(n_traj, 1),
+            "rollout/success_rate": successes / max(n_traj, 1),
+            "rollout/turns": n_turns / max(n_traj, 1),
+            "rollout/tool_error_rate": tool_errors / max(n_turns, 1),
+            "rollout/response_tokens": gen_tokens / max(n_turns, 1),
+            "rollout/trained_turns": trained,
+            "rollout/zero_advantage_groups": zero_groups * cfg.group_size / max(n_traj, 1),
             **stats,
             "perf/rollout_s": rollout_s,
             "perf/update_s": update_s,
             "perf/step_s": time.perf_counter() - started,
             "perf/tokens_per_s": trained_tokens / max(update_s, 1e-9),
-            "perf/rollout_tokens_per_s": rollouts.generated_tokens / max(rollout_s, 1e-9),
+            "perf/rollout_tokens_per_s": gen_tokens / max(rollout_s, 1e-9),
         }
         return metrics
 
-    def _update(self, samples: list[TurnSample]) -> dict[str, float]:
+    def _update(self, samples: list[TurnSample], n_global: int) -> dict[str, float]:
+        """PPO epochs over shuffled minibatches of this rank's turns (``n_global``: all ranks' turns)."""
         import torch
 
         cfg = self.config
         # one pass over one minibatch: the policy has not moved yet, so old log-probs are the current
         # ones detached (saves a forward); otherwise they are frozen before the first update
-        if cfg.algorithm == "flow_grpo" and (cfg.ppo_epochs > 1 or len(samples) > cfg.minibatch_size):
+        if cfg.algorithm == "flow_grpo" and (cfg.ppo_epochs > 1 or n_global > cfg.minibatch_size):
             self._fill_old_and_ref_logprobs(samples)
         gen = torch.Generator().manual_seed(_step_seed(cfg.seed, self.step) + 1)
+        # data-parallel: every rank cuts its turns into the same number of minibatches (so all ranks take
+        # the same optimizer steps); minibatch j is the union of every rank's j-th slice
+        slices = _minibatch_count(n_global, max(self.dp.gather(len(samples))), cfg.minibatch_size)
         totals: dict[str, float] = {}
         updates = 0
         self.model.train()
         for _epoch in range(cfg.ppo_epochs):
             order = torch.randperm(len(samples), generator=gen).tolist()
-            for start in range(0, len(order), cfg.minibatch_size):
-                minibatch = [samples[i] for i in order[start : start + cfg.minibatch_size]]
-                part = self._minibatch_update(minibatch)
-                for k, v in part.items():
+            if self.dp.enabled:
+                parts = [order[a:b] for a, b in _even_bounds(len(order), slices)]
+            else:
+                parts = [
+                    order[start : start + cfg.minibatch_size] for start in range(0, len(order), cfg.minibatch_size)
+                ]
+            for part in parts:
+                for k, v in self._minibatch_update([samples[i] for i in part]).items():
                     totals[k] = totals.get(k, 0.0) + v
                 updates += 1
-        return {**{k: v / max(updates, 1) for k, v in totals.items()}, **self._mismatch.flush()}
+        stats = {k: v / max(updates, 1) for k, v in totals.items()}
+        if self.dp.enabled:  # each rank's sums are its share of the minibatch means: add them up
+            ranks = self.dp.gather(stats)
+            stats = {k: sum(r.get(k, 0.0) for r in ranks) for k in sorted(set().union(*ranks))}
+            stats["losses/grad_norm"] = ranks[0]["losses/grad_norm"]  # the same all-reduced gradient everywhere
+        return {**stats, **self._mismatch.flush()}
 
     def _minibatch_update(self, minibatch: list[TurnSample]) -> dict[str, float]:
         import torch
 
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
-        micro = math.ceil(len(minibatch) / cfg.grad_accum_steps)
-        total_weight = sum(s.weight for s in minibatch)
+        micro = max(math.ceil(len(minibatch) / cfg.grad_accum_steps), 1)
+        # the loss is the weighted mean over the turns of the whole minibatch, every rank's included: each
+        # rank divides by the total weight, so the all-reduced sum of gradients is the gradient of that mean
+        total_weight = self.dp.sum([sum(s.weight for s in minibatch)])[0]
         sums: dict[str, float] = {}
         for start in range(0, len(minibatch), micro):
             chunk = minibatch[start : start + micro]
@@ -684,6 +780,7 @@ class FlowGRPOLearner:
             for k, v in parts.items():
                 sums[k] = sums.get(k, 0.0) + v * weight
         params = [p for p in self.model.parameters() if p.requires_grad]
+        self.dp.all_reduce_grads(params)
         norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))
         sums["losses/grad_norm"] = float(norm)
         self.optimizer.step()
@@ -782,17 +879,26 @@ class FlowGRPOLearner:
         split = split or self.config.eval_split
         n = min(num_tasks or self.config.eval_tasks, len(self.tasks(split)))
         self.backend.sync_weights(self.model)
-        rollouts = self.collect(split, list(range(n)), 1, seed=self.config.seed, greedy=True)
-        rewards = np.asarray(rollouts.rewards, dtype=float)
+        first, stop = self.dp.shard(n)  # data-parallel: each rank plays its share, the counts are summed
+        scores: list[float] = []
+        turns = 0
+        if stop > first:
+            rollouts = self.collect(split, list(range(first, stop)), 1, seed=self.config.seed + first, greedy=True)
+            scores, turns = rollouts.scores, rollouts.num_turns
+        successes, total, turns_sum, count = self.dp.sum(
+            [sum(s >= 1.0 for s in scores), sum(scores), turns, len(scores)]
+        )
         env_id = self.config.env_id.split("/", 1)[-1]
         return {
-            f"eval/{env_id}/success": float((rewards >= 1.0).mean()),
-            f"eval/{env_id}/score": float(rewards.mean()),
-            f"eval/{env_id}/turns": rollouts.num_turns / max(len(rewards), 1),
+            f"eval/{env_id}/success": successes / max(count, 1),
+            f"eval/{env_id}/score": total / max(count, 1),
+            f"eval/{env_id}/turns": turns_sum / max(count, 1),
         }
 
     # ------------------------------------------------------------------ logs and checkpoints
     def log(self, metrics: dict[str, float]) -> None:
+        if not self.dp.is_main:  # one log per run: rank 0's (its metrics are already summed over ranks)
+            return
         record = {"step": self.step, **{k: float(v) for k, v in metrics.items()}}
         with self._metrics_file.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
@@ -806,9 +912,16 @@ class FlowGRPOLearner:
             self._tb.flush()
 
     def save_checkpoint(self) -> Path:
+        """The state of this step (rank 0 writes it: the ranks hold the same weights); every rank waits for it."""
+        folder = self.out / "checkpoints" / f"step-{self.step:06d}"
+        if self.dp.is_main:
+            self._write_checkpoint(folder)
+        self.dp.barrier()
+        return folder
+
+    def _write_checkpoint(self, folder: Path) -> None:
         import torch
 
-        folder = self.out / "checkpoints" / f"step-{self.step:06d}"
         tmp = folder.with_name(folder.name + ".tmp")
         tmp.mkdir(parents=True, exist_ok=True)
         trainable = {k: v for k, v in self.model.state_dict().items()}
@@ -826,7 +939,6 @@ class FlowGRPOLearner:
             shutil.rmtree(folder)
         tmp.rename(folder)
         self._prune_checkpoints()
-        return folder
 
     def _prune_checkpoints(self) -> None:
         keep = self.config.keep_checkpoints
@@ -852,7 +964,8 @@ class FlowGRPOLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         set_rng_state(state["rng"])
         self.step = int(state["step"])
-        self._truncate_metrics(self.step)
+        if self.dp.is_main:
+            self._truncate_metrics(self.step)
         logger.info("resumed from %s at step %d", folder, self.step)
 
     def _truncate_metrics(self, step: int) -> None:
@@ -872,6 +985,8 @@ class FlowGRPOLearner:
     def save_model(self, folder: Path | None = None) -> Path:
         """The policy in HF format (LoRA merged into a plain model copy), with its tokenizer."""
         folder = folder or self.out / "final"
+        if not self.dp.is_main:
+            return folder
         model = self.model
         if hasattr(model, "merge_and_unload"):
             model = copy.deepcopy(model).merge_and_unload()
@@ -885,6 +1000,7 @@ class FlowGRPOLearner:
         for runner in self._runners.values():
             runner.close()
         self._runners.clear()
+        self.dp.close()
 
 
 def _pad_values(rows: Sequence[Sequence[float]], mask: torch.Tensor) -> torch.Tensor:
@@ -926,16 +1042,35 @@ def _tis_enabled(config: FlowGRPOConfig) -> bool:
     return True
 
 
+def _minibatch_count(n_global: int, n_most: int, size: int) -> int:
+    """Minibatches per epoch when data-parallel: ceil(all turns / size), but never more than the largest
+    rank's turns (so no minibatch is empty on every rank)."""
+    return max(1, min(math.ceil(n_global / size), n_most))
+
+
+def _even_bounds(count: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ``[start, stop)`` ranges covering ``count`` items, sizes differing by at most 1."""
+    base, extra = divmod(count, parts)
+    bounds, start = [], 0
+    for i in range(parts):
+        stop = start + base + (i < extra)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
 def _step_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7919) % (2**31 - 1)
 
 
 def _to_rollouts(trajectories: Sequence[Any], reward_fn: Any = None) -> Rollouts:
     """Trajectories (from ``agents.rollout``) -> rewards and one :class:`TurnSample` per planner turn."""
-    rewards, turns = [], []
+    rewards, turns, turn_rewards, scores = [], [], [], []
     errors = n_turns = gen_tokens = 0
     for traj in trajectories:
         rewards.append(float(reward_fn(traj)) if reward_fn is not None else float(traj.reward))
+        turn_rewards.append([float(turn.reward) for turn in traj.turns])
+        scores.append(float(traj.score) if traj.score is not None else float(traj.reward))
         samples = []
         for turn in traj.turns:
             samples.append(
@@ -950,7 +1085,15 @@ def _to_rollouts(trajectories: Sequence[Any], reward_fn: Any = None) -> Rollouts
             errors += bool(getattr(turn, "error", None))
         n_turns += len(traj.turns)
         turns.append(samples)
-    return Rollouts(rewards=rewards, turns=turns, tool_errors=errors, num_turns=n_turns, generated_tokens=gen_tokens)
+    return Rollouts(
+        rewards=rewards,
+        turns=turns,
+        turn_rewards=turn_rewards,
+        scores=scores,
+        tool_errors=errors,
+        num_turns=n_turns,
+        generated_tokens=gen_tokens,
+    )
 
 
 # =============================================================================================
@@ -965,19 +1108,22 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
     ``config.max_minutes`` ends it after the step that crosses the time budget (checkpoint and model saved).
     """
     learner = FlowGRPOLearner(config)
+    main = learner.dp.is_main  # data-parallel: rank 0 keeps the log, the config and the model
     if config.resume and (ckpt := learner.latest_checkpoint()) is not None:
         learner.load_checkpoint(ckpt)
-    elif learner._metrics_file.is_file():  # a fresh run never appends to an older run's log
+    elif main and learner._metrics_file.is_file():  # a fresh run never appends to an older run's log
         stamp = time.strftime("%Y%m%d-%H%M%S")
         names = (f"metrics-before-{stamp}{suffix}.jsonl" for suffix in itertools.chain([""], itertools.count(1)))
         kept = next(p for p in map(learner.out.joinpath, names) if not p.exists())  # never overwrite an old log
         learner._metrics_file.rename(kept)
         logger.warning("starting afresh in %s: the previous metrics.jsonl is now %s", learner.out, kept.name)
-    (learner.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2), encoding="utf-8")
+    if main:
+        (learner.out / "config.json").write_text(json.dumps(config.to_dict(), indent=2), encoding="utf-8")
+    learner.dp.barrier()  # every rank has chosen its checkpoint before rank 0 writes a new one
     started = time.perf_counter()
     if config.eval_on_start and learner.step == 0:
         learner.log({**learner.evaluate(), "time/elapsed_s": time.perf_counter() - started})
-    bar = _progress(config, learner.step)
+    bar = _progress(config, learner.step) if main else None
     done_here = 0
     out_of_time = evaluated = False
     try:
@@ -996,7 +1142,7 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(reward=f"{metrics['rollout/reward']:.3f}", kl=f"{metrics.get('losses/kl', 0.0):.4f}")
-            if config.max_minutes and time.perf_counter() - started >= 60 * config.max_minutes:
+            if config.max_minutes and learner.dp.any(time.perf_counter() - started >= 60 * config.max_minutes):
                 out_of_time = learner.step < config.steps
                 logger.info("max_minutes=%s reached at step %d", config.max_minutes, learner.step)
                 break

@@ -35,6 +35,7 @@ def _doc(text: str, **kw: Any) -> Any:
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm": ("flow_grpo", "rft"),
     "loss_aggregation": ("trajectory", "turn"),
+    "advantage": ("broadcast", "returns_to_go"),
     "scale_rewards": ("group", "none"),
     "reference": ("copy", "lora_disabled", "none"),
     "backend": ("hf", "hf-generate", "vllm"),
@@ -135,6 +136,15 @@ class FlowGRPOConfig:
         default="trajectory",
     )
     scale_rewards: str = _doc("group: A=(R-mean)/(std+eps); none: A=R-mean (no std scaling)", default="group")
+    advantage: str = _doc(
+        "broadcast (the paper: the group-normalised return of a rollout goes to every one of its turns) | "
+        "returns_to_go (turn t gets the discounted return from t on, sum_k gamma^(k-t) r_k, of the env's step "
+        "rewards, normalised by the mean and std over all turns of its group with each rollout weighing the same; "
+        "with gamma=1 and outcome-only rewards it equals broadcast). Per-turn rewards come from the env's "
+        "turn_rewards= penalties (env_kwargs)",
+        default="broadcast",
+    )
+    gamma: float = _doc("discount of returns_to_go, in (0, 1]", default=1.0)
     adv_eps: float = _doc("eps in the advantage denominator", default=1e-4)
     eps_low: float = _doc("lower clip range of the importance ratio (1 - eps_low)", default=0.2)
     eps_high: float = _doc("upper clip range of the importance ratio (1 + eps_high)", default=0.3)
@@ -187,6 +197,7 @@ class FlowGRPOConfig:
                 f"eps_low={self.eps_low} must be in [0, 1) and eps_high={self.eps_high} >= 0; "
                 "the reference config uses eps_low=0.2, eps_high=0.3"
             )
+        self._check_advantage()
         if self.max_minutes < 0:
             raise ConfigError(f"max_minutes={self.max_minutes} must be >= 0 (0: no time budget)")
         if (
@@ -213,6 +224,15 @@ class FlowGRPOConfig:
             raise ConfigError(f"adam_betas={self.adam_betas} must hold two numbers, e.g. [0.9, 0.999]")
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
+
+    def _check_advantage(self) -> None:
+        if not 0.0 < self.gamma <= 1.0:
+            raise ConfigError(f"gamma={self.gamma} must be in (0, 1]; 1 is no discount")
+        if self.advantage == "returns_to_go" and self.reward_fn:
+            raise ConfigError(
+                "advantage='returns_to_go' uses the env's step rewards, but reward_fn replaces the outcome with one "
+                "number per rollout; drop reward_fn or use advantage='broadcast'"
+            )
 
     # ------------------------------------------------------------------ (de)serialisation
     def to_dict(self) -> dict[str, Any]:
