@@ -54,6 +54,9 @@ def _fold_marker(folded: int) -> str:
     return f"(steps 1-{folded} omitted to fit the memory budget)"
 
 
+_FOLD_MARKER_BASE = len(_fold_marker(0)) - 1  # its length without the number
+
+
 class StepDict(dict):  # type: ignore[type-arg]
     """One memory step as a read-only dict.
 
@@ -86,10 +89,11 @@ class Memory:
         self._headers: list[str] = []
         self._dicts: list[StepDict] = []
         self._full: list[int] = []  # length of each step's block with its whole result
-        self._short: list[int] = []  # ... with its result shortened to _MIN_RESULT
-        self._short_blocks: dict[int, str] = {}  # built when a rendering first needs them
         self._sum_full = 0
-        self._sum_short = 0
+        # _short_prefix[i]: the length of blocks 0..i-1 with results shortened to _MIN_RESULT, a
+        # newline after each, so any run of short blocks is measured in O(1)
+        self._short_prefix: list[int] = [0]
+        self._short_blocks: list[str] = []  # each block with its result shortened to _MIN_RESULT
         for step in steps:
             self.add(step)
 
@@ -101,9 +105,9 @@ class Memory:
         self._headers.clear()
         self._dicts = []  # a new list: infos already handed out keep theirs
         self._full.clear()
-        self._short.clear()
+        self._sum_full = 0
+        self._short_prefix = [0]
         self._short_blocks.clear()
-        self._sum_full = self._sum_short = 0
 
     def add(self, step: MemoryStep) -> None:
         header = _header(step)
@@ -112,9 +116,9 @@ class Memory:
         self._headers.append(header)
         self._dicts.append(StepDict(step.to_dict()))
         self._full.append(base + len(step.result))
-        self._short.append(base + min(len(step.result), _MIN_RESULT))
         self._sum_full += self._full[-1]
-        self._sum_short += self._short[-1]
+        self._short_prefix.append(self._short_prefix[-1] + base + min(len(step.result), _MIN_RESULT) + 1)
+        self._short_blocks.append(f"{header}{_RESULT_LABEL}{shorten(step.result, _MIN_RESULT)}")
 
     def to_list(self) -> list[dict[str, Any]]:
         """The steps as read-only dicts (:class:`StepDict`), in a new list; the dicts are shared."""
@@ -133,8 +137,8 @@ class Memory:
         total = self._sum_full + last  # the blocks and the newlines between them
         if total <= budget:
             return "\n".join(self._block(i, self.steps[i].result) for i in range(n))
-        all_short = self._sum_short - self._short[last] + self._full[last] + last
-        if all_short <= budget:
+        prefix, newest = self._short_prefix, self._full[last]
+        if prefix[last] + newest <= budget:  # fits once every older result is short
             # 1. shorten older results, oldest first, just enough (every step fits: n is small here)
             blocks = []
             excess = total - budget
@@ -147,34 +151,32 @@ class Memory:
                         result = shorten(result, limit)
                 blocks.append(self._block(i, result))
             return "\n".join(blocks)
+
         # 2. every older result is short and the text still too long: fold the oldest steps, never
-        # the newest. The text with steps folded..last kept shrinks as `folded` grows, so walk back
-        # from the newest step while the text still fits (at most budget/len(short block) steps).
-        folded = last
-        size = (len(_fold_marker(folded)) + 1 if folded else 0) + self._full[last]
-        while folded > 1:
-            grown = size + self._short[folded - 1] + 1 + len(_fold_marker(folded - 1)) - len(_fold_marker(folded))
-            if grown > budget:
-                break
-            folded -= 1
-            size = grown
+        # the newest. The text with steps 1..k folded shrinks as k grows: bisect for the least k
+        # that fits (k = last when none does).
+        def size(k: int) -> int:  # marker, newline, short blocks k..last-1 with newlines, the newest
+            return _FOLD_MARKER_BASE + len(str(k)) + 1 + prefix[last] - prefix[k] + newest
+
+        low, high = 1, last
+        while low < high:
+            middle = (low + high) // 2
+            if size(middle) <= budget:
+                high = middle
+            else:
+                low = middle + 1
+        folded = low if last else 0
+        total = size(folded) if folded else newest
         result = self.steps[last].result
-        if size > budget:
+        if total > budget:
             # 3. then shorten the newest result itself
-            result = shorten(result, max(len(result) - (size - budget), 0))
+            result = shorten(result, max(len(result) - (total - budget), 0))
         parts = [_fold_marker(folded)] if folded else []
-        parts.extend(self._short_block(i) for i in range(folded, last))
+        parts.extend(self._short_blocks[folded:last])
         parts.append(self._block(last, result))
         text = "\n".join(parts)
         # 4. a budget too small for even the newest step's header: cut the text, keep its start
         return text if len(text) <= budget else shorten(text, budget)
-
-    def _short_block(self, index: int) -> str:
-        block = self._short_blocks.get(index)
-        if block is None:
-            block = self._block(index, shorten(self.steps[index].result, _MIN_RESULT))
-            self._short_blocks[index] = block
-        return block
 
     def _block(self, index: int, result: str) -> str:
         return f"{self._headers[index]}{_RESULT_LABEL}{result}"
