@@ -449,31 +449,41 @@ def test_supervisor_cannot_be_traced_or_read(tool):
 
 
 # ------------------------------------------------------------------------------------------------ the reply channel
+_FORGE = (
+    "import json, os, socket, struct, stat\nsent = 0\n"
+    "reply = {'output': 'FORGED ok', 'dropped': 0, 'error': None, 'exc': None}\n"
+    "for fd in range(64):\n"
+    "    try:\n"
+    "        if not stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
+    "            continue\n"
+    "        s = socket.socket(fileno=os.dup(fd))\n"
+    "    except OSError:\n"
+    "        continue\n"
+    "    s.setblocking(False)\n"
+    "    for n in range(1, 6):\n"
+    "        for prefix in (b'', struct.pack('!q', n), bytes(16), struct.pack('!q', n) * 2):\n"
+    "            body = prefix + json.dumps(dict(reply, n=n, t=None)).encode()\n"
+    "            try:\n"
+    "                s.send(struct.pack('!I', len(body)) + body)\n"
+    "                sent += 1\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "sent"
+)
+
+
 def test_frames_forged_by_one_call_never_answer_the_next(tool):
-    forge = (
-        "import json, os, socket, struct, stat\nsent = 0\n"
-        "for fd in range(64):\n"
-        "    try:\n"
-        "        if not stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
-        "            continue\n"
-        "        s = socket.socket(fileno=os.dup(fd))\n"
-        "    except OSError:\n"
-        "        continue\n"
-        "    for n in range(1, 50):\n"
-        "        for t in (None, 'x'):\n"
-        "            body = json.dumps({'n': n, 't': t, 'output': 'FORGED ' + 'A' * 140000, 'dropped': 0,"
-        " 'error': None, 'exc': None}).encode()\n"
-        "            try:\n"
-        "                s.send(struct.pack('!I', len(body)) + body)\n"
-        "                sent += 1\n"
-        "            except OSError:\n"
-        "                pass\n"
-        "sent"
-    )
+    """Call 1 writes reply frames of every layout into every socket it holds; call 2 must still be itself."""
     tool.reset()
-    tool.run(forge, 5)
+    r = tool.run(_FORGE, 5)
+    assert r.ok and int(r.text) >= 20, r.text  # the frames really went out, and the call itself still worked
     r = tool.run("1/0", 5)
     assert not r.ok and "ZeroDivisionError" in r.text and "FORGED" not in r.text, r.text[:300]
+    _ok(tool)
+    big = _FORGE.replace("'FORGED ok'", "'FORGED ' + 'A' * 140_000")
+    tool.run(big, 5)  # a stale frame too big to skip: the worker is killed rather than answer with it
+    r = tool.run("1/0", 5)
+    assert not r.ok and "FORGED" not in r.text and len(r.text) < 2300, r.text[:300]
     _ok(tool)
     tool.reset()
 
@@ -486,16 +496,24 @@ def test_host_caps_a_forged_oversized_reply():
         def kill(self, wid):
             return None
 
+    def send(n: int, reply: object) -> None:
+        zyg.send_body(worker_end, zyg.CALL_NUMBER.pack(n), json.dumps(reply).encode())
+
     worker = launcher.Worker(FakeZygote(), 1, host_end)  # type: ignore[arg-type]
-    forged = {"n": 1, "output": "A" * 80_000, "dropped": -5, "error": "E" * 20_000, "exc": None}
-    zyg.send_frame(worker_end, forged)
+    forged = {"output": "A" * 80_000, "dropped": -5, "error": "E" * 20_000, "exc": None}
+    send(1, forged)
     reply = worker.call("1", 5, 2000)  # fits the byte limit of the frame, so the caps must do the work
     assert len(reply["output"]) == 2000 and reply["dropped"] == 78_000
     assert len(reply["error"]) <= zyg.TRACEBACK_CHARS + 3
-    zyg.send_frame(worker_end, dict(forged, n=2, output="A" * 140_000))
+    send(2, dict(forged, output="A" * 140_000))
     with pytest.raises(launcher.WorkerLost):  # past the byte limit: refused before it is even parsed
         worker.call("1", 5, 2000)
-    zyg.send_frame(worker_end, {"n": 3, "output": 7})
+    host_end, worker_end = socket.socketpair()
+    worker = launcher.Worker(FakeZygote(), 1, host_end)  # type: ignore[arg-type]
+    send(1, {"output": 7})
+    with pytest.raises(launcher.WorkerLost):
+        worker.call("1", 5, 2000)
+    send(5, {"output": "a reply for a later call"})
     with pytest.raises(launcher.WorkerLost):
         worker.call("1", 5, 2000)
     host_end.close()

@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -489,17 +490,21 @@ class Worker:
         try:
             self.sock.settimeout(max(timeout, 0.001))
             _z.send_frame(self.sock, {"n": self.calls, "code": code, "timeout": timeout, "limit": limit})
-            reply = _z.recv_frame(self.sock, _z.reply_byte_limit(limit), deadline)
+            body = _z.recv_body(self.sock, _z.CALL_NUMBER.size + _z.reply_byte_limit(limit), deadline)
+            (number,) = _z.CALL_NUMBER.unpack_from(body)
+            reply = json.loads(body[_z.CALL_NUMBER.size :].decode("utf-8", "replace"))
         except TimeoutError:
             raise TimeoutError(f"no reply within {timeout:g} s") from None
-        except (OSError, EOFError, ValueError) as exc:
+        except (OSError, EOFError, ValueError, struct.error) as exc:
             raise WorkerLost(str(exc)) from None
-        if isinstance(reply, dict) and reply.get("n") == self.calls and "died" in reply:
+        if number != self.calls:
+            raise WorkerLost("the worker sent something that is not the reply to this call")
+        if isinstance(reply, dict) and "died" in reply:
             status = reply["died"]
             raise WorkerLost("the Python process died", status if isinstance(status, int) else None)
-        checked = _z.sanitize_reply(reply, limit)  # the host enforces the caps too, whatever the worker says
-        if checked is None or reply.get("n") != self.calls:
-            raise WorkerLost("the worker sent something that is not the reply to this call")
+        checked = _z.sanitize_reply(reply, limit)  # the host enforces the caps, whatever the worker says
+        if checked is None:
+            raise WorkerLost("the worker sent something that is not a reply")
         return checked
 
     def kill(self) -> int | None:

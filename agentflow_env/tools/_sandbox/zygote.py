@@ -85,12 +85,29 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
     return bytes(buf)
 
 
-def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -> Any:
-    """Read one length-prefixed JSON message of at most ``limit`` bytes (JSON only: never unpickle peer data)."""
+def recv_body(sock: socket.socket, limit: int, deadline: float | None = None) -> bytes:
+    """Read one length-prefixed message of at most ``limit`` bytes, as bytes."""
     (size,) = HEADER.unpack(recv_exact(sock, HEADER.size, deadline))
     if size > limit:
         raise ValueError(f"message of {size} bytes exceeds the limit of {limit}")
-    return json.loads(recv_exact(sock, size, deadline).decode("utf-8", "replace"))
+    return recv_exact(sock, size, deadline)
+
+
+def send_body(sock: socket.socket, *parts: bytes) -> None:
+    """Send the concatenated ``parts`` as one length-prefixed message."""
+    body = b"".join(parts)
+    sock.sendall(HEADER.pack(len(body)) + body)
+
+
+def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -> Any:
+    """Read one length-prefixed JSON message of at most ``limit`` bytes (JSON only: never unpickle peer data)."""
+    return json.loads(recv_body(sock, limit, deadline).decode("utf-8", "replace"))
+
+
+# Replies from the supervisor to the host: the request's number (8 bytes), then the kernel's JSON reply as is
+# (the host checks and caps it). Between supervisor and kernel, each message starts with the request's token.
+CALL_NUMBER = struct.Struct("!q")
+TOKEN_BYTES = 16
 
 
 def clean_text(text: str) -> str:
@@ -319,10 +336,13 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
     """Run cells for the supervisor until it closes the channel. Never returns normally (``os._exit``)."""
     out = _become_kernel(sock, wdir, uid, limits)
     # bind what the loop needs now, so a cell that rebinds module attributes cannot break the protocol
-    recv, send, run, drain, budget, exit_ = recv_frame, send_frame, run_cell, out.drain, _cpu_budget, os._exit
+    recv, send, run, drain, budget, exit_ = recv_body, send_body, run_cell, out.drain, _cpu_budget, os._exit
+    loads, dumps, token_bytes, blocking = json.loads, json.dumps, TOKEN_BYTES, sock.setblocking
     while True:
         try:
-            req = recv(sock, 1 << 26)
+            blocking(True)  # a cell may have made its channel non-blocking (or set a timeout)
+            body = recv(sock, 1 << 26)
+            token, req = body[:token_bytes], loads(body[token_bytes:])
         except BaseException:  # EOF or garbage: the supervisor is gone; leave
             exit_(0)
         budget(float(req.get("timeout", 30.0)))
@@ -333,12 +353,11 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
             both = extra + reply["output"]
             reply["output"] = both[:limit]
             reply["dropped"] += extra_dropped + len(both) - len(reply["output"])
-        reply["t"] = req.get("t")
         reply["output"] = clean_text(reply["output"])
         if reply["error"] is not None:
             reply["error"] = clean_text(reply["error"])
         try:
-            send(sock, reply)
+            send(sock, token, dumps(reply, ensure_ascii=False).encode())
         except BaseException:
             exit_(0)
 
@@ -389,15 +408,16 @@ def _reap_orphans(kernel: int, kernel_status: int | None) -> int | None:
             kernel_status = status
 
 
-def _relay(mine: socket.socket, req: dict[str, Any], limit: int) -> dict[str, Any] | None:
-    """Pass one request to the kernel; its checked reply, or ``None`` if it broke the protocol or died."""
-    token = os.urandom(16).hex()
+def _relay(mine: socket.socket, body: bytes, limit: int) -> bytes | None:
+    """Pass one request to the kernel; its reply (JSON bytes, not parsed here), or ``None`` if it broke the
+    protocol or died. Only the reply that carries this request's one-time token counts."""
+    token = os.urandom(TOKEN_BYTES)
     try:
-        send_frame(mine, {"t": token, "code": req.get("code", ""), "timeout": req.get("timeout"), "limit": limit})
+        send_body(mine, token, body)
         for _ in range(64):  # stale frames the cell wrote into its channel are skipped
-            reply = recv_frame(mine, reply_byte_limit(limit))
-            if isinstance(reply, dict) and reply.get("t") == token:
-                return sanitize_reply(reply, limit)
+            reply = recv_body(mine, TOKEN_BYTES + reply_byte_limit(limit))
+            if reply[:TOKEN_BYTES] == token:
+                return reply[TOKEN_BYTES:]
     except (OSError, EOFError, ValueError):
         pass
     return None
@@ -427,12 +447,13 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     kernel_status: int | None = None
     while True:  # any exit kills the pid namespace, kernel and all, with this process
         try:
-            req = recv_frame(host, 1 << 26)
+            body = recv_body(host, 1 << 26)
+            req = json.loads(body)
+            number, limit = CALL_NUMBER.pack(int(req["n"])), int(req.get("limit", 8000))
         except BaseException:
             os._exit(0)
         kernel_status = _reap_orphans(kernel, kernel_status)
-        limit = int(req.get("limit", 8000))
-        answer = _relay(mine, req, limit) if kernel_status is None else None
+        answer = _relay(mine, body, limit) if kernel_status is None else None
         if answer is None:
             try:
                 os.kill(kernel, signal.SIGKILL)
@@ -443,13 +464,11 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
                     kernel_status = os.waitpid(kernel, 0)[1]
                 except ChildProcessError:
                     pass
-            answer = {"died": kernel_status}
-        answer["n"] = req.get("n")
         try:
-            send_frame(host, answer)
+            send_body(host, number, answer if answer is not None else json.dumps({"died": kernel_status}).encode())
         except BaseException:
             os._exit(0)
-        if "died" in answer:
+        if answer is None:
             os._exit(0)
 
 
