@@ -9,8 +9,8 @@ Three measurements, on one core:
   json fences, repeated headers, random unicode), with the fitted growth exponent ``k`` of
   ``time ~ length**k`` (1 is linear). The env's action cap is raised above 1 MB so the parser really
   reads every action; ``rejected_over_cap`` times an action just over the default cap.
-- ``episode_length``: seconds per step at the end of episodes of 10 to 5,000 turns, and its exponent
-  (0 is flat).
+- ``episode_length``: the median step time over the last turns of episodes of 10 to 5,000 turns,
+  and its exponent (0 is flat).
 
 Usage: ``python perf/env_step.py [--quick] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
 """
@@ -142,6 +142,7 @@ def bench_action_length(sizes: list[int], reps: int) -> dict[str, object]:
             "ms_per_step": {str(n): round(s * 1e3, 3) for n, s in zip(sizes, seconds)},
             "us_per_kchar_at_max": round(seconds[-1] / (sizes[-1] / 1000) * 1e6, 2),
             "growth_exponent": round(fit_exponent([n for n, _ in big], [s for _, s in big]), 3),
+            "growth_exponent_last_two_sizes": round(fit_exponent(sizes[-2:], seconds[-2:]), 3),
         }
     default = make_env(max_turns=5)
     cap = getattr(default, "max_action_chars", None)
@@ -161,10 +162,12 @@ def bench_episode_length(lengths: list[int], window: int) -> dict[str, object]:
         tail = min(window, turns)
         for _ in range(turns - tail):
             env.step(ACTION)
-        start = time.perf_counter()
+        times = []
         for _ in range(tail):
+            start = time.perf_counter()
             env.step(ACTION)
-        ms.append((time.perf_counter() - start) / tail * 1e3)
+            times.append(time.perf_counter() - start)
+        ms.append(statistics.median(times) * 1e3)  # the median: robust to GC pauses and a busy machine
     fit = [(n, m) for n, m in zip(lengths, ms) if n >= 100]
     fit = fit if len(fit) >= 2 else list(zip(lengths, ms))
     return {
