@@ -26,6 +26,7 @@ from benchmarks.generated.game24 import solve_24
 from benchmarks.paper import BENCHMARKS
 
 IDS = registered_ids()
+pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")  # v0 ids still run
 TASKS_PER_ID = 4
 _FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")

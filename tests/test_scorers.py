@@ -122,6 +122,21 @@ def test_commitment_text_and_value():
     assert read_commitment("\\boxed{２０４}", ["204"]).text == "204"
 
 
+def test_hostile_long_answers_cost_linear_time():
+    # each once took tens of seconds (a number regex retried at every digit, a box scan per "\\boxed{")
+    hostile = ["1" * 19_000, "\\boxed{" * 4_000, "1=" * 9_000, "between " * 2_400, "1," * 9_000, "(" * 19_000]
+    hostile += ["<answer>" * 2_000, "1~" * 9_000, "x = 205 or " * 2_000, "9" * 30_000]
+    task = Task("h", "Add 12 and 17.", ["204"])
+    start = time.perf_counter()
+    for text in hostile:
+        read_commitment(text, ["204"], task.question)
+        extract_choice(text, OPTIONS)
+        check_24(text, [1, 2, 3, 4])
+        assert QAScorer("gaia")(text, task) == 0.0
+    assert time.perf_counter() - start < 30  # a bound to catch a quadratic regression, not a speed claim
+    assert read_commitment("7 " * 11_000, ["7"]).hedge is not None  # over MAX_ANSWER_CHARS
+
+
 # ------------------------------------------------------------------ QA
 NORMALIZE = [
     ("The Eiffel Tower!", "eiffel tower"),

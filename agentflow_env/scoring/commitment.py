@@ -39,6 +39,9 @@ Why the question's numbers are allowed only on the left of ``=``: there they are
 answer (the value is the last side), so restating them cannot buy a second chance; a free-standing list
 of question numbers ("1, 2, 3, 204") is a list like any other.
 
+An answer whose checked text is over ``MAX_ANSWER_CHARS`` (20,000) characters is not one commitment
+either; every step above runs in time linear in the text, so hostile long answers cost little.
+
 Consequences worth knowing: an explanation after the answer that carries other numbers or entities
 ("204, which is 12 times 17", "Paris, the capital of France") scores 0. Put working before a box, or
 leave it out: the task instructions ask for the bare answer. Multiple choice reads letters with its own
@@ -58,6 +61,7 @@ from agentflow_env.arith import ArithmeticError_, evaluate
 
 __all__ = [
     "FILLER_WORDS",
+    "MAX_ANSWER_CHARS",
     "Commitment",
     "alternative_marker",
     "answer_region",
@@ -68,6 +72,7 @@ __all__ = [
     "read_commitment",
 ]
 
+MAX_ANSWER_CHARS = 20_000  # the checked answer (after its tag or box); longer is no single commitment
 _GOLD = "\x00"  # placeholder for a masked gold span (stripped from inputs first)
 
 
@@ -108,19 +113,18 @@ def _squeeze(text: str) -> str:
 
 
 def _boxes(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of every balanced ``\\boxed{..}``: ``text[start:end]`` is the content."""
-    spans = []
-    for m in _BOX_START.finditer(text):
-        depth = 1
-        for j in range(m.end(), len(text)):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    spans.append((m.end(), j))
-                    break
-    return spans
+    """``(start, end)`` of every balanced ``\\boxed{..}`` in order of start: ``text[start:end]`` is the
+    content (one pass over the text, so a flood of unclosed boxes costs linear time)."""
+    box_braces = {m.end() - 1 for m in _BOX_START.finditer(text)}
+    spans, stack = [], []
+    for j, ch in enumerate(text):
+        if ch == "{":
+            stack.append(j if j in box_braces else -1)
+        elif ch == "}" and stack:
+            opened = stack.pop()
+            if opened >= 0:
+                spans.append((opened + 1, j))
+    return sorted(spans)
 
 
 def answer_region(prediction: object) -> tuple[str, str, str | None]:
@@ -179,7 +183,7 @@ def _numbers_in(text: str) -> set[Fraction]:
         if value is not None:
             values.add(value)
     for m in re.finditer(r"\d+(?:\.\d+)?", text.replace(",", "")):
-        values.add(Fraction(m.group(0)))
+        _add_fraction(values, m.group(0))
     return values
 
 
@@ -193,8 +197,15 @@ def gold_numbers(golds: Iterable[str]) -> set[Fraction]:
             if value is not None:
                 out.add(value)
         for m in re.finditer(r"\d+(?:\.\d+)?", text.replace(",", "")):
-            out.add(Fraction(m.group(0)))
+            _add_fraction(out, m.group(0))
     return out
+
+
+def _add_fraction(values: set[Fraction], digits: str) -> None:
+    try:
+        values.add(Fraction(digits))
+    except ValueError:  # beyond Python's digit limit: no number we could compare anyway
+        pass
 
 
 # ------------------------------------------------------------------ 2. masking the gold
@@ -217,7 +228,7 @@ def _mask_gold(text: str, golds: Sequence[str]) -> str:
 
 
 # ------------------------------------------------------------------ 3. alternative markers
-_N = r"-?\d+(?:\.\d+)?"
+_N = r"(?<![\d.])-?\d+(?:\.\d+)?"  # starts where a number starts: linear time on long digit runs
 _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in (
@@ -226,7 +237,6 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("nor", r"\bnor\b"),
         ("versus", r"\bvs\b\.?|\bversus\b"),
         ("alternatively", r"\balternative(?:ly)?\b|\botherwise\b"),
-        ("between", r"\bbetween\b[^\n]*?\band\b"),
         ("plus-minus", r"±|∓|\\pm\b|\\mp\b|\+\s*/\s*-|-\s*/\s*\+|\+\s*-(?=\s*\d)|\bplus\s+minus\b"),
         ("range", rf"{_N}\s*(?:[–—~]|\.\.\.?|…)\s*{_N}|{_N}\s*(?:to|through|thru|until|till)\s+{_N}"),
         (
@@ -239,13 +249,29 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+_BETWEEN = re.compile(r"\bbetween\b", re.IGNORECASE)
+_AND = re.compile(r"\band\b", re.IGNORECASE)
+
+
+def _between_and(text: str) -> bool:
+    """ "between .. and" on one line (one scan per line, not one per "between")."""
+    for line in text.splitlines():
+        m = _BETWEEN.search(line)
+        if m and _AND.search(line, m.end()):
+            return True
+    return False
+
+
 def alternative_marker(text: str, golds: Sequence[str] = ()) -> str | None:
     """The first alternative marker (``or``, ``±``, a range, a comparison, ...) in ``text`` that no gold
     contains, or ``None``."""
     masked = _mask_gold(normalize_text(text), golds)
+    gold_texts = [normalize_text(g) for g in golds]
     for name, pattern in _MARKERS:
-        if pattern.search(masked) and not any(pattern.search(normalize_text(g)) for g in golds):
+        if pattern.search(masked) and not any(pattern.search(g) for g in gold_texts):
             return name
+    if _between_and(masked) and not any(_between_and(g) for g in gold_texts):
+        return "between"
     return None
 
 
@@ -330,19 +356,17 @@ def _value_of(text: str) -> Fraction | None:
         return number_value(text) if _BARE_NUMBER.fullmatch(text.strip().strip(_EDGE_PUNCT)) else None
 
 
-def _working_ok(segment: str, value: str, question_numbers: set[Fraction], gold: str) -> bool:
+def _working_ok(segment: str, right: Fraction | None, question_numbers: set[Fraction]) -> bool:
+    """Whether one left side of ``=`` is working for the value ``right`` (see rule 5)."""
     if _GOLD in segment or not re.search(r"\d", segment):
         return True
     if _BARE_NUMBER.fullmatch(segment.strip().strip(_EDGE_PUNCT)):  # "205 = 204" names two values
-        return number_value(segment) == _value_of(value.replace(_GOLD, gold))
+        return right is not None and number_value(segment) == right
     numbers = {number_value(m.group(0)) for m in _NUM_TOKEN.finditer(segment)}
     if numbers and all(n is not None and (n in question_numbers or -n in question_numbers) for n in numbers):
         return True
     left = _value_of(segment)
-    if left is None:
-        return False
-    right = _value_of(value.replace(_GOLD, gold))
-    return right is not None and left == right
+    return left is not None and right is not None and left == right
 
 
 # ------------------------------------------------------------------ the rule
@@ -353,6 +377,8 @@ def hedge_reason(answer: str, golds: Sequence[str] = (), question: str = "") -> 
     text = normalize_text(answer)
     if not text.strip():
         return None
+    if len(text) > MAX_ANSWER_CHARS:
+        return f"it is over {MAX_ANSWER_CHARS} characters long, more than one answer needs"
     marker = alternative_marker(text, golds)
     if marker is not None:
         return f"it offers alternatives ({marker})"
@@ -370,7 +396,8 @@ def hedge_reason(answer: str, golds: Sequence[str] = (), question: str = "") -> 
         if not segments:
             continue
         value = segments[-1]
-        if not all(_working_ok(s, value, qnums, golds[0] if golds else "") for s in segments[:-1]):
+        right = _value_of(value.replace(_GOLD, golds[0] if golds else "")) if len(segments) > 1 else None
+        if not all(_working_ok(s, right, qnums) for s in segments[:-1]):
             return "a working step states another value"
         if len(_value_candidates(value, gnums)) > 1:
             return "it names several values"
