@@ -45,7 +45,7 @@ either; every step above runs in time linear in the text, so hostile long answer
 Consequences worth knowing: an explanation after the answer that carries other numbers or entities
 ("204, which is 12 times 17", "Paris, the capital of France") scores 0. Put working before a box, or
 leave it out: the task instructions ask for the bare answer. Multiple choice reads letters with its own
-rule (:mod:`agentflow_env.scoring.choice`) and uses step 1 here; Game of 24 uses steps 1 and 3 and its
+rule (:mod:`agentflow_env.scoring.choice`) with steps 1 and 3 here; Game of 24 uses steps 1 and 3 and its
 own one-expression rule (:mod:`agentflow_env.scoring.game24`).
 """
 
