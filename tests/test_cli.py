@@ -25,8 +25,8 @@ from agentflow_env.registration import registered_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-I", "-c", "import sys; from agentflow_env.cli import main; sys.exit(main())"]
-GEN24 = next(i for i in registered_ids() if i.startswith("agentflow/Gen-GameOf24-"))
-PAPER24 = next(i for i in registered_ids() if i.startswith("agentflow/GameOf24-"))
+GEN24 = next(i for i in registered_ids(latest_only=True) if i.startswith("agentflow/Gen-GameOf24-"))
+PAPER24 = next(i for i in registered_ids(latest_only=True) if i.startswith("agentflow/GameOf24-"))
 
 TINY_PROTOCOL = f"""
 name = "cli-test"
@@ -353,7 +353,7 @@ def test_list_shows_the_tool_names_actions_use(capsys) -> None:
 
     assert main(["list", "--json", "--no-size"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
-    generated = [i for i in registered_ids() if i.startswith("agentflow/Gen-")]
+    generated = [i for i in registered_ids(latest_only=True) if i.startswith("agentflow/Gen-")]
     assert generated
     for env_id in generated:
         env = gym.make(env_id, split="test")
