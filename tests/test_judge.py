@@ -234,3 +234,28 @@ def test_make_scorer():
         make_scorer("judge")
     with pytest.raises(ConfigError, match="unknown scorer"):
         make_scorer("exact-ish")
+
+
+def test_hedged_short_answers_score_zero_without_asking_the_judge():
+    """The commitment rule runs before the judge where the answer can be located: a gullible judge that
+    says CORRECT to everything is never asked about a hedge, and single answers still reach it."""
+    from agentflow_env.scoring.judge import JudgeScorer
+    from agentflow_env.types import Task
+
+    class YesJudge:
+        def __init__(self):
+            self.calls = 0
+
+        def generate(self, prompts, sampling=None):
+            self.calls += len(prompts)
+            return ["VERDICT: CORRECT"] * len(prompts)
+
+    engine = YesJudge()
+    scorer = JudgeScorer(engine)
+    task = Task(id="t", question="What is 12*17?", answer="204")
+    for hedge in ("205 or 204", "\\boxed{204} or \\boxed{205}", "1, 2, 3, 204", "between 203 and 205"):
+        assert scorer(hedge, task) == 0.0, hedge
+    assert engine.calls == 0 and scorer.hedged == 4
+    for single in ("204", "The answer is 204.", "Working: 12*17.\nSo the result is \\boxed{204}"):
+        assert scorer(single, task) == 1.0, single
+    assert engine.calls == 3

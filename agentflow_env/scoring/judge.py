@@ -25,6 +25,7 @@ from typing import Any
 from agentflow_env.engines.base import Engine, SamplingParams
 from agentflow_env.error import ConfigError, EngineError
 from agentflow_env.scoring.choice import render_options
+from agentflow_env.scoring.commitment import read_commitment
 from agentflow_env.scoring.qa import gold_aliases
 from agentflow_env.types import Task
 
@@ -121,6 +122,24 @@ def _reference(task: Task) -> str:
     return " | ".join(gold_aliases(task.answer)) or "(none)"
 
 
+_MARKED_ANSWER = re.compile(r"\\boxed\{|<answer>", re.IGNORECASE)
+
+
+def _hedges(prediction: str, task: Task) -> bool:
+    """The rule every scorer applies (``scoring.commitment``), before the judge is asked.
+
+    It runs where the committed answer can be located without a model: a ``\\boxed{}`` or
+    ``<answer>`` block, or a short one-line answer. A long free-form output (AgentFlow's full final
+    output) is left to the judge, whose instructions mark a hedge INCORRECT.
+    """
+    text = prediction.strip()
+    if not (_MARKED_ANSWER.search(text) or ("\n" not in text and len(text) <= 200)):
+        return False
+    if task.metadata.get("options"):  # option texts hold commas and numbers: the judge reads these
+        return False
+    return read_commitment(text, gold_aliases(task.answer), task.question).hedge is not None
+
+
 def build_judge_prompt(prediction: str, task: Task) -> list[dict[str, str]]:
     """The judge's chat prompt for one prediction: instructions (system), then the fenced data (user)."""
     question = task.question.strip()
@@ -192,6 +211,7 @@ class JudgeScorer:
         self.max_candidate_chars = int(max_candidate_chars)
         self.unparsed = 0
         self.too_long = 0
+        self.hedged = 0  # answers the commitment rule scored 0 before any call
 
     def _admissible(self, prediction: str, task: Task) -> bool:
         if not prediction.strip():
@@ -204,6 +224,9 @@ class JudgeScorer:
                 len(prediction),
                 self.max_candidate_chars,
             )
+            return False
+        if _hedges(prediction, task):
+            self.hedged += 1
             return False
         return True
 
