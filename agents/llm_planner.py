@@ -1,13 +1,15 @@
 """``LLMPlanner``: any engine as the planner policy, one batched generate call per ``act``.
 
 Each observation's ``prompt`` becomes a chat (optional system message + user prompt); the engine
-applies the model's chat template, and the planner's sampling settings go with every call.
+applies the model's chat template, and the planner's sampling settings go with every call. In the paper
+flow, :meth:`LLMPlanner.for_paper_env` sends what AgentFlow's planner sends: its sampling preset (the
+frequency penalty as an extra request field) and its system prompt.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentflow_env.engines.base import Engine, Message, SamplingParams
@@ -22,7 +24,9 @@ class LLMPlanner:
 
     ``sampling`` is used as given on every call (temperature 0 means greedy). With a
     ``sampling.seed``, call ``k`` uses ``seed + k`` so repeated calls explore while a run stays
-    reproducible. ``max_prompt_chars`` keeps the head and tail of overlong prompts.
+    reproducible. ``max_prompt_chars`` keeps the head and tail of overlong prompts. ``extra_body``: request
+    fields beyond :class:`SamplingParams` (the paper flow's ``frequency_penalty``); the engine must send them
+    (an ``openai:`` spec, or an engine built with them), else a :class:`ConfigError` says so.
     """
 
     def __init__(
@@ -31,19 +35,41 @@ class LLMPlanner:
         sampling: SamplingParams | None = None,
         system_prompt: str | None = None,
         max_prompt_chars: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ):
+        extra = dict(extra_body or {})
         if isinstance(engine, str):
-            from agentflow_env.engines import make_engine
-
-            engine = make_engine(engine)
+            engine = _engine_sending(engine, extra)
+        elif extra and not _sends(engine, extra):
+            raise ConfigError(
+                f"{type(engine).__name__} does not send {extra} with its requests; build it with "
+                f"make_engine(spec, extra_body={extra!r}) (an openai: engine) or pass a spec string"
+            )
         if not hasattr(engine, "generate"):
             raise ConfigError(f"LLMPlanner needs an engine with generate(); got {type(engine).__name__}")
         self.engine = engine
         self.sampling = sampling if sampling is not None else SamplingParams(temperature=0.0, max_tokens=512)
         self.system_prompt = system_prompt
         self.max_prompt_chars = max_prompt_chars
+        self.extra_body = extra
         self.calls = 0
         self.last_messages: list[list[Message]] = []
+
+    @classmethod
+    def for_paper_env(cls, engine: Engine | str, env: Any, **kwargs: Any) -> LLMPlanner:
+        """A planner that sends what AgentFlow's planner sends in the paper-flow ``env`` (``flow="paper"``):
+        the env's planner sampling preset (``frequency_penalty`` included) and planner system prompt."""
+        base = getattr(env, "unwrapped", env)
+        preset = getattr(base, "planner_sampling", None)
+        if preset is None:
+            raise ConfigError(f"{type(base).__name__} is not a paper-flow env (make it with flow='paper')")
+        return cls(
+            engine,
+            preset.params(),
+            system_prompt=base.planner_system_prompt,
+            extra_body=preset.extra_body(),
+            **kwargs,
+        )
 
     def __repr__(self) -> str:
         return f"LLMPlanner(engine={self.engine!r}, sampling={self.sampling!r})"
@@ -77,3 +103,26 @@ class LLMPlanner:
         if len(replies) != len(chats):
             raise RuntimeError(f"{self.engine!r} returned {len(replies)} completions for {len(chats)} prompts")
         return [r if isinstance(r, str) else str(r) for r in replies]
+
+
+def _sends(engine: Any, extra: Mapping[str, Any]) -> bool:
+    body = getattr(engine, "extra_body", None)
+    return isinstance(body, dict) and all(k in body and body[k] == v for k, v in extra.items())
+
+
+def _engine_sending(spec: str, extra: dict[str, Any]) -> Engine:
+    """The engine of ``spec``, sending ``extra`` with every request (only OpenAI-compatible engines can)."""
+    from agentflow_env.engines import make_engine, parse_spec
+
+    if not extra:
+        return make_engine(spec)
+    backend = parse_spec(spec)[0]
+    if backend != "openai":
+        raise ConfigError(
+            f"engine {spec!r} cannot send {extra} (AgentFlow's planner sampling); serve the model with an "
+            "OpenAI-compatible server that takes it (vLLM: `vllm serve MODEL`) and use openai:MODEL@URL, "
+            'or run a protocol whose [paper] sampling = "as_stated"'
+        )
+    engine = make_engine(spec)
+    engine.extra_body = {**getattr(engine, "extra_body", {}), **extra}  # type: ignore[attr-defined]
+    return engine

@@ -64,10 +64,20 @@ def is_env_specific(spec: str) -> bool:
         return False  # make_policy reports the problem with a clear message
 
 
-def make_policy(spec: str, env_id: str | None = None, sampling: Mapping[str, Any] | None = None) -> Policy:
+def make_policy(
+    spec: str,
+    env_id: str | None = None,
+    sampling: Mapping[str, Any] | None = None,
+    *,
+    extra_body: Mapping[str, Any] | None = None,
+    system_prompt: str | None = None,
+) -> Policy:
     """Build the planner policy named by ``spec`` (see ``POLICY_SPECS``); ``env_id`` picks scripted planners.
 
-    ``sampling`` (temperature, top_p, max_tokens, seed, ...) goes to LLM-backed planners.
+    ``sampling`` (temperature, top_p, max_tokens, seed, ...) goes to LLM-backed planners; so do
+    ``extra_body`` (request fields such as the paper flow's ``frequency_penalty``) and ``system_prompt``
+    (the paper flow's planner system prompt). Engine planners that cannot send ``extra_body`` are a
+    :class:`ConfigError`; ``hf:`` planners apply neither and say so in a warning.
     """
     spec = spec.strip()
     if not spec:
@@ -77,22 +87,42 @@ def make_policy(spec: str, env_id: str | None = None, sampling: Mapping[str, Any
     if spec == "scripted":
         return _scripted(env_id)
     if spec.startswith("hf:"):
+        if extra_body or system_prompt:
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "%s: the hf: planner sends no system prompt and no %s; AgentFlow's planner does. Serve the "
+                "checkpoint with vLLM and use openai:MODEL@URL to send them",
+                spec,
+                ", ".join(extra_body or {}) or "extra fields",
+            )
         return _hf(spec[3:], sampling)
     if spec.startswith("engine:"):
-        return _engine(spec[len("engine:") :], sampling)
+        return _engine(spec[len("engine:") :], sampling, extra_body, system_prompt)
     if spec.startswith(_ENGINE_PREFIXES):
-        return _engine(spec, sampling)
+        return _engine(spec, sampling, extra_body, system_prompt)
     if ":" in spec:
         return _user(spec, env_id)
     raise ConfigError(f"unknown policy spec {spec!r}; use one of: " + ", ".join(POLICY_SPECS))
 
 
-def make_policies(spec: str, env_ids: Iterable[str], sampling: Mapping[str, Any] | None = None) -> dict[str, Policy]:
-    """One policy per env id; env-independent specs share a single instance, so batches can span envs."""
+def make_policies(
+    spec: str,
+    env_ids: Iterable[str],
+    sampling: Mapping[str, Any] | None = None,
+    *,
+    extra_body: Mapping[str, Any] | None = None,
+    system_prompt: str | None = None,
+) -> dict[str, Policy]:
+    """One policy per env id; env-independent specs share a single instance, so batches can span envs.
+
+    ``extra_body`` and ``system_prompt`` go to LLM-backed planners (see :func:`make_policy`).
+    """
     ids = list(env_ids)
+    extra = {"extra_body": extra_body, "system_prompt": system_prompt}
     if is_env_specific(spec):
-        return {env_id: make_policy(spec, env_id, sampling) for env_id in ids}
-    shared = make_policy(spec, None, sampling)
+        return {env_id: make_policy(spec, env_id, sampling, **extra) for env_id in ids}
+    shared = make_policy(spec, None, sampling, **extra)
     return dict.fromkeys(ids, shared)
 
 
@@ -149,11 +179,15 @@ def _hf(path: str, sampling: Mapping[str, Any] | None) -> Policy:
     return HFPlanner.from_pretrained(path, **({"sampling": _sampling(sampling)} if sampling else {}))
 
 
-def _engine(engine_spec: str, sampling: Mapping[str, Any] | None) -> Policy:
-    from agentflow_env.engines import make_engine  # type: ignore[attr-defined]
+def _engine(
+    engine_spec: str,
+    sampling: Mapping[str, Any] | None,
+    extra_body: Mapping[str, Any] | None = None,
+    system_prompt: str | None = None,
+) -> Policy:
     from agents.llm_planner import LLMPlanner
 
-    return LLMPlanner(make_engine(engine_spec), _sampling(sampling))
+    return LLMPlanner(engine_spec, _sampling(sampling), system_prompt=system_prompt, extra_body=extra_body)
 
 
 def _user(spec: str, env_id: str | None) -> Policy:

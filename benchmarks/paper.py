@@ -100,8 +100,9 @@ def _solvable(row: dict[str, Any]) -> bool:
     return bool(row.get("solvable", True))
 
 
-_QA_LOCAL = {"question": "question", "answer": "answer", "id": "pid"}
-_QUERY_LOCAL = {"question": "query", "answer": "answer", "id": "pid"}
+# "query": the text AgentFlow's solver sends (``verbatim_query=True``, the paper mode); absent columns are skipped
+_QA_LOCAL = {"question": "question", "answer": "answer", "id": "pid", "query": "query"}
+_QUERY_LOCAL = {"question": "query", "answer": "answer", "id": "pid", "query": "query"}
 
 BENCHMARKS: dict[str, PaperBenchmark] = {
     b.name: b
@@ -156,7 +157,14 @@ BENCHMARKS: dict[str, PaperBenchmark] = {
             "gaia",
             "agentic",
             "gaia",
-            {"question": "question", "answer": "answer", "id": "task_id", "level": "Level", "file_name": "file_name"},
+            {
+                "question": "question",
+                "answer": "answer",
+                "id": "task_id",
+                "level": "Level",
+                "file_name": "file_name",
+                "query": "query",
+            },
             HubSource(
                 "gaia-benchmark/GAIA",
                 "validation",
@@ -202,7 +210,7 @@ BENCHMARKS: dict[str, PaperBenchmark] = {
             "gameof24",
             "math",
             "game24",
-            {"numbers": "question", "answer": "answer", "question": "query", "id": "pid"},
+            {"numbers": "question", "answer": "answer", "question": "query", "id": "pid", "query": "query"},
             HubSource("nlile/24-game", "train", {"numbers": "numbers", "answer": "solutions"}, keep=_solvable),
             300,
             100,
@@ -213,7 +221,7 @@ BENCHMARKS: dict[str, PaperBenchmark] = {
             "gpqa",
             "science",
             "choice",
-            {"question": "question", "choices": "choices", "answer_index": "answer_idx", "id": "pid"},
+            {"question": "question", "choices": "choices", "answer_index": "answer_idx", "id": "pid", "query": "query"},
             HubSource(
                 "Idavidrein/gpqa",
                 "train",
@@ -234,7 +242,7 @@ BENCHMARKS: dict[str, PaperBenchmark] = {
             "medqa",
             "science",
             "choice",
-            {"question": "question", "choices": "options", "answer": "answer", "id": "pid"},
+            {"question": "question", "choices": "options", "answer": "answer", "id": "pid", "query": "query"},
             HubSource(
                 "GBaker/MedQA-USMLE-4-options",
                 "test",
@@ -254,11 +262,23 @@ _REQUIRED = {
     "game24": ("numbers",),
     "choice": ("question",),
 }
-_OPTIONAL = ("id", "level", "file_name", "answer", "question")
+_OPTIONAL = ("id", "level", "file_name", "answer", "question", "query")
 
 
 # ------------------------------------------------------------------ rows -> tasks
+def _agentflow_query(rec: dict[str, Any]) -> str | None:
+    """The text AgentFlow's solver sends for a record: its ``query`` field as it is, else its ``question``."""
+    for key in ("query", "question"):
+        text = rec.get(key)
+        if isinstance(text, str) and text.strip():
+            return text
+    return None
+
+
 def _question_text(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> str:
+    verbatim = rec.get("_verbatim")
+    if isinstance(verbatim, str):
+        return verbatim  # the paper mode: byte for byte what AgentFlow sends, blanks included
     q = rec.get("question")
     if not isinstance(q, str) or not q.strip():
         raise DataError(
@@ -336,7 +356,7 @@ def _game24_numbers(value: Any, origin: str, row: int) -> list[int]:
 
 def _game24_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_instructions: bool) -> Task:
     numbers = _game24_numbers(rec["numbers"], origin, rec["_row"])
-    question = rec.get("question")
+    question = rec.get("_verbatim", rec.get("question"))
     if not isinstance(question, str) or not question.strip():
         question = (
             f"Use the four numbers {numbers} to write an arithmetic expression equal to 24. "
@@ -351,7 +371,7 @@ def _game24_task(bench: PaperBenchmark, rec: dict[str, Any], origin: str, keep_i
     meta.update(numbers=numbers, target=24)
     return Task(
         id=Task.content_id(bench.name, numbers),
-        question=question.strip(),
+        question=question if "_verbatim" in rec else question.strip(),
         answer=solutions,
         family=bench.family,
         metadata=meta,
@@ -473,6 +493,7 @@ def _choice_task(
     seed: int | None,
     shuffle_options: bool = True,
 ) -> Task:
+    query = rec.pop("_verbatim", None)
     stem = _question_text(bench, rec, origin, keep_instructions)
     row = rec["_row"]
     if "correct" in rec:  # GPQA on the hub: one right answer and a list of wrong ones, in no order
@@ -493,6 +514,8 @@ def _choice_task(
     if cut and normalize_answer(texts[0])[:40] in normalize_answer(stem[cut.start() :]):
         stem = stem[: cut.start()].rstrip()
     task_id = Task.content_id(bench.name, stem, sorted(texts), texts[index])  # before any clean-up: ids stay put
+    if query is not None:
+        return _verbatim_choice_task(bench, rec, origin, query, texts, index, task_id, seed, shuffle_options)
     texts, index, warnings, keep_order = _option_problems(texts, index)
     if len(texts) < 2:
         raise DataError(f"{origin}: record {row} has fewer than 2 distinct options; fix its choices")
@@ -510,6 +533,56 @@ def _choice_task(
     return Task(id=task_id, question=question, answer=letter, family=bench.family, metadata=meta)
 
 
+def _verbatim_choice_task(
+    bench: PaperBenchmark,
+    rec: dict[str, Any],
+    origin: str,
+    query: str,
+    texts: list[str],
+    index: int,
+    task_id: str,
+    seed: int | None,
+    shuffle_options: bool,
+) -> Task:
+    """A choice task whose question is AgentFlow's ``query`` as it is (the paper mode).
+
+    The options keep the file's order and letters, as AgentFlow shows them. With ``shuffle_options`` and a
+    ``seed``, the query's option lines are re-lettered in the seed's order (the rest of the text unchanged).
+    Faulty options are reported, never merged: the query stays what AgentFlow sends.
+    """
+    row = rec["_row"]
+    _, _, warnings, keep_order = _option_problems(texts, index)
+    warnings = [w.replace("; merged", "; kept, as AgentFlow shows it") for w in warnings if "label order" not in w]
+    order = list(range(len(texts)))
+    question = query
+    shuffled = shuffle_options and seed is not None and not keep_order
+    if shuffled:
+        raw = rec["choices"]
+        blocks = ["\n".join(str(c) for c in raw)] if isinstance(raw, (list, tuple)) else []
+        blocks.append(render_options(texts))
+        block = next((b for b in blocks if query.count(b) == 1), None)
+        if block is None:
+            raise DataError(
+                f"{origin}: record {row}: its query does not list its options once, one per line, so they cannot "
+                "be shuffled; keep AgentFlow's order (shuffle_options=False) or fix the record"
+            )
+        random.Random(f"{seed}:{task_id}").shuffle(order)
+        at = query.index(block)
+        question = query[:at] + render_options([texts[i] for i in order]) + query[at + len(block) :]
+    shown = [texts[i] for i in order]
+    meta = _meta(rec, origin)
+    meta.update(
+        options=shown,
+        answer_text=texts[index],
+        option_seed=seed if shuffled else None,
+        question_text="agentflow query",
+    )
+    if warnings:
+        meta["data_warnings"] = warnings
+    letter = option_letters(len(shown))[order.index(index)]
+    return Task(id=task_id, question=question, answer=letter, family=bench.family, metadata=meta)
+
+
 def rows_to_tasks(
     bench: PaperBenchmark,
     rows: Sequence[Mapping[str, Any]],
@@ -519,12 +592,16 @@ def rows_to_tasks(
     seed: int | None = None,
     keep_instructions: bool = False,
     shuffle_options: bool = True,
+    verbatim_query: bool = False,
 ) -> list[Task]:
     """Map ``rows`` through ``columns`` and build one task per row; exact duplicates (same id) are dropped.
 
     ``seed`` orders multiple-choice options (one order per seed; ``None`` keeps the file's order unless
-    ``shuffle_options`` is off). A row that cannot become a task is a :class:`DataError` naming ``origin``,
-    the record and what to fix; rows with suspect options load with a warning (``metadata['data_warnings']``).
+    ``shuffle_options`` is off). ``verbatim_query`` (the paper mode): the question is the record's ``query``
+    field exactly as AgentFlow's solver sends it (else its ``question``, as the solver falls back); choice
+    options then keep the file's order unless ``shuffle_options`` and a ``seed`` ask for a shuffle.
+    A row that cannot become a task is a :class:`DataError` naming ``origin``, the record and what to fix;
+    rows with suspect options load with a warning (``metadata['data_warnings']``).
     """
     records = apply_columns(
         rows,
@@ -537,6 +614,10 @@ def rows_to_tasks(
     seen: set[str] = set()
     flagged: list[str] = []
     for rec in records:
+        if verbatim_query:
+            query = rec.get("query") if bench.kind == "choice" else _agentflow_query(rec)
+            if isinstance(query, str) and query.strip():
+                rec["_verbatim"] = query
         try:
             if bench.kind == "choice":
                 task = _choice_task(bench, rec, origin, keep_instructions, seed, shuffle_options)
@@ -580,11 +661,13 @@ def load_paper_tasks(
     seed: int | None = None,
     keep_instructions: bool = False,
     shuffle_options: bool = True,
+    verbatim_query: bool = False,
 ) -> ListTaskSource:
     """The tasks of ``bench`` from a local AgentFlow folder, the hub, or one file (see the module doc).
 
     ``seed`` is the trial seed: multiple-choice options appear in one order per seed (GPQA's official
     protocol; ``shuffle_options=False`` keeps the file's order). Protocols pass each trial's seed here.
+    ``verbatim_query``: each question is AgentFlow's ``query`` field as it is (see :func:`rows_to_tasks`).
     """
     if source not in _SOURCES:
         raise ConfigError(f"source={source!r}; choose one of {', '.join(_SOURCES)}")
@@ -608,7 +691,14 @@ def load_paper_tasks(
         rows, origin = _local_rows(bench, split, data_dir)
         cols = columns or bench.local_columns
     tasks = rows_to_tasks(
-        bench, rows, cols, origin, seed=seed, keep_instructions=keep_instructions, shuffle_options=shuffle_options
+        bench,
+        rows,
+        cols,
+        origin,
+        seed=seed,
+        keep_instructions=keep_instructions,
+        shuffle_options=shuffle_options,
+        verbatim_query=verbatim_query,
     )
     if not tasks:
         raise DataError(f"{origin}: no usable {bench.name} tasks")

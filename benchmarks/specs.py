@@ -124,9 +124,11 @@ def make_env(
 
     ``flow="paper"`` builds :class:`~agentflow_env.paper_mode.PaperFlowEnv` instead: AgentFlow's solver
     module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
-    ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``). Its questions
-    keep AgentFlow's wording (``keep_instructions=True``) and, for the paper's benchmarks, the full
-    final output is graded by the LLM judge on ``engine`` unless ``scoring``/``judge_engine`` say otherwise.
+    ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``). For the paper's
+    benchmarks each question is AgentFlow's ``query`` field verbatim (``verbatim_query=True``), options
+    are not shuffled unless ``shuffle_options=True`` is given, and the full final output is graded by the
+    LLM judge on ``engine`` unless ``scoring``/``judge_engine`` say otherwise; ``paper_settings["questions"]``
+    records how questions were built.
     """
     flow = kwargs.pop("flow", "modes")
     if flow not in FLOWS:
@@ -190,6 +192,13 @@ def _make_paper_env(
     loader_names, loader_var_kw = _params(spec.load_tasks)
     if "keep_instructions" in loader_names or loader_var_kw:
         kwargs.setdefault("keep_instructions", True)  # the question as AgentFlow sends it
+    questions: dict[str, Any] = {"text": "the benchmark's own questions"}
+    if "verbatim_query" in loader_names:
+        kwargs.setdefault("verbatim_query", True)  # AgentFlow's `query` field, byte for byte
+        questions = {"text": "AgentFlow's query field, verbatim" if kwargs["verbatim_query"] else "rebuilt"}
+    if "shuffle_options" in loader_names:
+        kwargs.setdefault("shuffle_options", False)  # AgentFlow shows the file's option order
+        questions["shuffle_options"] = bool(kwargs["shuffle_options"])
     scorer_names, _ = _params(spec.make_scorer)
     if "scoring" in scorer_names:
         kwargs.setdefault("scoring", "judge")  # AgentFlow's judge reads the whole final output
@@ -206,7 +215,14 @@ def _make_paper_env(
     runnable: dict[str, Any] | None = None
     if given is not None:
         runnable = dict(given) if isinstance(given, dict) else {t.name: t for t in given}
-    return PaperFlowEnv(task_source, env_scorer, tools=runnable, name=f"{spec.name}-paper", **env_kwargs)
+    return PaperFlowEnv(
+        task_source,
+        env_scorer,
+        tools=runnable,
+        name=f"{spec.name}-paper",
+        extra_settings={"questions": questions},
+        **env_kwargs,
+    )
 
 
 def _params(fn: Callable[..., Any]) -> tuple[set[str], bool]:

@@ -152,6 +152,9 @@ def print_result(result: Any) -> None:
     console = Console(width=120)
     console.print(table)
     console.print(scoring_note(rec))
+    paper = paper_settings_note(rec)
+    if paper:
+        console.print(paper)
     tokens = result.tokens()
     console.print(
         f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
@@ -176,6 +179,22 @@ def scoring_note(record: Any) -> str:
     text = {"rule": "scored by rules (exact match, numeric equality, checkers)", "mixed": "scored partly by rules"}
     note = text.get(scoring, "scorer not recorded")
     return note + (": NOT comparable with the paper's LLM-judged numbers" if paper else "")
+
+
+def paper_settings_note(record: Any) -> str | None:
+    """One line on the paper flow's settings a run stored (prompt source, toolbox, sampling), or ``None``."""
+    settings = getattr(record, "paper_settings", None)
+    if not settings:
+        return None
+    planner = settings.get("planner_sampling") or {}
+    knobs = ", ".join(f"{k} {v}" for k, v in planner.items() if v or k == "temperature")
+    sends = settings.get("planner_sends") or {}
+    missing = [k for k, v in sends.items() if v is False]
+    return (
+        f"paper flow: prompts {settings.get('prompts')}, toolbox {settings.get('toolbox')} "
+        f"({', '.join(settings.get('tools') or {})}), planner sampling {settings.get('sampling')} ({knobs})"
+        + (f"; the policy did NOT send AgentFlow's planner {', '.join(missing)}" if missing else "")
+    )
 
 
 def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
@@ -233,4 +252,8 @@ def _run_show(args: argparse.Namespace) -> int:
             continue
         # plain Markdown, never wrapped, so it pastes into an issue or a README as is
         sys.stdout.write(f"## {protocol}\n\n{markdown_table(board_rows(runs))}\n\n")
+        notes = [(run.record.name, paper_settings_note(run.record)) for run in runs]
+        lines = [f"- {name}: {note}" for name, note in notes if note]
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n\n")
     return 0

@@ -1,8 +1,10 @@
 """Evaluation protocols: what a leaderboard row was measured on, loaded from ``protocols/*.toml``.
 
 A protocol fixes env ids and splits, task counts, seeds, samples per task, the turn budget, the
-env modes (offline or the paper's llm/llm/llm with engine specs), the scorer (and the judge engine of
-``scorer = "judge"``) and which loader option receives each trial's seed; its hash keys results.
+env's flow (``[env] flow = "paper"``: AgentFlow's solver module by module, with the prompt source, toolbox
+and planner sampling preset of ``[paper]``; otherwise the env's own modes, offline or llm, with engine specs),
+the scorer (and the judge engine of ``scorer = "judge"``) and which loader option receives each trial's
+seed; its hash keys results.
 
 A new version is a copy of the old file with a new ``name``; the old file gets ``superseded_by``.
 """
@@ -22,8 +24,10 @@ from agentflow_env.scoring import SCORER_NAMES
 
 __all__ = [
     "CATEGORIES",
+    "PAPER_DEFAULTS",
     "PROTOCOL_DIR",
     "BenchmarkEntry",
+    "PlannerSetup",
     "Protocol",
     "WorkUnit",
     "list_protocols",
@@ -36,6 +40,11 @@ CATEGORIES = ("search", "agentic", "math", "science")
 MODES = ("offline", "paper")
 SCORERS = ("default", *SCORER_NAMES)  # "default": the benchmark's own scorer
 _UNHASHED = ("description", "fast_tasks", "superseded_by")
+FLOWS = ("modes", "paper")
+# [paper]: what the paper flow runs with (agentflow_env.paper_mode): prompt source, toolbox, planner sampling
+PAPER_DEFAULTS = {"prompts": "builtin", "toolbox": "as_coded", "sampling": "as_coded"}
+# [env] keys of the env's own modes, which the paper flow replaces with AgentFlow's modules and budgets
+_MODES_ONLY = ("executor", "verifier", "generator", "memory_budget", "llm_kwargs", "max_action_chars", "turn_rewards")
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -57,6 +66,19 @@ class BenchmarkEntry:
     num_tasks: int | None = None  # None: every task of the split
     scorer: str = "default"  # "default": the benchmark's own scorer; "judge": the LLM judge; or a rule by name
     options: dict[str, Any] = field(default_factory=dict)  # loader/tool kwargs given to gymnasium.make
+
+
+@dataclass(frozen=True)
+class PlannerSetup:
+    """What the planner policy sends on every call: its sampling, extra request fields and system prompt.
+
+    In the paper flow these are AgentFlow's planner settings (the ``[paper] sampling`` preset, its
+    frequency penalty as ``extra_body``, the prompt source's planner system prompt); otherwise ``[sampling]``.
+    """
+
+    sampling: dict[str, Any]
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,15 +118,24 @@ class Protocol:
     judge: dict[str, Any] = field(default_factory=dict)  # [judge]: engine spec and JudgeScorer options
     trial_seed_option: str | None = None  # loader option given each trial's seed (None: trials share tasks)
     superseded_by: str | None = None
+    paper: dict[str, Any] = field(default_factory=dict)  # [paper] of the paper flow, defaults filled in
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def flow(self) -> str:
+        """``"paper"`` (AgentFlow's solver, :mod:`agentflow_env.paper_mode`) or ``"modes"`` (the env's own)."""
+        return str(self.env.get("flow", "modes"))
 
     @property
     def hash(self) -> str:
         """sha256 (first 16 hex digits) of the canonical JSON of the parsed file.
 
         Comments, layout, ``description`` and ``fast_tasks`` don't count: they change no episode of a full run.
+        In the paper flow ``[paper]`` counts with its defaults filled in, so stating a default changes nothing.
         """
         scored = {k: v for k, v in self.raw.items() if k not in _UNHASHED}
+        if self.flow == "paper":
+            scored["paper"] = dict(self.paper)
         blob = json.dumps(scored, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
@@ -119,13 +150,35 @@ class Protocol:
         return [b.env_id for b in self.benchmarks]
 
     def env_kwargs(self, engine: str | None = None) -> dict[str, Any]:
-        """Env constructor kwargs of this protocol (modes, turn budget, engine) for ``gymnasium.make``."""
+        """Env constructor kwargs of this protocol (flow or modes, turn budget, engine) for ``gymnasium.make``."""
         kwargs = {k: v for k, v in self.env.items() if k != "engine"}
         kwargs["max_turns"] = self.max_turns
         chosen = engine or self.env.get("engine")
-        if chosen and "llm" in (kwargs.get("executor"), kwargs.get("verifier"), kwargs.get("generator")):
+        if self.flow == "paper":
+            kwargs.update(self.paper)
+            if not chosen:
+                raise ConfigError(
+                    f'protocol {self.name} runs AgentFlow\'s modules (flow = "paper") and needs their engine: '
+                    "`--engine SPEC` (e.g. openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1) or [env] engine"
+                )
+            kwargs["engine"] = chosen
+        elif chosen and "llm" in (kwargs.get("executor"), kwargs.get("verifier"), kwargs.get("generator")):
             kwargs["engine"] = chosen
         return kwargs
+
+    def planner(self) -> PlannerSetup:
+        """The planner's sampling, extra request fields and system prompt under this protocol."""
+        if self.flow != "paper":
+            return PlannerSetup(sampling=dict(self.sampling))
+        from agentflow_env.paper_mode import planner_sampling, planner_system_prompt
+
+        preset = planner_sampling(self.paper["sampling"])
+        params = {"temperature": preset.temperature, "top_p": preset.top_p, "max_tokens": preset.max_tokens}
+        return PlannerSetup(
+            sampling={**params, **self.sampling},  # [sampling] may add a seed only (checked on load)
+            extra_body=preset.extra_body(),
+            system_prompt=planner_system_prompt(self.paper["prompts"]),
+        )
 
     def judge_engine(self, override: str | None = None) -> str | None:
         """The judge's engine spec: ``override`` (``--judge-engine``), else the protocol's ``[judge] engine``."""
@@ -233,6 +286,9 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
     trial_seed_option = raw.get("trial_seed_option")
     if trial_seed_option is not None and not (isinstance(trial_seed_option, str) and trial_seed_option):
         raise ConfigError(f'{source}: trial_seed_option must name a loader option (e.g. "seed") or be absent')
+    env = dict(raw.get("env", {}))
+    sampling = dict(raw.get("sampling", {}))
+    paper = _paper_settings(raw, env, sampling, source)
     return Protocol(
         name=name,
         description=str(raw.get("description", "")),
@@ -241,12 +297,52 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
         seeds=seeds,
         samples_per_task=samples,
         fast_tasks=int(raw.get("fast_tasks", 10)),
-        env=dict(raw.get("env", {})),
-        sampling=dict(raw.get("sampling", {})),
+        env=env,
+        sampling=sampling,
         benchmarks=tuple(entries),
         source=source,
         judge=judge,
         trial_seed_option=trial_seed_option,
         superseded_by=raw.get("superseded_by"),
+        paper=paper,
         raw=raw,
     )
+
+
+def _paper_settings(raw: dict[str, Any], env: dict[str, Any], sampling: dict[str, Any], source: str) -> dict[str, Any]:
+    """``[paper]`` with its defaults, checked against the paper flow's presets (empty outside the paper flow)."""
+    flow = env.get("flow", "modes")
+    if flow not in FLOWS:
+        raise ConfigError(f"{source}: [env] flow={flow!r}; choose one of {', '.join(FLOWS)}")
+    given = raw.get("paper", {})
+    if flow != "paper":
+        if given:
+            raise ConfigError(f'{source}: [paper] applies to the paper flow only; add flow = "paper" to [env]')
+        return {}
+    if not isinstance(given, dict):
+        raise ConfigError(f"{source}: [paper] must be a table (prompts, toolbox, sampling)")
+    misplaced = [k for k in _MODES_ONLY if k in env]
+    if misplaced:
+        raise ConfigError(
+            f'{source}: [env] {", ".join(misplaced)} do not apply to flow = "paper", which runs AgentFlow\'s own '
+            "modules and budgets; remove them (the prompt source, toolbox and sampling go in [paper])"
+        )
+    unknown = sorted(set(given) - set(PAPER_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"{source}: [paper] has no field {', '.join(unknown)}; it takes {', '.join(PAPER_DEFAULTS)}")
+    from agentflow_env.paper_mode import SAMPLING_PRESETS, TOOLBOX_PRESETS
+
+    paper = {**PAPER_DEFAULTS, **given}
+    prompts = paper["prompts"]
+    if not isinstance(prompts, str) or not (prompts == "builtin" or prompts.startswith("agentflow:")):
+        raise ConfigError(f'{source}: [paper] prompts={prompts!r}; use "builtin" or "agentflow:PATH"')
+    for key, allowed in (("toolbox", TOOLBOX_PRESETS), ("sampling", SAMPLING_PRESETS)):
+        if paper[key] not in allowed:
+            raise ConfigError(f"{source}: [paper] {key}={paper[key]!r}; choose one of {', '.join(allowed)}")
+    fixed = sorted(set(sampling) - {"seed"})
+    if fixed:
+        raise ConfigError(
+            f"{source}: [sampling] {', '.join(fixed)} would override AgentFlow's planner sampling; in the paper "
+            f'flow the preset [paper] sampling = "as_coded" or "as_stated" sets it ([sampling] may give a seed)'
+        )
+    return paper

@@ -121,11 +121,16 @@ def _is_paper(name: str) -> bool:
 def _protocol_summary(protocol: Any) -> str:
     env = protocol.env
     modes = "/".join(str(env.get(k, "?")) for k in ("executor", "verifier", "generator"))
+    flow = f"executor/verifier/generator {modes}"
+    if protocol.flow == "paper":
+        paper = protocol.paper
+        flow = f"AgentFlow's solver (paper flow: prompts {paper['prompts']}, toolbox {paper['toolbox']}"
+        flow += f", planner sampling {paper['sampling']})"
     engine = f", engine {env['engine']}" if env.get("engine") else ""
-    temp = protocol.sampling.get("temperature")
+    temp = protocol.planner().sampling.get("temperature")
     return (
         f"{protocol.description} Settings: {protocol.max_turns} turns, trial seeds {list(protocol.seeds)}, "
-        f"{protocol.samples_per_task} sample(s) per task, executor/verifier/generator {modes}{engine}"
+        f"{protocol.samples_per_task} sample(s) per task, {flow}{engine}"
         + (f", planner temperature {temp:g}" if temp is not None else "")
         + (f", LLM judge {protocol.judge_engine()}" if protocol.uses_judge else ", rule scoring (exact match)")
         + "."

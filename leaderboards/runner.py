@@ -270,6 +270,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
     if config.engine:
         env["engine"] = config.engine
     judge_engine = protocol.judge_engine(config.judge_engine) if protocol.uses_judge else None
+    planner = protocol.planner()
     fresh = RunRecord(
         name=config.run_name,
         protocol=protocol.name,
@@ -283,7 +284,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         samples_per_task=protocol.samples_per_task,
         max_turns=protocol.max_turns,
         env=env,
-        sampling=dict(protocol.sampling),
+        sampling={**planner.sampling, **planner.extra_body},  # as the planner sends it (frequency penalty too)
         benchmarks={
             b.env_id: {"label": b.label, "category": b.category, "split": b.split} for b in protocol.benchmarks
         },
@@ -318,13 +319,28 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
 
 
 def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
-    """Every episode of the run; records how each benchmark is scored in ``record.scorers``."""
+    """Every episode of the run; records how each benchmark is scored in ``record.scorers`` and, in the paper
+    flow, the env's ``paper_settings`` (prompt source, toolbox, tools, sampling; per benchmark how questions
+    were built)."""
     units: list[WorkUnit] = []
     seed = protocol.seeds[0]
     for entry in protocol.benchmarks:
         env = pool.acquire(entry.env_id, seed)
         num = len(env.unwrapped.tasks)
         record.scorers[entry.env_id] = describe_scorer(env.unwrapped.scorer)
+        settings = getattr(env.unwrapped, "paper_settings", None)
+        if protocol.flow == "paper" and isinstance(settings, dict):
+            settings = dict(settings)
+            questions = settings.pop("questions", None)
+            if questions is not None:
+                record.benchmarks.setdefault(entry.env_id, {})["questions"] = questions
+            if record.paper_settings is None:
+                record.paper_settings = settings
+            elif settings != record.paper_settings:  # one toolbox and sampling for every benchmark, as in AgentFlow
+                raise ConfigError(
+                    f"{entry.env_id} runs with other paper settings than {protocol.benchmarks[0].env_id}; "
+                    "the paper flow uses one prompt source, toolbox and sampling for all benchmarks"
+                )
         pool.release(entry.env_id, env, seed)
         units.extend(protocol.units(entry.env_id, num, fast=config.fast))
     return units
@@ -348,6 +364,8 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
     pool = _EnvPool(protocol, config.data_dir, config.engine, config.judge_engine)
     try:
         units = _plan(protocol, config, pool, record)
+        if record.paper_settings is not None:
+            record.paper_settings["planner_sends"] = _planner_sends(policies, protocol)
         done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
         todo = deque(u for u in units if u.key not in done)
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
@@ -378,7 +396,35 @@ def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
         return {e: config.policy_factory(e) for e in protocol.env_ids}
     from agents.registry import make_policies
 
-    return make_policies(config.policy, protocol.env_ids, protocol.sampling)
+    planner = protocol.planner()  # the paper flow: AgentFlow's planner sampling, penalty and system prompt
+    return make_policies(
+        config.policy,
+        protocol.env_ids,
+        planner.sampling,
+        extra_body=planner.extra_body,
+        system_prompt=planner.system_prompt,
+    )
+
+
+def _planner_sends(policies: dict[str, Any], protocol: Protocol) -> dict[str, bool | None]:
+    """Whether the policies send the paper flow's planner sampling, extra fields and system prompt.
+
+    A planner with ``sampling`` (LLMPlanner, HFPlanner) and no ``extra_body``/``system_prompt`` sends none
+    (``False``); ``None``: a policy the runner cannot inspect (a ``module:attr`` policy may apply them itself).
+    """
+    planner = protocol.planner()
+    found: dict[str, set[bool | None]] = {"sampling": set(), "extra_body": set(), "system_prompt": set()}
+    for policy in {id(p): p for p in policies.values()}.values():
+        sampling = getattr(policy, "sampling", None)
+        if sampling is None:
+            for seen in found.values():
+                seen.add(None)
+            continue
+        found["sampling"].add(all(getattr(sampling, k, None) == v for k, v in planner.sampling.items()))
+        body = getattr(policy, "extra_body", None) or {}
+        found["extra_body"].add(all(k in body and body[k] == v for k, v in planner.extra_body.items()))
+        found["system_prompt"].add(getattr(policy, "system_prompt", None) == planner.system_prompt)
+    return {k: (v.pop() if len(v) == 1 else False if False in v else None) for k, v in found.items()}
 
 
 def _loop(
@@ -483,6 +529,8 @@ def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppend
             "answer": info.get("answer"),
             "score": info.get("score", reward),
             "trajectory": info.get("trajectory", []),
+            # the paper flow's trace of every module call (query analysis, planner, executor, tool, verifier, ...)
+            **({"module_calls": info["module_calls"]} if "module_calls" in info else {}),
         }
     )
     outcome = TaskOutcome(

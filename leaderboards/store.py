@@ -237,6 +237,8 @@ class RunRecord:
     scorers: dict[str, str] = field(default_factory=dict)
     judge_engine: str | None = None
     trial_seed_option: str | None = None  # the loader option that received each trial's seed
+    # the paper flow's settings as run (prompt source, toolbox and tools, sampling presets, planner system prompt)
+    paper_settings: dict[str, Any] | None = None
 
     @property
     def scoring(self) -> str:

@@ -30,7 +30,7 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task, TaskSource, find_task_index
 
-__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "resolve_prompts"]
+__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "resolve_prompts"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
     raise ConfigError(f"prompts={prompts!r}; use 'builtin' or 'agentflow:PATH' (a local AgentFlow checkout)")
 
 
+def planner_system_prompt(prompts: str | PromptSource = "builtin") -> str:
+    """The system prompt AgentFlow's planner runs with under ``prompts`` (an agent sends it before each prompt)."""
+    source = resolve_prompts(prompts)
+    return str(getattr(source, "planner_system_prompt", source.system_prompt))
+
+
 class PaperFlowEnv(AgentFlowEnv):
     """AgentFlow's control and information flow (see the module docstring).
 
@@ -63,6 +69,7 @@ class PaperFlowEnv(AgentFlowEnv):
     - ``sampling``: the planner preset reported in ``paper_settings`` (``"as_coded"``/``"as_stated"``,
       see :mod:`agentflow_env.paper_mode.sampling`); the agent applies it to its own model.
     - ``tools``: runnable tools by AgentFlow name, replacing the default stand-ins (tests, custom search).
+    - ``extra_settings``: more entries for ``paper_settings`` (how the builder made the questions, ...).
     """
 
     def __init__(
@@ -83,6 +90,7 @@ class PaperFlowEnv(AgentFlowEnv):
         tool_timeout_s: float = 120.0,
         render_mode: str | None = None,
         name: str = "AgentFlowEnv-paper",
+        extra_settings: Mapping[str, Any] | None = None,
     ):
         if engine is None:
             raise ConfigError("the paper mode needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
@@ -91,6 +99,7 @@ class PaperFlowEnv(AgentFlowEnv):
         self.planner_sampling: ModuleSampling = planner_sampling(sampling)
         self.sampling_preset = sampling
         self.toolbox_preset = toolbox
+        self.extra_settings = dict(extra_settings or {})
         self.prompt_source = resolve_prompts(prompts)
         metadata = self.prompt_source.tool_metadata()
         if toolbox == "as_stated":
@@ -158,12 +167,11 @@ class PaperFlowEnv(AgentFlowEnv):
             "planner_sampling": self.planner_sampling.to_dict(),
             "module_sampling": self.module_sampling.to_dict(),
             "tool_sampling": TOOL_SAMPLING.to_dict(),
-            "planner_system_prompt": getattr(
-                self.prompt_source, "planner_system_prompt", self.prompt_source.system_prompt
-            ),
+            "planner_system_prompt": planner_system_prompt(self.prompt_source),
             "memory": f"dict of action steps; result strings cut at {RESULT_LIMIT} characters",
             "max_steps": self.max_turns,
             "max_time_s": self.time_budget_s,
+            **self.extra_settings,
         }
 
     @property
