@@ -592,7 +592,7 @@ class Zygote:
             os.mkdir(wdir, 0o700)
             if uid is not None:
                 os.chown(wdir, uid, uid)
-        if uid is None:  # a shared uid: RLIMIT_NPROC counts every process of it, so allow nproc more than now
+        if uid is None and not self.isolate:  # a shared uid: RLIMIT_NPROC counts all its processes; allow nproc more
             own = os.getuid()
             limits = dict(limits, nproc=int(limits["nproc"]) + sum(u == own for u, _ in _proc_uids().values()))
         limits = dict(limits, nproc=int(limits["nproc"]) + 1)  # the supervisor runs under the same uid
