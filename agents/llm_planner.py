@@ -54,6 +54,9 @@ class LLMPlanner:
         self.extra_body = extra
         self.calls = 0
         self.last_messages: list[list[Message]] = []
+        # per prompt of the last act: {"prompt_tokens", "completion_tokens"} as the engine reported them (or None);
+        # evals record them per episode (leaderboards.runner.normalize_actions)
+        self.last_usage: list[dict[str, int] | None] | None = None
 
     @classmethod
     def for_paper_env(cls, engine: Engine | str, env: Any, **kwargs: Any) -> LLMPlanner:
@@ -98,8 +101,12 @@ class LLMPlanner:
             return []
         chats = [self.messages(o) for o in obs_list]
         self.last_messages = chats
+        self.last_usage = None
         replies = self.engine.generate(chats, self._call_sampling())
         self.calls += 1
+        usage = getattr(self.engine, "last_usage", None)  # OpenAIEngine: the server's usage per prompt
+        if isinstance(usage, list) and len(usage) == len(chats):
+            self.last_usage = list(usage)
         if len(replies) != len(chats):
             raise RuntimeError(f"{self.engine!r} returned {len(replies)} completions for {len(chats)} prompts")
         return [r if isinstance(r, str) else str(r) for r in replies]
