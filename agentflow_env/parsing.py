@@ -174,9 +174,9 @@ def _apply(parsed: ParsedAction, name: str, value: Any) -> None:
         setattr(parsed, name, text)
 
 
-def _json_fences(action: str) -> list[str]:
-    """The insides of ```` ```json\n...\n``` ```` blocks, left to right, without overlaps."""
-    blocks: list[str] = []
+def _json_fences(action: str) -> list[tuple[int, int]]:
+    """Where the insides of ```` ```json\n...\n``` ```` blocks are, left to right, without overlaps."""
+    blocks: list[tuple[int, int]] = []
     pos = 0
     while True:
         start = action.find("```", pos)
@@ -189,22 +189,22 @@ def _json_fences(action: str) -> list[str]:
         close = action.find("\n```", opening.end())
         if close < 0:  # no later block can close either
             return blocks
-        blocks.append(action[opening.end() : close])
+        blocks.append((opening.end(), close))
         pos = close + 4
 
 
 def _parse_json(action: str) -> dict[str, Any] | None:
     candidates: list[str] = []
     stripped = action.strip()
-    if stripped.startswith("{"):
+    if stripped.startswith("{") and len(stripped) <= _MAX_JSON_CHARS:
         candidates.append(stripped)
-    candidates.extend(_json_fences(action))
+    # spans first: a candidate too long to read is never copied out of the action
+    spans = _json_fences(action)
     first, last = action.find("{"), action.rfind("}")
     if 0 <= first < last:
-        candidates.append(action[first : last + 1])
+        spans.append((first, last + 1))
+    candidates.extend(action[start:end] for start, end in spans if end - start <= _MAX_JSON_CHARS)
     for text in candidates:
-        if len(text) > _MAX_JSON_CHARS:
-            continue
         try:
             obj = json.loads(text)
         except (ValueError, RecursionError):

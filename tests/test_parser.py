@@ -129,7 +129,7 @@ def test_linear_scans_match_the_reference_regexes(text):
     assert [(m.start(), m.end(), m.group("name")) for m in parsing._HEADER_RE.finditer(text)] == [
         (m.start(), m.end(), m.group(1)) for m in _REF_HEADER_RE.finditer(text)
     ]
-    assert parsing._json_fences(text) == _REF_JSON_FENCE_RE.findall(text)
+    assert [text[start:end] for start, end in parsing._json_fences(text)] == _REF_JSON_FENCE_RE.findall(text)
     tags = _REF_ANSWER_TAG_RE.findall(text)
     assert parsing._last_answer_tag(text) == (tags[-1] if tags else None)
     value = text.strip()
