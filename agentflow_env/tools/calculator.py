@@ -302,7 +302,10 @@ def symbolic_answer(text: str, timeout: float = SYMBOLIC_TIMEOUT_S, deadline: fl
         deadline = time.monotonic() + timeout
     if min(timeout, deadline - time.monotonic()) <= 0:
         return SymbolicAnswer(error="the call's time limit ran out before this expression")
-    return _POOL.ask(expr, timeout, deadline)
+    try:
+        return _POOL.ask(expr, timeout, deadline)
+    except OSError as exc:  # no process could be started (limits, a missing interpreter)
+        return SymbolicAnswer(error=f"the symbolic engine could not start ({exc})")
 
 
 def _symbolic_eval(text: str, timeout: float = SYMBOLIC_TIMEOUT_S) -> str | None:

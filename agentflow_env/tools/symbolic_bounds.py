@@ -45,25 +45,41 @@ class TooLarge(ValueError):
 
 @dataclass(frozen=True)
 class Bound:
-    """Upper bounds for one node: decimal digits, polynomial degree, log10 of expanded terms; exact when small."""
+    """Upper bounds for one node: decimal digits of its numerator and denominator (0 for an integer), polynomial
+    degree, log10 of its terms once expanded; and its exact value while that is small."""
 
-    digits: float = 1.0
+    num: float = 1.0
+    den: float = 0.0
     degree: float = 0.0
     terms: float = 0.0
     free: bool = False  # holds a symbol whose value is not bounded
     value: Fraction | None = None  # the exact value, when it is a small number known from the text
+    top: float | None = None  # a tighter bound on |value| than the digits give (a summation variable's limit)
+
+    @property
+    def digits(self) -> float:
+        """Digits of the exact value: numerator and denominator together."""
+        return self.num + self.den
 
     @property
     def magnitude(self) -> float:
         """An upper bound on ``|value|`` (``_HUGE`` when it is not bounded)."""
         if self.value is not None:
             return float(abs(self.value))
-        return 10.0**self.digits if self.digits < 300 else _HUGE
+        if self.top is not None:
+            return self.top
+        return 10.0**self.num if self.num < 300 else _HUGE
 
 
 def _known(value: Fraction) -> Bound:
-    digits = len(str(abs(value.numerator))) + (len(str(value.denominator)) if value.denominator != 1 else 0)
-    return Bound(digits=float(digits), value=value if digits <= _KNOWN_DIGITS else None)
+    num = len(str(abs(value.numerator)))
+    den = len(str(value.denominator)) if value.denominator != 1 else 0
+    return Bound(num=float(num), den=float(den), value=value if num + den <= _KNOWN_DIGITS else None)
+
+
+def _both(digits: float) -> Bound:
+    """A value known only by its size, which may be huge or tiny (so its reciprocal is bounded too)."""
+    return Bound(num=digits, den=digits)
 
 
 def _sum_terms(a: float, b: float) -> float:
@@ -86,7 +102,7 @@ def _literal_size(text: str) -> Bound:
             return _known(Fraction(text))
         except (ValueError, ZeroDivisionError):
             raise TooLarge(f"cannot read the number {text!r}") from None
-    return Bound(digits=float(digits))
+    return _both(float(digits))
 
 
 class _Walker:
@@ -159,7 +175,8 @@ class _Walker:
                 value = a.value + b.value if isinstance(op, ast.Add) else a.value - b.value
                 return self.check(_known(value), "a sum")
             out = Bound(
-                digits=a.digits + b.digits,
+                num=max(a.num + b.den, b.num + a.den) + 1,  # p/q + r/s = (ps + rq)/(qs)
+                den=a.den + b.den,
                 degree=max(a.degree, b.degree),
                 terms=_sum_terms(a.terms, b.terms),
                 free=a.free or b.free,
@@ -174,8 +191,15 @@ class _Walker:
                     if isinstance(op, ast.FloorDiv):
                         quotient = Fraction(math.floor(quotient))
                     return self.check(_known(quotient), "a quotient")
+            if isinstance(op, ast.Mult):
+                num, den = a.num + b.num, a.den + b.den
+            elif isinstance(op, ast.Div):
+                num, den = a.num + b.den, a.den + b.num
+            else:  # floor((p/q) / (r/s)) is at most ps
+                num, den = a.num + b.den, 0.0
             out = Bound(
-                digits=a.digits + b.digits,
+                num=num,
+                den=den,
                 degree=a.degree + b.degree,
                 terms=a.terms + b.terms,
                 free=a.free or b.free,
@@ -189,8 +213,10 @@ class _Walker:
         if exp.free:  # 2**x stays symbolic: nothing is computed
             return self.check(_combine([base, exp], degree=base.degree + 1), "a power")
         e = exp.magnitude
-        if base.value is not None and abs(base.value) in (0, 1):
-            return _known(base.value) if exp.value is not None and exp.value.denominator == 1 else Bound()
+        if base.value is not None and abs(base.value) in (0, 1):  # 0**0 is 1, (-1)**n is ±1, 0**-1 is zoo
+            if exp.value is not None and exp.value.denominator == 1 and (base.value != 0 or exp.value > 0):
+                return _known(base.value ** int(exp.value))
+            return Bound()
         if base.free:
             if e > MAX_SYMBOLIC_EXP:
                 raise TooLarge(
@@ -200,12 +226,15 @@ class _Walker:
         else:
             terms = 0.0
         if base.value is not None and exp.value is not None and exp.value.denominator == 1:
-            digits = _pow_digits(base.value, int(exp.value))
-            if digits <= _KNOWN_DIGITS and not base.free:
+            if _pow_digits(base.value, int(exp.value)) <= _KNOWN_DIGITS and not base.free:
                 return _known(base.value ** int(exp.value))
+        if exp.value is not None and exp.value >= 0:
+            num, den = base.num * e, base.den * e
+        elif exp.value is not None:  # a negative power swaps numerator and denominator
+            num, den = base.den * e, base.num * e
         else:
-            digits = base.digits * e
-        out = Bound(digits=max(digits, 1.0), degree=base.degree * e, terms=terms, free=base.free)
+            num = den = max(base.num, base.den) * e
+        out = Bound(num=max(num, 1.0), den=den, degree=base.degree * e, terms=terms, free=base.free)
         return self.check(out, "a power")
 
     def call(self, node: ast.Call) -> Bound:
@@ -227,15 +256,15 @@ class _Walker:
             arg = _combine(args)
             if arg.free:
                 return self.check(replace(arg, degree=arg.degree + 1), f"{name}(...)")
-            return self.check(Bound(digits=arg.magnitude * _LOG10_E + 1), f"{name}(...)")
+            return self.check(_both(arg.magnitude * _LOG10_E + 1), f"{name}(...)")
         if name == "diff":
             order = self.diff_order(node.args[1:])
             if order > MAX_DIFF_ORDER:
                 raise TooLarge(f"a derivative of order up to {_fmt(order)} (the limit is {MAX_DIFF_ORDER})")
             first = args[0] if args else Bound()
-            return self.check(replace(first, digits=first.digits + order * math.log10(first.degree + 2)), "diff")
-        if name in _PLAIN:
-            return self.check(_combine(args), f"{name}(...)")
+            return self.check(replace(first, num=first.num + order * math.log10(first.degree + 2)), "diff")
+        if name in _PLAIN:  # the result is no longer the argument's known value
+            return self.check(replace(_combine(args), value=None, top=None), f"{name}(...)")
         raise TooLarge(f"the function {name} is not allowed")
 
     def diff_order(self, args: list[ast.expr]) -> float:
@@ -255,15 +284,22 @@ class _Walker:
         top = n.magnitude
         if top > MAX_FACTORIAL:
             raise TooLarge(f"factorial of a number up to {_fmt(top)} (the limit is {MAX_FACTORIAL})")
-        return self.check(Bound(digits=top * math.log10(top + 1) + 1), "a factorial")
+        return self.check(Bound(num=top * math.log10(top + 1) + 1), "a factorial")
 
     def binomial(self, args: list[Bound]) -> Bound:
         both = _combine(args)
         if both.free or len(args) != 2:
             return self.check(both, "binomial(...)")
         n, k = args[0].magnitude, args[1].magnitude
-        digits = min(n * math.log10(2), k * math.log10(n + 1)) + 1
-        return self.check(Bound(digits=digits), "binomial(...)")
+        if args[0].den == 0:  # an integer n: |C(n, k)| <= (|n| + k)**k, and <= 2**n when n >= 0
+            num, den = k * math.log10(n + k + 1) + 1, 0.0
+            if args[0].value is not None and args[0].value >= 0:
+                num = min(num, n * math.log10(2) + 1)
+        else:  # n = p/q: the k factors (p - iq)/q over k!
+            grow = math.log10(k + 1)
+            num = k * (args[0].num + args[0].den + grow) + 1
+            den = k * (args[0].den + grow) + 1
+        return self.check(Bound(num=num, den=den), "binomial(...)")
 
     def with_limits(self, name: str, args: list[ast.expr]) -> Bound:
         """``Sum``/``Product``/``integrate``: a variable with numeric limits is bounded by them inside the body."""
@@ -280,7 +316,7 @@ class _Walker:
                     extra.extend(limits)
                     if len(limits) == 2 and not any(e.free for e in limits):
                         top = max(e.magnitude for e in limits)
-                        self.bounded[var] = Bound(digits=max(e.digits for e in limits))
+                        self.bounded[var] = Bound(num=max(e.num for e in limits), top=top)
                         low, high = limits[0].value, limits[1].value
                         span = float(high - low) + 1 if low is not None and high is not None else 2 * top + 1
                         count = min(count * max(span, 1.0), _HUGE)
@@ -298,12 +334,17 @@ class _Walker:
                 return self.check(_combine([body, ends]), "a product")
             if body.value is not None and abs(body.value) == 1:
                 return Bound()
-            return self.check(Bound(digits=body.digits * count + 1), "a product of many factors")
+            return self.check(Bound(num=body.num * count + 1, den=body.den * count), "a product of many factors")
         if name == "Sum":
-            grown = replace(body, digits=body.digits + math.log10(min(count, _HUGE)) + 1)
+            if body.free or count >= _HUGE:  # an open range: a closed form or a limit, not term by term
+                return self.check(_combine([body, ends]), "a sum")
+            den = body.den * count  # the common denominator of count fractions
+            grown = Bound(num=body.num + den + math.log10(count) + 1, den=den)
             return self.check(_combine([grown, ends]), "a sum of many terms")
-        # a definite integral: a bounded variable already carries its limits' size into the body's bound
-        return self.check(replace(body, digits=body.digits + ends.digits + 1), "an integral")
+        # a definite integral: a bounded variable already carries its limits' size into the body's bound, and
+        # integrating a polynomial divides by its degree (at most MAX_DEGREE) at each power
+        grown = Bound(num=body.num + ends.num + 1, den=body.den + ends.den + math.log10(MAX_DEGREE + 2))
+        return self.check(replace(grown, degree=body.degree, terms=body.terms, free=body.free), "an integral")
 
 
 def _combine(parts: list[Bound], degree: float | None = None) -> Bound:
@@ -312,7 +353,8 @@ def _combine(parts: list[Bound], degree: float | None = None) -> Bound:
     if len(parts) == 1 and degree is None:
         return parts[0]
     return Bound(
-        digits=sum(p.digits for p in parts),
+        num=sum(p.num for p in parts),
+        den=sum(p.den for p in parts),
         degree=max(p.degree for p in parts) if degree is None else degree,
         terms=max(p.terms for p in parts),
         free=any(p.free for p in parts),
