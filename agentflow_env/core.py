@@ -64,10 +64,12 @@ class AgentFlowEnv(gym.Env[dict, str]):
     ## Time budget
     ``time_budget_s`` counts from ``reset``. A tool runs with ``min(tool_timeout_s, time left)``;
     once no time is left, no executor, tool or verifier call starts (the turn is spent and memory
-    says so), though a final answer is still accepted. So a step ends past the budget by at most
-    the parse of one capped action (milliseconds), a tool's own overrun of its timeout and the
-    final-answer generator's call with ``generator="llm"``; LLM calls are otherwise bounded by the
-    engine's own request timeout, as a call in progress cannot be interrupted.
+    says so), though a final answer is still accepted. So with offline modules a step ends past the
+    budget by at most the parse of one capped action (milliseconds) plus a tool's own overrun of
+    its timeout (tens of milliseconds for the Python tool, which is killed). An LLM executor or
+    verifier call started in time, and the final answer's generation and scoring (``generator="llm"``,
+    an LLM judge), run to completion: they are bounded by the engine's own request timeout, as a
+    call in progress cannot be interrupted.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
