@@ -96,13 +96,16 @@ def returns_to_go_advantages(
     scale_std: bool = True,
     eps: float = 1e-4,
 ) -> list[list[float]]:
-    """Per-turn advantages A_{i,t} = (G_{i,t} - mu) / (sigma + eps) from each rollout's step rewards.
+    """Per-turn advantages A_{i,t} = (G_{i,t} - b_t) / (sigma + eps) from each rollout's step rewards.
 
-    G_{i,t} is :func:`returns_to_go` of rollout i's step rewards. mu and sigma are the mean and population
-    std of the G_{i,t} of the rollout's group with every rollout weighing the same (each of its T_i turns
-    weighs 1/T_i): mu = 1/G sum_i 1/T_i sum_t G_{i,t}, sigma^2 = 1/G sum_i 1/T_i sum_t (G_{i,t} - mu)^2.
-    With gamma = 1 and outcome-only rewards G_{i,t} = R_i, so this is :func:`group_advantages` broadcast to
-    every turn; a group whose returns are all equal gets zero, and |A| <= sqrt(G * max_i T_i) otherwise.
+    G_{i,t} is :func:`returns_to_go` of rollout i's step rewards. The baseline b_t is the mean G_{j,t} of
+    the rollouts j of the group that are still running at turn t (T_j > t), so a turn is compared with the
+    other rollouts at the same turn: identical rollouts get zero whatever gamma and the penalties, and an
+    early turn is not blamed for being far from the reward. sigma is the population std of the residuals
+    G_{i,t} - b_t over the group with every rollout weighing the same (each of its T_i turns weighs 1/T_i):
+    sigma^2 = 1/G sum_i 1/T_i sum_t (G_{i,t} - b_t)^2. ``scale_std=False`` leaves out the division.
+    With gamma = 1, outcome-only rewards and rollouts of equal length this is :func:`group_advantages`
+    broadcast to every turn. A group whose residuals are all 0 gets 0; otherwise |A| <= sqrt(G * max_i T_i).
     """
     if len(turn_rewards) % group_size:
         raise ValueError(f"{len(turn_rewards)} rollouts do not split into groups of {group_size}")
@@ -110,14 +113,17 @@ def returns_to_go_advantages(
     out: list[list[float]] = []
     for start in range(0, len(returns), group_size):
         group = returns[start : start + group_size]
-        rollouts = [g for g in group if g]
-        mu = sum(sum(g) / len(g) for g in rollouts) / max(len(rollouts), 1)
-        var = sum(sum((x - mu) ** 2 for x in g) / len(g) for g in rollouts) / max(len(rollouts), 1)
-        if var == 0.0:  # every return of the group is the same: no turn is better than another
+        longest = max(len(g) for g in group)
+        running = [[g[t] for g in group if len(g) > t] for t in range(longest)]
+        baseline = [sum(values) / len(values) for values in running]
+        residuals = [[x - baseline[t] for t, x in enumerate(g)] for g in group]
+        var = sum(sum(r * r for r in res) / len(res) for res in residuals if res) / group_size
+        top = max((abs(x) for g in group for x in g), default=0.0)
+        if math.sqrt(var) <= 1e-12 * (1.0 + top):  # every turn did as well as the others at its turn
             out += [[0.0] * len(g) for g in group]
             continue
         scale = math.sqrt(var) + eps if scale_std else 1.0
-        out += [[(x - mu) / scale for x in g] for g in group]
+        out += [[r / scale for r in res] for res in residuals]
     return out
 
 

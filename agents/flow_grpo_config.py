@@ -138,10 +138,11 @@ class FlowGRPOConfig:
     scale_rewards: str = _doc("group: A=(R-mean)/(std+eps); none: A=R-mean (no std scaling)", default="group")
     advantage: str = _doc(
         "broadcast (the paper: the group-normalised return of a rollout goes to every one of its turns) | "
-        "returns_to_go (turn t gets the discounted return from t on, sum_k gamma^(k-t) r_k, of the env's step "
-        "rewards, normalised by the mean and std over all turns of its group with each rollout weighing the same; "
-        "with gamma=1 and outcome-only rewards it equals broadcast). Per-turn rewards come from the env's "
-        "turn_rewards= penalties (env_kwargs)",
+        "returns_to_go (turn t gets its discounted return from t on, sum_k gamma^(k-t) r_k of the env's step "
+        "rewards, minus the mean of that return over the group's rollouts still running at turn t, divided by the "
+        "std of those differences over the group (each rollout weighing the same); with gamma=1, outcome-only "
+        "rewards and equal lengths it equals broadcast). Per-turn rewards come from the env's turn_rewards= "
+        "penalties (env_kwargs)",
         default="broadcast",
     )
     gamma: float = _doc("discount of returns_to_go, in (0, 1]", default=1.0)

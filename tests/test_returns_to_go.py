@@ -27,22 +27,29 @@ def test_returns_to_go_by_hand():
 
 def test_advantages_by_hand():
     # group of 2: returns-to-go [0.15, 0.5, 1.0] and [-0.1, 0.0] (gamma 0.5, see above)
-    # mu = 1/2 (0.55 + (-0.05)) = 0.25 (each rollout weighs the same, whatever its length)
+    # baselines (rollouts still running): b_0 = 0.025, b_1 = 0.25, b_2 = 1.0 (only the first)
     rewards = [[-0.1, 0.0, 1.0], [-0.1, 0.0]]
     centred = returns_to_go_advantages(rewards, group_size=2, gamma=0.5, scale_std=False)
-    assert centred[0] == pytest.approx([-0.1, 0.25, 0.75])
-    assert centred[1] == pytest.approx([-0.35, -0.25])
-    # sigma^2 = 1/2 ((0.01 + 0.0625 + 0.5625) / 3 + (0.1225 + 0.0625) / 2) = 0.152083...
-    sigma = math.sqrt(0.5 * (0.635 / 3 + 0.185 / 2))
+    assert centred[0] == pytest.approx([0.125, 0.25, 0.0])
+    assert centred[1] == pytest.approx([-0.125, -0.25])
+    # sigma^2 = 1/2 ((0.015625 + 0.0625 + 0) / 3 + (0.015625 + 0.0625) / 2) = 0.0325520833...
+    sigma = math.sqrt(0.5 * (0.078125 / 3 + 0.078125 / 2))
     scaled = returns_to_go_advantages(rewards, group_size=2, gamma=0.5, eps=1e-4)
-    assert scaled[0] == pytest.approx([a / (sigma + 1e-4) for a in [-0.1, 0.25, 0.75]])
-    assert scaled[1] == pytest.approx([a / (sigma + 1e-4) for a in [-0.35, -0.25]])
-    # weighted by rollout, the advantages of a group sum to zero
-    assert sum(sum(a) / len(a) for a in scaled) == pytest.approx(0.0, abs=1e-9)
+    assert scaled[0] == pytest.approx([a / (sigma + 1e-4) for a in [0.125, 0.25, 0.0]])
+    assert scaled[1] == pytest.approx([a / (sigma + 1e-4) for a in [-0.125, -0.25]])
+
+
+def test_identical_rollouts_get_zero_whatever_gamma_and_penalties():
+    # the same three penalised turns in every rollout: no turn is better than another, though the
+    # returns-to-go differ along the rollout ([-0.271, -0.19, -0.1] at gamma 0.9)
+    same = [[-0.1, -0.1, -0.1]] * 4
+    assert returns_to_go_advantages(same, group_size=4, gamma=0.9) == [[0.0] * 3] * 4
+    successes = [[0.0, 0.0, 1.0]] * 2
+    assert returns_to_go_advantages(successes, group_size=2, gamma=0.5) == [[0.0] * 3] * 2
 
 
 def test_gamma_one_and_outcome_only_is_the_broadcast_advantage():
-    lengths = [1, 3, 2, 4, 2, 2]
+    lengths = [3, 3, 3, 2, 2, 2]
     outcomes = [1.0, 0.0, 0.0, 1.0, 0.5, 0.0]
     per_turn = [[0.0] * (n - 1) + [r] for n, r in zip(lengths, outcomes)]
     got = returns_to_go_advantages(per_turn, group_size=3, gamma=1.0)
@@ -72,8 +79,8 @@ def test_config_checks():
 
 
 def test_a_training_step_uses_the_env_step_penalties(tmp_path: Path):
-    """The tiny LM's turns are mostly invalid actions: with turn_rewards their penalties differ between
-    rollouts and turns, so returns_to_go gives the turns of one rollout different advantages."""
+    """The env's turn_rewards penalties reach the learner as each turn's reward, and returns_to_go turns
+    them into per-turn advantages (different along one rollout)."""
     pytest.importorskip("transformers")
     from agents.flow_grpo import FlowGRPOLearner
 
@@ -97,16 +104,22 @@ def test_a_training_step_uses_the_env_step_penalties(tmp_path: Path):
     collect = learner.collect
 
     def recording_collect(*args, **kwargs):
-        seen["rollouts"] = collect(*args, **kwargs)
-        return seen["rollouts"]
+        rollouts = collect(*args, **kwargs)
+        seen["env_rewards"] = [list(r) for r in rollouts.turn_rewards]
+        seen["returns"] = list(rollouts.rewards)
+        # the untrained tiny LM writes an invalid action on every turn (the same -0.1 everywhere, so every
+        # advantage would be 0): pretend its first turn in the first rollout was a valid one
+        rollouts.turn_rewards[0][0] = 0.0
+        seen["rollouts"] = rollouts
+        return rollouts
 
     learner.collect = recording_collect
     metrics = learner.train_step()
     learner.close()
     rollouts = seen["rollouts"]
     assert all(len(r) == len(t) for r, t in zip(rollouts.turn_rewards, rollouts.turns))
-    assert [sum(r) for r in rollouts.turn_rewards] == pytest.approx(rollouts.rewards)  # R is the episode return
-    assert any(r < 0 for rs in rollouts.turn_rewards for r in rs), "the tiny LM made no penalised turn"
+    assert [sum(r) for r in seen["env_rewards"]] == pytest.approx(seen["returns"])  # R is the episode return
+    assert any(r < 0 for rs in seen["env_rewards"] for r in rs), "the tiny LM made no penalised turn"
     want = returns_to_go_advantages(rollouts.turn_rewards, 3, gamma=0.9)
     got = [[s.advantage for s in turns] for turns in rollouts.turns]
     assert got == [pytest.approx(w, rel=1e-5, abs=1e-6) for w in want]
