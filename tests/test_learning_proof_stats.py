@@ -1,0 +1,96 @@
+"""The learning proof's statistics (perf/stats_util.py) against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perf.stats_util import (
+    holm,
+    majority_vote,
+    mcnemar_exact,
+    paired_bootstrap_diff,
+    t_interval,
+    t_quantile_975,
+    wilson_interval,
+)
+
+
+def _pairs(a_only: int, b_only: int, both: int = 0, neither: int = 0) -> tuple[list[bool], list[bool]]:
+    a = [True] * a_only + [False] * b_only + [True] * both + [False] * neither
+    b = [False] * a_only + [True] * b_only + [True] * both + [False] * neither
+    return a, b
+
+
+@pytest.mark.parametrize(
+    ("a_only", "b_only", "p"),
+    [
+        (1, 6, 2 * (1 + 7) / 2**7),  # P(X<=1 | n=7) = 8/128, two-sided 0.125
+        (0, 5, 2 / 2**5),  # 0.0625: five discordant tasks all one way is not enough at 5%
+        (2, 10, 2 * (1 + 12 + 66) / 2**12),  # 158/4096 = 0.0386
+        (10, 2, 2 * (1 + 12 + 66) / 2**12),  # symmetric
+        (3, 3, 1.0),  # 2 * 42/64 > 1: capped
+        (0, 0, 1.0),  # no discordant task: no evidence either way
+    ],
+)
+def test_mcnemar_exact_by_hand(a_only: int, b_only: int, p: float) -> None:
+    a, b = _pairs(a_only, b_only, both=7, neither=11)
+    result = mcnemar_exact(a, b)
+    assert result.p_value == pytest.approx(p, rel=1e-12)
+    assert (result.a_only, result.b_only, result.both, result.neither) == (a_only, b_only, 7, 11)
+    assert result.n == a_only + b_only + 18
+
+
+def test_mcnemar_ignores_concordant_tasks_and_rejects_unpaired() -> None:
+    a, b = _pairs(1, 6)
+    a2, b2 = _pairs(1, 6, both=100, neither=200)
+    assert mcnemar_exact(a, b).p_value == mcnemar_exact(a2, b2).p_value
+    with pytest.raises(ValueError, match="equal lengths"):
+        mcnemar_exact([True], [True, False])
+
+
+def test_wilson_interval_by_hand() -> None:
+    lo, hi = wilson_interval(5, 10)
+    assert (lo, hi) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
+    lo, hi = wilson_interval(0, 10)
+    z2 = 1.959963984540054**2
+    assert lo == 0.0 and hi == pytest.approx(z2 / (10 + z2), rel=1e-9)  # 0.2775
+
+
+def test_t_interval_by_hand() -> None:
+    out = t_interval([0.2, 0.3, 0.4])
+    half = 4.302652730 * 0.1 / math.sqrt(3)
+    assert out["mean"] == pytest.approx(0.3) and out["sd"] == pytest.approx(0.1)
+    assert (out["lo"], out["hi"]) == (pytest.approx(0.3 - half), pytest.approx(0.3 + half))
+    one = t_interval([0.5])
+    assert one["mean"] == 0.5 and math.isnan(one["lo"])  # one seed gives no interval, not a fake one
+    assert t_quantile_975(1) == pytest.approx(12.706, abs=1e-3)
+    assert t_quantile_975(1000) == pytest.approx(1.962, abs=1e-3)
+    with pytest.raises(ValueError):
+        t_interval([])
+
+
+def test_holm_by_hand() -> None:
+    # sorted: 0.01*3 = 0.03; 0.03*2 = 0.06; 0.04*1 = 0.04 -> raised to 0.06 (monotone)
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_majority_vote() -> None:
+    seeds = [[True, True, False, False], [True, False, True, False], [False, False, True, True]]
+    assert majority_vote(seeds) == [True, False, True, False]
+    assert majority_vote([[True, False], [False, True]]) == [False, False]  # a tie is not a majority
+    with pytest.raises(ValueError):
+        majority_vote([[True], [True, False]])
+
+
+def test_paired_bootstrap_diff() -> None:
+    a, b = _pairs(40, 0, neither=360)  # diff 0.1, se sqrt(0.1 * 0.9 / 400) = 0.015
+    out = paired_bootstrap_diff(a, b, resamples=4000, seed=1)
+    assert out["diff"] == pytest.approx(0.1)
+    assert out["lo"] == pytest.approx(0.1 - 1.96 * 0.015, abs=0.008)
+    assert out["hi"] == pytest.approx(0.1 + 1.96 * 0.015, abs=0.008)
+    assert paired_bootstrap_diff(a, b, resamples=4000, seed=1) == out  # seeded: reproducible
+    same = paired_bootstrap_diff(*_pairs(0, 0, both=5, neither=5), resamples=200)
+    assert same["diff"] == same["lo"] == same["hi"] == 0.0
