@@ -343,6 +343,25 @@ def test_nested_user_namespaces_and_mounts_are_refused(tool):
     assert r.text == "-1", r.text
 
 
+def test_memory_is_capped_across_the_whole_process_tree(mode):
+    """Four children of 150 MB each, every one under the per-process limit, 600 MB against a 300 MB cap."""
+    t = _start(mode, memory_mb=300)
+    code = (
+        "import os, time\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+        "        b = b'x' * (150 * 2**20)\n        time.sleep(10)\n        os._exit(0)\n    kids.append(pid)\n"
+        "[os.waitpid(k, 0)[1] for k in kids]"
+    )
+    try:
+        start = time.monotonic()
+        r = t.run(code, 20)
+        assert not r.ok and r.error == "memory limit" and "300 MB" in r.text, r.text
+        assert time.monotonic() - start < 8  # stopped as it grew, not at the children's natural end
+        assert t.run("b = b'x' * (150 * 2**20)\nlen(b)", 10).ok  # one process under the cap is fine
+        _ok(t)
+    finally:
+        t.close()
+
+
 def test_memory_is_capped_per_process_with_a_process_limit(tool):
     r = tool.run("bytearray(3 * 2**30)", 5)
     assert not r.ok and "MemoryError" in r.text

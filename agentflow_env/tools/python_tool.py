@@ -310,6 +310,14 @@ class PythonCoderTool(BaseTool):
         except WorkerLost as exc:
             status = self._checkin(worker, -1)
             status = exc.status if exc.status is not None else status
+            if exc.reason == "memory":
+                self._refill(1)
+                return ToolResult(
+                    text=f"Error: MemoryError: the code and the processes it started used more than "
+                    f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
+                    ok=False,
+                    error="memory limit",
+                )
             self._refill(1)
             how = describe_status(status)
             return ToolResult(

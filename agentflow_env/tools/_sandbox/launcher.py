@@ -97,6 +97,7 @@ class SandboxLimits:
             "nofile": self.nofile,
             "nproc": self.nproc,
             "tmp_bytes": self.tmp_mb * 2**20,
+            "tree_bytes": self.memory_mb * 2**20,  # all the worker's processes together, above their idle size
             "cpu_total_s": self.cpu_total_s,
         }
 
@@ -123,9 +124,10 @@ class SandboxInfo:
 class WorkerLost(Exception):
     """The worker channel broke: the process died, or it sent something that is not a reply."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, reason: str | None = None):
         super().__init__(message)
         self.status = status
+        self.reason = reason  # "memory": the worker's processes together went past the memory cap
 
 
 class SandboxUnavailable(ToolError):
@@ -500,8 +502,12 @@ class Worker:
         if number != self.calls:
             raise WorkerLost("the worker sent something that is not the reply to this call")
         if isinstance(reply, dict) and "died" in reply:
-            status = reply["died"]
-            raise WorkerLost("the Python process died", status if isinstance(status, int) else None)
+            status, reason = reply["died"], reply.get("reason")
+            raise WorkerLost(
+                "the Python process died",
+                status if isinstance(status, int) else None,
+                reason if reason == "memory" else None,
+            )
         checked = _z.sanitize_reply(reply, limit)  # the host enforces the caps, whatever the worker says
         if checked is None:
             raise WorkerLost("the worker sent something that is not a reply")

@@ -313,6 +313,7 @@ def _become_kernel(sock: socket.socket, wdir: str, uid: int | None, limits: dict
     os.dup2(devnull, 0)
     os.close(devnull)
     _drop_privileges(uid)
+    nslib.prctl(nslib.PR_SET_DUMPABLE, 1)  # a uid change cleared it: the supervisor must read the cells' /proc
     nslib.prctl(nslib.PR_SET_PDEATHSIG, int(signal.SIGKILL))
     if os.getppid() != parent:
         os._exit(0)  # the supervisor died between fork and prctl
@@ -408,13 +409,50 @@ def _reap_orphans(kernel: int, kernel_status: int | None) -> int | None:
             kernel_status = status
 
 
-def _relay(mine: socket.socket, body: bytes, limit: int) -> bytes | None:
-    """Pass one request to the kernel; its reply (JSON bytes, not parsed here), or ``None`` if it broke the
-    protocol or died. Only the reply that carries this request's one-time token counts."""
+class TreeMemory:
+    """The memory of every process in the worker's pid namespace (PSS: shared pages counted once), against a cap.
+
+    The supervisor polls it while a cell runs: RLIMIT_AS bounds each process, this bounds their sum, to within
+    what the processes can allocate between two polls.
+    """
+
+    POLL_S = 0.05
+
+    def __init__(self, cap_bytes: int):
+        self.cap_bytes = cap_bytes
+        self.baseline: int | None = None
+
+    @staticmethod
+    def used() -> int:
+        total = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/smaps_rollup", "rb") as fh:
+                    for line in fh:
+                        if line.startswith(b"Pss:"):
+                            total += int(line.split()[1]) * 1024
+                            break
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
+
+    def over(self) -> bool:
+        return self.baseline is not None and self.used() - self.baseline > self.cap_bytes
+
+
+def _relay(mine: socket.socket, body: bytes, limit: int, memory: TreeMemory | None) -> bytes | str | None:
+    """Pass one request to the kernel; its reply (JSON bytes, not parsed here), ``"memory"`` when the worker's
+    processes went past the memory cap, or ``None`` if the kernel broke the protocol or died. Only the reply that
+    carries this request's one-time token counts."""
     token = os.urandom(TOKEN_BYTES)
     try:
         send_body(mine, token, body)
         for _ in range(64):  # stale frames the cell wrote into its channel are skipped
+            while memory is not None and not select.select([mine], [], [], memory.POLL_S)[0]:
+                if memory.over():
+                    return "memory"
             reply = recv_body(mine, TOKEN_BYTES + reply_byte_limit(limit))
             if reply[:TOKEN_BYTES] == token:
                 return reply[TOKEN_BYTES:]
@@ -445,6 +483,8 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     nslib.prctl(nslib.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/fd or mem for the kernel's uid
     _keep_only_fds([host.fileno(), mine.fileno(), 2])
     kernel_status: int | None = None
+    # only with its own pid namespace (and /proc) does /proc list exactly the worker's processes
+    memory = TreeMemory(int(limits["tree_bytes"])) if isolate and os.path.exists("/proc/self/smaps_rollup") else None
     while True:  # any exit kills the pid namespace, kernel and all, with this process
         try:
             body = recv_body(host, 1 << 26)
@@ -453,10 +493,12 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
         except BaseException:
             os._exit(0)
         kernel_status = _reap_orphans(kernel, kernel_status)
-        answer = _relay(mine, body, limit) if kernel_status is None else None
-        if answer is None:
+        if memory is not None and memory.baseline is None:
+            memory.baseline = memory.used()  # the idle supervisor and kernel, measured once
+        answer = _relay(mine, body, limit, memory) if kernel_status is None else None
+        if not isinstance(answer, bytes):
             try:
-                os.kill(kernel, signal.SIGKILL)
+                os.kill(-1 if memory is not None else kernel, signal.SIGKILL)  # pid 1: all but itself
             except OSError:
                 pass
             if kernel_status is None:
@@ -465,10 +507,13 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
                 except ChildProcessError:
                     pass
         try:
-            send_body(host, number, answer if answer is not None else json.dumps({"died": kernel_status}).encode())
+            if isinstance(answer, bytes):
+                send_body(host, number, answer)
+            else:
+                send_body(host, number, json.dumps({"died": kernel_status, "reason": answer}).encode())
         except BaseException:
             os._exit(0)
-        if answer is None:
+        if not isinstance(answer, bytes):
             os._exit(0)
 
 
