@@ -61,7 +61,8 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         default=None,
-        help="engine spec for llm env modes, overriding the protocol's (recorded in the result)",
+        help="engine spec of the env's LLM modules (llm modes, or the paper flow's query analysis, executor, "
+        "verifier, final output and LLM tools), overriding the protocol's (recorded in the result)",
     )
     parser.add_argument(
         "--judge-engine",

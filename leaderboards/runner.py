@@ -49,7 +49,7 @@ class EvalConfig:
     out: Path = Path("runs/leaderboard")  # under the current directory; references are written by --leaderboard-record
     name: str | None = None  # run folder name; default from the policy spec
     data_dir: str | None = None
-    engine: str | None = None  # overrides the protocol's engine for llm modes (recorded in the result)
+    engine: str | None = None  # overrides the protocol's engine for llm modes or the paper flow (recorded)
     judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
     batch_size: int = 16
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
