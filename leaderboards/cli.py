@@ -192,7 +192,8 @@ def paper_settings_note(record: Any) -> str | None:
     sends = settings.get("planner_sends") or {}
     missing = [k for k, v in sends.items() if v is False]
     return (
-        f"paper flow: prompts {settings.get('prompts')}, toolbox {settings.get('toolbox')} "
+        f"paper flow: prompts {settings.get('prompts')} [{settings.get('prompt_fingerprint', '?')}], "
+        f"toolbox {settings.get('toolbox')} "
         f"({', '.join(settings.get('tools') or {})}), planner sampling {settings.get('sampling')} ({knobs})"
         + (f"; the policy did NOT send AgentFlow's planner {', '.join(missing)}" if missing else "")
     )

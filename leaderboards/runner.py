@@ -366,6 +366,7 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
         units = _plan(protocol, config, pool, record)
         if record.paper_settings is not None:
             record.paper_settings["planner_sends"] = _planner_sends(policies, protocol)
+            _check_same_prompts(stored, record, run_dir)
         done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
         todo = deque(u for u in units if u.key not in done)
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
@@ -404,6 +405,17 @@ def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
         extra_body=planner.extra_body,
         system_prompt=planner.system_prompt,
     )
+
+
+def _check_same_prompts(stored: RunRecord | None, record: RunRecord, run_dir: Path) -> None:
+    """A resumed paper-flow run must show the modules the same wording as its stored episodes did."""
+    before = (stored.paper_settings or {}).get("prompt_fingerprint") if stored is not None else None
+    now = (record.paper_settings or {}).get("prompt_fingerprint")
+    if before is not None and before != now:
+        raise ConfigError(
+            f"{run_dir} was run with other prompts (fingerprint {before}, now {now}: another prompt source, "
+            "checkout or code version); pass --name NEW to keep both or --overwrite to replace it"
+        )
 
 
 def _planner_sends(policies: dict[str, Any], protocol: Protocol) -> dict[str, bool | None]:

@@ -21,7 +21,8 @@ import pytest
 
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.error import ConfigError
-from agentflow_env.paper_mode import planner_system_prompt
+from agentflow_env.paper_mode import BuiltinPrompts, planner_system_prompt, prompt_fingerprint
+from agentflow_env.paper_mode.toolbox import builtin_metadata
 from leaderboards.protocol import PROTOCOL_DIR, load_protocol
 
 PROTOCOL_TEXT = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
@@ -134,7 +135,8 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
     args += ["--data-dir", str(testsets_dir), "--out", str(out), "--no-progress", "--name", "e2e"]
     assert main(args) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "paper flow: prompts builtin, toolbox as_coded" in printed and "did NOT" not in printed
+    fingerprint = prompt_fingerprint(BuiltinPrompts(), list(builtin_metadata()), builtin_metadata())
+    assert f"paper flow: prompts builtin [{fingerprint}], toolbox as_coded" in printed and "did NOT" not in printed
 
     protocol = load_protocol(small)
     episodes = len(protocol.benchmarks) * 2
@@ -196,7 +198,15 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
 
     # leaderboard show displays the settings
     assert main(["leaderboard", "show", "--results", str(out)]) == 0
-    assert "- e2e: paper flow: prompts builtin, toolbox as_coded" in capsys.readouterr().out
+    assert f"- e2e: paper flow: prompts builtin [{fingerprint}], toolbox as_coded" in capsys.readouterr().out
+
+    # resuming under other prompt wording would mix two prompt sets in one result: refused
+    assert settings["prompt_fingerprint"] == fingerprint
+    stored["paper_settings"]["prompt_fingerprint"] = "0123456789abcdef"
+    (run_dir / "run.json").write_text(json.dumps(stored), encoding="utf-8")
+    calls = len(server.log)
+    assert main(args) != 0 and "other prompts" in capsys.readouterr().err
+    assert len(server.log) == calls
 
 
 def _file(env_id: str) -> str:

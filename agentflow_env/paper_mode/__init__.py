@@ -1,7 +1,13 @@
 """The paper mode: AgentFlow's solver, module by module (query analysis, planner, executor, tool, verifier,
 final output), as a Gymnasium env whose agent is the planner. See :class:`PaperFlowEnv`."""
 
-from agentflow_env.paper_mode.env import TOOLBOX_PRESETS, PaperFlowEnv, planner_system_prompt, resolve_prompts
+from agentflow_env.paper_mode.env import (
+    TOOLBOX_PRESETS,
+    PaperFlowEnv,
+    planner_system_prompt,
+    prompt_fingerprint,
+    resolve_prompts,
+)
 from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
 from agentflow_env.paper_mode.sampling import SAMPLING_PRESETS, ModuleSampling, planner_sampling
 from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
@@ -21,5 +27,6 @@ __all__ = [
     "cut_result",
     "planner_sampling",
     "planner_system_prompt",
+    "prompt_fingerprint",
     "resolve_prompts",
 ]

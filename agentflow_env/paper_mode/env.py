@@ -10,6 +10,8 @@ call (module, prompt, reply, tokens).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -30,7 +32,7 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task, TaskSource, find_task_index
 
-__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "resolve_prompts"]
+__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "prompt_fingerprint", "resolve_prompts"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,30 @@ def planner_system_prompt(prompts: str | PromptSource = "builtin") -> str:
     """The system prompt AgentFlow's planner runs with under ``prompts`` (an agent sends it before each prompt)."""
     source = resolve_prompts(prompts)
     return str(getattr(source, "planner_system_prompt", source.system_prompt))
+
+
+def prompt_fingerprint(source: PromptSource, tools: list[str], metadata: Mapping[str, Any]) -> str:
+    """sha256 (16 hex digits) of every prompt ``source`` builds for a fixed probe task and memory, its system
+    prompts and tool metadata: equal fingerprints mean the modules see the same wording (whatever the path
+    of an ``agentflow:PATH`` checkout or the code version)."""
+    memory = ActionMemory()
+    tool = tools[0] if tools else "Probe_Tool"
+    memory.add_action(1, tool, "probe sub-goal", "execution = tool.execute(query='probe')", ["probe result"])
+    question, analysis = "Probe question: what is 6 times 7?", "Probe analysis."
+    parts = [
+        source.system_prompt,
+        planner_system_prompt(source),
+        json.dumps(metadata, sort_keys=True, default=str),
+        source.query_analysis(question, tools, dict(metadata)),
+        source.next_step(question, analysis, tools, dict(metadata), memory, 2, 10),
+        source.tool_command(question, "probe context", "probe sub-goal", tool, dict(metadata.get(tool, {}))),
+        source.verification(question, tools, dict(metadata), analysis, memory),
+        source.final_output(question, analysis, memory),
+        source.code_request("probe query"),
+        source.missing_tool_command,
+        source.missing_tool_result,
+    ]
+    return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
 class PaperFlowEnv(AgentFlowEnv):
@@ -106,6 +132,7 @@ class PaperFlowEnv(AgentFlowEnv):
             metadata = {k: v for k, v in metadata.items() if k in STATED_TOOLS}
         self.toolbox_metadata: dict[str, Any] = metadata
         self.available_tools: list[str] = list(metadata)
+        self.prompt_fingerprint = prompt_fingerprint(self.prompt_source, self.available_tools, metadata)
         if isinstance(engine, str):
             from agentflow_env.engines import make_engine
 
@@ -161,6 +188,7 @@ class PaperFlowEnv(AgentFlowEnv):
         return {
             "flow": "paper",
             "prompts": self.prompt_source.label,
+            "prompt_fingerprint": self.prompt_fingerprint,
             "toolbox": self.toolbox_preset,
             "tools": {name: STAND_INS.get(name, type(tool).__name__) for name, tool in self.toolbox.items()},
             "sampling": self.sampling_preset,
