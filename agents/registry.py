@@ -119,10 +119,12 @@ def make_policies(
     ``extra_body`` and ``system_prompt`` go to LLM-backed planners (see :func:`make_policy`).
     """
     ids = list(env_ids)
-    extra = {"extra_body": extra_body, "system_prompt": system_prompt}
     if is_env_specific(spec):
-        return {env_id: make_policy(spec, env_id, sampling, **extra) for env_id in ids}
-    shared = make_policy(spec, None, sampling, **extra)
+        return {
+            env_id: make_policy(spec, env_id, sampling, extra_body=extra_body, system_prompt=system_prompt)
+            for env_id in ids
+        }
+    shared = make_policy(spec, None, sampling, extra_body=extra_body, system_prompt=system_prompt)
     return dict.fromkeys(ids, shared)
 
 
