@@ -1,11 +1,28 @@
-"""Learning proof on CPU: tiny LM -> SFT on scripted demonstrations -> Flow-GRPO, against SFT only and
-rejection-sampling fine-tuning (RFT) at equal rollouts; held-out test success curve as JSON and PNG.
+"""Multi-turn learning proof on CPU: tiny LM -> SFT -> {RFT, Flow-GRPO trajectory, Flow-GRPO turn}, on
+Game of 24 over 1..20 with up to 3 planner turns (calculator check, retry, answer).
 
-Every phase is one ``agentflow-env`` command (printed and stored in the JSON), so a figure can be
-reproduced by hand: ``sft``, then ``train`` with agents/configs/learning-proof-game24.toml, then the
-same ``train`` with ``--algorithm rft --steps <Flow-GRPO's steps>`` (same rollouts per step).
+Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so any number can be redone by hand):
 
-Run: python perf/learning_proof.py [--minutes 15 --threads 2]
+1. per seed: ``agentflow-env sft`` on scripted check-then-answer demonstrations (train split);
+2. tuning, on the validation split only: each RL method (RFT, Flow-GRPO with ``trajectory`` aggregation,
+   Flow-GRPO with ``turn`` aggregation) gets the same grid (learning rate x rollout temperature) from seed 0's
+   SFT model; a method's setting is the one with the best final validation success (ties: first in grid order);
+3. final runs: every method with its chosen setting from every seed's SFT model (seed 0's run is the tuning
+   run), all at equal rollouts (same steps, questions per step and group size);
+4. final evaluation, the only time the test split is read: greedy, one episode per task, on the first
+   ``--test-tasks`` test tasks, for SFT only and the three methods, every seed;
+5. statistics: success per seed, mean and Student-t 95% interval over seeds, Wilson intervals; paired
+   per-task McNemar exact tests between methods, on the per-task majority vote over seeds (primary, with
+   Holm's adjustment over the 6 pairs) and per seed; a paired bootstrap interval of each difference;
+   turns per episode; the validation curve; clip fractions.
+
+Resumable: finished phases are skipped (SFT: its sft_metrics.json; train: metrics reach the step count; eval:
+its JSON), train runs resume from their checkpoints, and the result JSON is rewritten after every phase.
+Every call has a wall-clock budget (``--max-minutes``); a train run cut by it is recorded as incomplete and
+continues on the next call.
+
+Run: python perf/learning_proof.py            (full: 3 seeds, 300 test tasks; hours on 2 cores)
+     python perf/learning_proof.py --quick    (1 seed, short runs, 100 test tasks, 1-setting grid)
 """
 
 from __future__ import annotations
@@ -18,81 +35,414 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "agents" / "configs" / "learning-proof-game24.toml"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from perf.stats_util import (  # noqa: E402  (after the path fix, so it runs as a plain script)
+    holm,
+    majority_vote,
+    mcnemar_exact,
+    paired_bootstrap_diff,
+    t_interval,
+    wilson_interval,
+)
+
+CONFIG = "agents/configs/learning-proof-game24-multiturn.toml"
+ENV_ID = "agentflow/Gen-GameOf24-v1"
+ENV_KWARGS = {"max_turns": 3, "max_number": 20}
+METHODS: dict[str, list[str]] = {
+    "rft": ["--algorithm", "rft"],
+    "flow_grpo_trajectory": ["--algorithm", "flow_grpo", "--loss-aggregation", "trajectory"],
+    "flow_grpo_turn": ["--algorithm", "flow_grpo", "--loss-aggregation", "turn"],
+}
+LABELS = {
+    "sft_only": "SFT only",
+    "rft": "RFT (equal rollouts)",
+    "flow_grpo_trajectory": "Flow-GRPO, trajectory agg.",
+    "flow_grpo_turn": "Flow-GRPO, turn agg.",
+}
+ARMS = ("sft_only", *METHODS)
 
 
-def _args() -> argparse.Namespace:
+@dataclass(frozen=True)
+class Profile:
+    seeds: tuple[int, ...]
+    steps: int
+    grid_lr: tuple[float, ...]
+    grid_temperature: tuple[float, ...]
+    test_tasks: int
+    val_tasks: int
+    eval_every: int
+    sft_episodes: int
+    sft_steps: int
+    # seconds on this project's 2-core CPU, for the up-front estimate (measured by the quick run)
+    sft_s: float = 240.0
+    step_s: float = 6.0
+    eval_task_s: float = 0.15
+
+
+FULL = Profile(
+    seeds=(0, 1, 2),
+    steps=150,
+    grid_lr=(2e-4, 1e-3),
+    grid_temperature=(0.7, 1.0),
+    test_tasks=300,
+    val_tasks=100,
+    eval_every=10,
+    sft_episodes=3000,
+    sft_steps=800,
+)
+QUICK = Profile(
+    seeds=(0,),
+    steps=30,
+    grid_lr=(5e-4,),
+    grid_temperature=(1.0,),
+    test_tasks=100,
+    val_tasks=50,
+    eval_every=10,
+    sft_episodes=2000,
+    sft_steps=500,
+)
+
+
+def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=str(CONFIG), help="the Flow-GRPO config (RFT uses it with algorithm=rft)")
-    p.add_argument("--minutes", type=float, default=15.0, help="wall-clock budget of the Flow-GRPO run")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument(
-        "--sft-env-kwargs",
-        default='{"max_turns": 1}',
-        help="env kwargs of the SFT demonstrations (JSON); default: one-turn episodes over the whole train split",
-    )
-    p.add_argument("--sft-episodes", type=int, default=2000, help="scripted demonstration episodes (tasks cycle)")
-    p.add_argument("--sft-steps", type=int, default=600, help="SFT optimizer steps on the scripted demonstrations")
-    p.add_argument("--sft-lr", type=float, default=2e-3, help="SFT peak learning rate")
-    p.add_argument("--sft-model", default="", help="reuse this SFT output folder instead of training one")
-    p.add_argument("--work", default=str(ROOT / "runs" / "learning_proof"), help="scratch folder (models, logs)")
+    p.add_argument("--quick", action="store_true", help="the short version (1 seed, 30 steps, 100 test tasks)")
+    p.add_argument("--seeds", type=int, nargs="+", help="override the profile's seeds")
+    p.add_argument("--steps", type=int, help="override the learner steps of every RL run")
+    p.add_argument("--test-tasks", type=int, help="override the number of held-out test tasks")
+    p.add_argument("--max-minutes", type=float, default=60.0, help="wall-clock budget of each phase (one call)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads of every phase")
+    p.add_argument("--work", default="", help="scratch folder (default runs/learning_proof_multiturn[_quick])")
     p.add_argument("--out", default=str(ROOT / "perf" / "results"), help="where the JSON and PNG go")
-    p.add_argument("--name", default="learning_proof", help="file stem of the JSON and PNG")
-    p.add_argument("--skip-rft", action="store_true", help="only run Flow-GRPO (no RFT baseline)")
-    return p.parse_args()
+    p.add_argument("--name", default="", help="file stem (default learning_proof_multiturn[_quick])")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, the commands and the estimate; run nothing")
+    p.add_argument("--evaluate", nargs=3, metavar=("MODEL", "SPLIT", "OUT"), help=argparse.SUPPRESS)
+    p.add_argument("--eval-tasks", type=int, default=0, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------------------------- phases
 
 
 def _cli() -> list[str]:
     return [sys.executable, "-m", "agentflow_env.cli"]
 
 
-def _run(cmd: list[str], log: Path) -> float:
-    """Run one phase, its output teed to ``log``; fails loudly with the command to rerun."""
-    shown = shlex.join(["agentflow-env", *cmd[len(_cli()) :]])
+def _shown(cmd: list[str]) -> str:
+    if cmd[:3] == _cli():
+        return shlex.join(["agentflow-env", *cmd[3:]])
+    return shlex.join(["python", *[os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c for c in cmd[1:]]])
+
+
+def _run(cmd: list[str], log: Path, minutes: float) -> dict[str, Any]:
+    """One phase, output to ``log``, killed after ``minutes`` (plus a grace period for the checkpoint)."""
+    shown = _shown(cmd)
     sys.stderr.write(f"$ {shown}\n")
     started = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("w", encoding="utf-8") as fh:
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    if proc.returncode:
-        raise SystemExit(f"phase failed (exit {proc.returncode}); see {log}; command: {shown}")
-    return time.perf_counter() - started
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n$ {shown}\n")
+        fh.flush()
+        try:
+            proc = subprocess.run(
+                cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=60 * minutes + 300
+            )
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    seconds = time.perf_counter() - started
+    if rc:
+        sys.stderr.write(f"  phase failed (exit {rc}) after {seconds:.0f}s; see {log}\n")
+    return {"command": shown, "seconds": seconds, "returncode": rc}
 
 
-def _config(path: str) -> dict[str, Any]:
-    from agents.flow_grpo_config import load_config
+def _sft(p: Profile, args: argparse.Namespace, work: Path, seed: int, record: dict[str, Any]) -> Path:
+    out = work / f"seed{seed}" / "sft"
+    cmd = [
+        *_cli(),
+        "sft",
+        "--env-id",
+        ENV_ID,
+        "--env-kwargs",
+        json.dumps(ENV_KWARGS),
+        "--output-dir",
+        _rel(out),
+        "--episodes",
+        str(p.sft_episodes),
+        "--epochs",
+        "100",
+        "--max-steps",
+        str(p.sft_steps),
+        "--lr",
+        "0.002",
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(seed),
+        "--eval-episodes",
+        "0",
+        "--max-minutes",
+        str(args.max_minutes),
+        "--no-progress",
+        "--json",
+    ]
+    key = f"sft/seed{seed}"
+    if not (out / "sft_metrics.json").is_file() and not args.dry_run:
+        record[key] = _run(cmd, work / f"seed{seed}" / "sft.log", args.max_minutes)
+    else:
+        record.setdefault(key, {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"})
+    return out
 
-    return load_config(path).to_dict()
+
+def _grid(p: Profile) -> list[dict[str, float]]:
+    return [{"learning_rate": lr, "temperature": t} for lr in p.grid_lr for t in p.grid_temperature]
 
 
-def _curve(run_dir: Path, cfg: dict[str, Any]) -> dict[str, Any]:
-    """The held-out test curve and training rewards from a run's metrics.jsonl."""
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    key = f"eval/{cfg['env_id'].split('/', 1)[-1]}/success"
-    per_step = cfg["questions_per_step"] * cfg["group_size"]
+def _setting_name(s: dict[str, float]) -> str:
+    return f"lr{s['learning_rate']:g}-T{s['temperature']:g}"
+
+
+def _train(
+    p: Profile, args: argparse.Namespace, work: Path, seed: int, method: str, setting: dict[str, float], sft: Path
+) -> tuple[Path, dict[str, Any]]:
+    out = work / f"seed{seed}" / method / _setting_name(setting)
+    cmd = [
+        *_cli(),
+        "train",
+        "--config",
+        CONFIG,
+        "--init-from",
+        _rel(sft / "final") if (sft / "final").is_dir() else _rel(sft),
+        "--output-dir",
+        _rel(out),
+        "--seed",
+        str(seed),
+        "--steps",
+        str(p.steps),
+        "--eval-every",
+        str(p.eval_every),
+        "--eval-tasks",
+        str(p.val_tasks),
+        "--eval-split",
+        "validation",
+        "--threads",
+        str(args.threads),
+        "--max-minutes",
+        str(args.max_minutes),
+        "--learning-rate",
+        f"{setting['learning_rate']:g}",
+        "--temperature",
+        f"{setting['temperature']:g}",
+        *METHODS[method],
+    ]
+    if _train_done(out, p.steps) or args.dry_run:
+        return out, {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"}
+    return out, _run(cmd, out.parent / f"{out.name}.log", args.max_minutes)
+
+
+def _metrics(run: Path) -> list[dict[str, Any]]:
+    path = run / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _train_done(run: Path, steps: int) -> bool:
+    return (run / "final").is_dir() and max((r.get("step", 0) for r in _metrics(run)), default=0) >= steps
+
+
+def _summarise_run(run: Path, steps: int) -> dict[str, Any]:
+    """The validation curve, training statistics and clip fraction of one train run."""
+    cfg = json.loads((run / "config.json").read_text()) if (run / "config.json").is_file() else {}
+    rows = _metrics(run)
+    name = ENV_ID.split("/", 1)[-1]
+    per_step = cfg.get("questions_per_step", 8) * cfg.get("group_size", 8)
     curve = [
         {
             "step": r["step"],
             "rollouts": r["step"] * per_step,
-            "test_success": r[key],
-            "wall_s": r.get("time/elapsed_s"),
+            "val_success": r[f"eval/{name}/success"],
+            "val_turns": r.get(f"eval/{name}/turns"),
         }
-        for r in records
-        if key in r
+        for r in rows
+        if f"eval/{name}/success" in r
     ]
-    train = [r for r in records if "rollout/reward" in r]
+    train = [r for r in rows if "rollout/reward" in r]
+
+    def mean(key: str) -> float | None:
+        vals = [r[key] for r in train if key in r]
+        return sum(vals) / len(vals) if vals else None
+
+    done = max((r["step"] for r in rows), default=0)
     return {
+        "steps_done": done,
+        "complete": _train_done(run, steps),
+        "rollouts": done * per_step,
         "curve": curve,
-        "steps": max((r["step"] for r in records), default=0),
-        "rollouts": max((r["step"] for r in records), default=0) * per_step,
-        "train_reward": [r["rollout/reward"] for r in train],
-        "wall_s": train[-1]["time/elapsed_s"] if train else 0.0,
-        "mean_step_s": sum(r["perf/step_s"] for r in train) / max(len(train), 1),
+        "final_val_success": curve[-1]["val_success"] if curve else None,
+        "train_success": [r.get("rollout/success_rate") for r in train],
+        "train_turns_mean": mean("rollout/turns"),
+        "clip_fraction_mean": mean("losses/clip_fraction"),
+        "clip_fraction_max": max((r.get("losses/clip_fraction", 0.0) for r in train), default=None),
+        "kl_mean": mean("losses/kl"),
+        "mean_step_s": mean("perf/step_s"),
+        "config": {k: cfg.get(k) for k in ("learning_rate", "temperature", "algorithm", "loss_aggregation", "seed")},
     }
+
+
+def _evaluate_cmd(args: argparse.Namespace, model: Path, out: Path, tasks: int) -> list[str]:
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--evaluate",
+        _rel(model),
+        "test",
+        _rel(out),
+        "--eval-tasks",
+        str(tasks),
+        "--threads",
+        str(args.threads),
+    ]
+
+
+def _final_eval(args: argparse.Namespace, model: Path, out: Path, tasks: int, record: dict[str, Any]) -> dict | None:
+    cmd = _evaluate_cmd(args, model, out, tasks)
+    key = f"eval/{_rel(out)}"
+    if not out.is_file() and not args.dry_run:
+        record[key] = _run(cmd, out.with_suffix(".log"), args.max_minutes)
+    else:
+        record.setdefault(key, {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"})
+    return json.loads(out.read_text()) if out.is_file() else None
+
+
+def evaluate_model(model: str, split: str, out: str, tasks: int, threads: int) -> int:
+    """Greedy, one episode per task on the first ``tasks`` tasks of ``split``; per-task success and turns."""
+    import torch
+
+    from agentflow_env.engines.base import SamplingParams
+    from agents.hf_policy import HFPlanner
+    from agents.rollout import collect_rollouts
+    from agents.sft import _make_env, split_task_ids
+
+    if threads:
+        torch.set_num_threads(threads)
+    ids = split_task_ids(ENV_ID, split, tasks, ENV_KWARGS)
+    planner = HFPlanner.from_pretrained(ROOT / model, sampling=SamplingParams(temperature=0.0, max_tokens=48))
+    fns = [lambda: _make_env(ENV_ID, split, **ENV_KWARGS) for _ in range(min(32, len(ids)))]
+    started = time.perf_counter()
+    trajs = collect_rollouts(fns, planner, task_ids=ids, seed=0, record_samples=False, env_id=ENV_ID)
+    by_id = {t.task_id: t for t in trajs}
+    rows = [
+        {
+            "task_id": i,
+            "success": bool(by_id[i].success),
+            "turns": by_id[i].num_turns,
+            "tool_calls": sum(1 for turn in by_id[i].turns if turn.tool),
+            "answer": by_id[i].answer,
+        }
+        for i in ids
+    ]
+    result = {"model": model, "split": split, "env_id": ENV_ID, "env_kwargs": ENV_KWARGS, "tasks": rows}
+    result["seconds"] = time.perf_counter() - started
+    target = ROOT / out
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result), encoding="utf-8")
+    tmp.replace(target)  # the file exists only when the evaluation is complete
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+
+
+def _turn_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    solved = [r for r in rows if r["success"]]
+    hist: dict[str, int] = {}
+    for r in rows:
+        hist[str(r["turns"])] = hist.get(str(r["turns"]), 0) + 1
+    return {
+        "mean_turns": sum(r["turns"] for r in rows) / max(len(rows), 1),
+        "mean_tool_calls": sum(r["tool_calls"] for r in rows) / max(len(rows), 1),
+        "share_multi_turn": sum(r["turns"] >= 2 for r in rows) / max(len(rows), 1),
+        "share_successes_multi_turn": sum(r["turns"] >= 2 for r in solved) / len(solved) if solved else None,
+        "turns_histogram": hist,
+    }
+
+
+def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) -> dict[str, Any]:
+    """Per-arm success with intervals, per-pair McNemar tests and the plain-language verdicts."""
+    arms = [a for a in ARMS if all(s in evals.get(a, {}) for s in seeds)]
+    outcomes: dict[str, dict[int, list[bool]]] = {
+        a: {s: [r["success"] for r in evals[a][s]["tasks"]] for s in seeds} for a in arms
+    }
+    per_arm: dict[str, Any] = {}
+    for a in arms:
+        rates = [sum(outcomes[a][s]) / len(outcomes[a][s]) for s in seeds]
+        rows = [r for s in seeds for r in evals[a][s]["tasks"]]
+        n = len(outcomes[a][seeds[0]])
+        per_arm[a] = {
+            "label": LABELS[a],
+            "test_tasks": n,
+            "success_per_seed": dict(zip(map(str, seeds), rates)),
+            "wilson95_per_seed": {str(s): wilson_interval(sum(outcomes[a][s]), n) for s in seeds},
+            "mean_over_seeds": t_interval(rates),
+            "majority_vote_success": sum(majority_vote([outcomes[a][s] for s in seeds])) / n,
+            **_turn_stats(rows),
+        }
+    pairs = [(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]]
+    tests: list[dict[str, Any]] = []
+    for a, b in pairs:
+        va = majority_vote([outcomes[a][s] for s in seeds])
+        vb = majority_vote([outcomes[b][s] for s in seeds])
+        tests.append(
+            {
+                "a": a,
+                "b": b,
+                "majority_vote": mcnemar_exact(va, vb).to_dict(),
+                "bootstrap_diff_a_minus_b": paired_bootstrap_diff(va, vb, resamples=5000, seed=0),
+                "per_seed": {str(s): mcnemar_exact(outcomes[a][s], outcomes[b][s]).to_dict() for s in seeds},
+            }
+        )
+    for t, adj in zip(tests, holm([t["majority_vote"]["p_value"] for t in tests])):
+        t["majority_vote"]["p_holm"] = adj
+        t["significant_5pct_holm"] = adj < 0.05
+    verdicts = []
+    for t in tests:
+        m, d = t["majority_vote"], t["bootstrap_diff_a_minus_b"]
+        word = "SIGNIFICANT" if t["significant_5pct_holm"] else "not significant"
+        verdicts.append(
+            f"{LABELS[t['a']]} vs {LABELS[t['b']]}: {100 * d['diff']:+.1f} points "
+            f"(95% bootstrap {100 * d['lo']:+.1f} to {100 * d['hi']:+.1f}); tasks only A solves {m['a_only']}, "
+            f"only B {m['b_only']}; McNemar exact p={m['p_value']:.3g}, Holm p={m['p_holm']:.3g}: {word} at 5%"
+        )
+    return {
+        "pooling": (
+            "primary test: per task, a method counts as solving it when a majority of seeds solved it "
+            "(with one seed: that seed); McNemar exact on those paired outcomes; Holm over all pairs. "
+            "Per-seed McNemar tests are listed too."
+        ),
+        "seeds": seeds,
+        "arms": per_arm,
+        "pairs": tests,
+        "verdicts": verdicts,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- report
 
 
 def _plot(results: dict[str, Any], path: Path) -> None:
@@ -101,117 +451,237 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for name, label in (("flow_grpo", "Flow-GRPO"), ("rft", "Rejection-sampling FT")):
-        if name in results:
-            c = results[name]["curve"]
-            ax.plot([p["rollouts"] for p in c], [100 * p["test_success"] for p in c], marker="o", ms=3, label=label)
-    sft = 100 * results["sft_only"]["test_success"]
-    ax.axhline(sft, color="gray", linestyle="--", label=f"SFT only ({sft:.1f}%)")
-    kw = results["setup"]["config"]["env_kwargs"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [3, 2]})
+    colors = {"rft": "tab:orange", "flow_grpo_trajectory": "tab:blue", "flow_grpo_turn": "tab:green"}
+    for method, runs in results["final_runs"].items():
+        for i, (_seed, run) in enumerate(sorted(runs.items())):
+            c = run["curve"]
+            ax.plot(
+                [q["rollouts"] for q in c],
+                [100 * q["val_success"] for q in c],
+                marker="o",
+                ms=3,
+                color=colors[method],
+                alpha=0.9 if i == 0 else 0.5,
+                label=LABELS[method] if i == 0 else None,
+            )
     ax.set_xlabel("training rollouts (episodes)")
-    ax.set_ylabel("held-out test success (%)")
-    ax.set_title(f"Gen-GameOf24 {kw}, tiny LM on {results['setup']['threads']} CPU threads")
+    ax.set_ylabel("validation success (%)")
+    ax.set_title("validation curve (one line per seed)")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
+    stats = results.get("statistics", {}).get("arms", {})
+    names = [a for a in ARMS if a in stats]
+    means = [100 * stats[a]["mean_over_seeds"]["mean"] for a in names]
+    errs = []
+    for a in names:
+        ci = stats[a]["mean_over_seeds"]
+        if ci["n"] > 1:
+            errs.append(100 * (ci["hi"] - ci["mean"]))
+        else:  # one seed: the Wilson interval of that seed
+            lo, hi = next(iter(stats[a]["wilson95_per_seed"].values()))
+            errs.append(100 * max(ci["mean"] - lo, hi - ci["mean"]))
+    bx.bar(range(len(names)), means, yerr=errs, capsize=4, color=["gray", *[colors[n] for n in names[1:]]])
+    bx.set_xticks(range(len(names)), [LABELS[n].replace(", ", "\n") for n in names], fontsize=8)
+    n_tasks = stats[names[0]]["test_tasks"] if names else 0
+    ci_kind = "t-95% over seeds" if len(results["setup"]["seeds"]) > 1 else "Wilson 95%, one seed"
+    bx.set_ylabel(f"test success on {n_tasks} tasks (%)")
+    bx.set_title(f"held-out test ({ci_kind})")
+    bx.grid(alpha=0.3, axis="y")
+    label = "QUICK run (short, 1 seed): " if results["setup"]["quick"] else ""
+    fig.suptitle(f"{label}Gen-GameOf24 {ENV_KWARGS}, tiny LM on {results['setup']['threads']} CPU threads")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
-def _git_commit() -> str:
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("agentflow-env", "torch", "transformers", "numpy", "gymnasium", "tokenizers"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _git(*cmd: str) -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     except OSError:
         return ""
 
 
-def main() -> int:
-    args = _args()
-    sys.path.insert(0, str(ROOT))
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if Path(args.config).resolve().is_relative_to(ROOT):  # commands run in ROOT: show them with short paths
-        args.config = os.path.relpath(Path(args.config).resolve(), ROOT)
-    cfg = _config(str(ROOT / args.config))
-    commands: dict[str, str] = {}
-    setup: dict[str, Any] = {
-        "config_file": args.config,
-        "config": cfg,
-        "minutes_budget": args.minutes,
-        "threads": args.threads,
-        "cpu_count": os.cpu_count(),
-        "load_avg_start": os.getloadavg(),
-        "python": platform.python_version(),
-        "git_commit": _git_commit(),
-        "commands": commands,
+def _rel(path: Path) -> str:
+    path = Path(path).resolve()
+    return os.path.relpath(path, ROOT) if path.is_relative_to(ROOT) else str(path)
+
+
+def _estimate(p: Profile, seeds: list[int]) -> dict[str, Any]:
+    grid = len(_grid(p))
+    runs = len(METHODS) * (grid + len(seeds) - 1)
+    evals = len(seeds) * len(ARMS)
+    seconds = len(seeds) * p.sft_s + runs * p.steps * p.step_s + evals * p.test_tasks * p.eval_task_s
+    seconds += runs * (p.steps // p.eval_every + 1) * p.val_tasks * p.eval_task_s
+    return {"sft_runs": len(seeds), "train_runs": runs, "test_evaluations": evals, "estimated_hours": seconds / 3600}
+
+
+def _tune(
+    p: Profile, args: argparse.Namespace, work: Path, seed: int, sft: Path, results: dict[str, Any], save: Any
+) -> dict[str, dict[str, float]]:
+    """Each method's grid from one seed's SFT model; the setting with the best final validation success wins."""
+    commands = results["setup"]["commands"]
+    tuning: dict[str, Any] = {}
+    chosen: dict[str, dict[str, float]] = {}
+    for method in METHODS:
+        tuning[method] = []
+        for setting in _grid(p):
+            run, rec = _train(p, args, work, seed, method, setting, sft)
+            commands[f"train/{_rel(run)}"] = rec
+            summary = _summarise_run(run, p.steps) if not args.dry_run else {}
+            tuning[method].append({"setting": setting, "final_val_success": summary.get("final_val_success")})
+            results["tuning"] = tuning
+            save()
+        scored = [t for t in tuning[method] if t["final_val_success"] is not None]
+        best = max(scored, key=lambda t: t["final_val_success"], default=tuning[method][0])
+        chosen[method] = best["setting"]
+    results["chosen_settings"] = {m: {**s, "run_name": _setting_name(s)} for m, s in chosen.items()}
+    return chosen
+
+
+def _final_runs(
+    p: Profile,
+    args: argparse.Namespace,
+    work: Path,
+    seeds: list[int],
+    sft: dict[int, Path],
+    chosen: dict[str, dict[str, float]],
+    results: dict[str, Any],
+    save: Any,
+) -> tuple[dict[str, dict[int, Any]], dict[str, dict[int, Path]]]:
+    """Every seed with each method's chosen setting (the tuning seed's run is reused, not redone)."""
+    final_runs: dict[str, dict[int, Any]] = {m: {} for m in METHODS}
+    final_models: dict[str, dict[int, Path]] = {m: {} for m in METHODS}
+    for s in seeds:
+        for method in METHODS:
+            run, rec = _train(p, args, work, s, method, chosen[method], sft[s])
+            results["setup"]["commands"][f"train/{_rel(run)}"] = rec
+            final_models[method][s] = run / "final"
+            if not args.dry_run:
+                final_runs[method][s] = _summarise_run(run, p.steps)
+                results["final_runs"] = final_runs
+                save()
+    return final_runs, final_models
+
+
+def _final_evals(
+    p: Profile,
+    args: argparse.Namespace,
+    work: Path,
+    seeds: list[int],
+    sft: dict[int, Path],
+    final_models: dict[str, dict[int, Path]],
+    results: dict[str, Any],
+    save: Any,
+) -> dict[str, dict[int, Any]]:
+    """The test split, read here only: SFT only and every method's final model, every seed."""
+    evals: dict[str, dict[int, Any]] = {a: {} for a in ARMS}
+    for s in seeds:
+        models = {"sft_only": sft[s], **{m: final_models[m][s] for m in METHODS}}
+        for arm, model in models.items():
+            unfinished = arm != "sft_only" and not _train_done(model.parent, p.steps)
+            if not args.dry_run and (unfinished or not (model / "config.json").is_file()):
+                continue  # a run cut by its time budget is evaluated once a later call has finished it
+            target = work / f"seed{s}" / f"test-{arm}-{p.test_tasks}.json"
+            got = _final_eval(args, model, target, p.test_tasks, results["setup"]["commands"])
+            if got is not None:
+                evals[arm][s] = got
+        save()
+    return evals
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    if args.evaluate:
+        return evaluate_model(*args.evaluate, tasks=args.eval_tasks, threads=args.threads)
+    p = QUICK if args.quick else FULL
+    if args.steps or args.test_tasks:
+        from dataclasses import replace
+
+        p = replace(p, steps=args.steps or p.steps, test_tasks=args.test_tasks or p.test_tasks)
+    seeds = list(args.seeds or p.seeds)
+    suffix = "_quick" if args.quick else ""
+    work = Path(args.work or ROOT / "runs" / f"learning_proof_multiturn{suffix}")
+    name = args.name or f"learning_proof_multiturn{suffix}"
+    out_dir = Path(args.out)
+    est = _estimate(p, seeds)
+    sys.stderr.write(
+        f"learning proof ({'quick' if args.quick else 'full'}): seeds {seeds}, {est['sft_runs']} SFT runs, "
+        f"{est['train_runs']} train runs of {p.steps} steps ({len(_grid(p))}-setting grid per method), "
+        f"{est['test_evaluations']} test evaluations on {p.test_tasks} tasks; estimated "
+        f"{est['estimated_hours']:.1f} h on an idle 2-core CPU\n"
+    )
+    commands: dict[str, Any] = {}
+    results: dict[str, Any] = {
+        "setup": {
+            "quick": args.quick,
+            "env_id": ENV_ID,
+            "env_kwargs": ENV_KWARGS,
+            "config_file": CONFIG,
+            "profile": p.__dict__,
+            "seeds": seeds,
+            "grid": _grid(p),
+            "threads": args.threads,
+            "max_minutes_per_phase": args.max_minutes,
+            "cpu_count": os.cpu_count(),
+            "load_avg_start": os.getloadavg(),
+            "versions": _versions(),
+            "git_commit": _git("rev-parse", "HEAD"),
+            "git_dirty": bool(_git("status", "--porcelain", "--", "agents", "agentflow_env", "perf")),
+            "estimate": est,
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "commands": commands,
+        }
     }
+    out_dir.mkdir(parents=True, exist_ok=True)
 
-    # 1. SFT on scripted one-turn demonstrations over the train split (all difficulties: more arithmetic to copy)
-    sft = Path(args.sft_model) if args.sft_model else work / "sft"
-    if not args.sft_model:
-        cmd = [
-            *_cli(),
-            "sft",
-            "--env",
-            cfg["env_id"],
-            "--env-kwargs",
-            json.dumps(json.loads(args.sft_env_kwargs)),
-            "--out",
-            str(sft),
-            "--episodes",
-            str(args.sft_episodes),
-            "--epochs",
-            "100",
-            "--max-steps",
-            str(args.sft_steps),
-            "--lr",
-            str(args.sft_lr),
-            "--threads",
-            str(args.threads),
-            "--json",
-        ]
-        commands["sft"] = shlex.join(["agentflow-env", *cmd[3:]])
-        setup["sft_seconds"] = _run(cmd, work / "sft.log")
-    setup["sft"] = json.loads((sft / "sft_metrics.json").read_text()) if (sft / "sft_metrics.json").is_file() else {}
-    setup["sft"].pop("losses", None)
+    def save() -> None:
+        if args.dry_run:
+            return
+        results["setup"]["load_avg_now"] = os.getloadavg()
+        tmp = out_dir / f"{name}.json.tmp"
+        tmp.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        tmp.replace(out_dir / f"{name}.json")
 
-    # 2. Flow-GRPO for the time budget, evaluated on the held-out test split as it goes
-    base = [*_cli(), "train", "--config", args.config, "--init_from", str(sft), "--threads", str(args.threads)]
-    grpo_dir = work / "flow_grpo"
-    cmd = [*base, "--output_dir", str(grpo_dir), "--max_minutes", str(args.minutes)]
-    commands["flow_grpo"] = shlex.join(["agentflow-env", *cmd[3:]])
-    _run(cmd, work / "flow_grpo.log")
-    results: dict[str, Any] = {"setup": setup, "flow_grpo": _curve(grpo_dir, cfg)}
-    curve = results["flow_grpo"]["curve"]
-    results["sft_only"] = {"test_success": curve[0]["test_success"]}
+    # 1. SFT per seed
+    sft = {s: _sft(p, args, work, s, commands) for s in seeds}
 
-    # 3. RFT on as many rollouts (same B x G per step, same number of steps, no time budget)
-    if not args.skip_rft:
-        rft_dir = work / "rft"
-        steps = str(results["flow_grpo"]["steps"])
-        cmd = [*base, "--output_dir", str(rft_dir), "--algorithm", "rft", "--steps", steps, "--max_minutes", "0"]
-        commands["rft"] = shlex.join(["agentflow-env", *cmd[3:]])
-        _run(cmd, work / "rft.log")
-        results["rft"] = _curve(rft_dir, cfg)
+    chosen = _tune(p, args, work, seeds[0], sft[seeds[0]], results, save)
+    final_runs, final_models = _final_runs(p, args, work, seeds, sft, chosen, results, save)
+    evals = _final_evals(p, args, work, seeds, sft, final_models, results, save)
+    if args.dry_run:
+        sys.stdout.write(json.dumps({"estimate": est, "commands": commands}, indent=1) + "\n")
+        return 0
 
-    best = max(p["test_success"] for p in curve)
-    results["summary"] = {
-        "sft_test_success": curve[0]["test_success"],
-        "flow_grpo_final_test_success": curve[-1]["test_success"],
-        "flow_grpo_best_test_success": best,
-        "gain_points_final": 100 * (curve[-1]["test_success"] - curve[0]["test_success"]),
-        "rft_final_test_success": results["rft"]["curve"][-1]["test_success"] if "rft" in results else None,
-        "rft_best_test_success": max(p["test_success"] for p in results["rft"]["curve"]) if "rft" in results else None,
-        "flow_grpo_steps": results["flow_grpo"]["steps"],
-        "flow_grpo_rollouts": results["flow_grpo"]["rollouts"],
-        "flow_grpo_wall_s": results["flow_grpo"]["wall_s"],
-        "load_avg_end": os.getloadavg(),
+    # 5. statistics, plot
+    results["statistics"] = statistics(evals, seeds)
+    results["complete"] = all(r["complete"] for runs in final_runs.values() for r in runs.values()) and all(
+        s in evals[a] for a in ARMS for s in seeds
+    )
+    results["setup"]["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    save()
+    if results["statistics"]["arms"]:
+        _plot(results, out_dir / f"{name}.png")
+    summary = {
+        a: {
+            "test_success_mean": v["mean_over_seeds"]["mean"],
+            "ci95": [v["mean_over_seeds"]["lo"], v["mean_over_seeds"]["hi"]],
+            "mean_turns": v["mean_turns"],
+            "share_successes_multi_turn": v["share_successes_multi_turn"],
+        }
+        for a, v in results["statistics"]["arms"].items()
     }
-    (out / f"{args.name}.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    _plot(results, out / f"{args.name}.png")
-    sys.stdout.write(json.dumps(results["summary"]) + "\n")
+    sys.stdout.write(json.dumps({"summary": summary, "verdicts": results["statistics"]["verdicts"]}, indent=1) + "\n")
     return 0
 
 
