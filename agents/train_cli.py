@@ -3,6 +3,9 @@
 Every config field is also a ``--kebab-case`` option (its docstring is the help; the config file's
 ``snake_case`` spelling is a hidden alias); options override the file. A tqdm bar shows the step, the
 rollout reward and the KL; ``--json`` prints the summary as JSON.
+
+Data-parallel: ``torchrun --nproc-per-node N -m agentflow_env.cli train ...`` (or ``accelerate launch
+--multi_gpu --num_processes N -m agentflow_env.cli train ...``) runs N ranks (see ``agents.data_parallel``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ def _run_train(args: argparse.Namespace) -> int:
     from agents.flow_grpo import train
 
     learner = train(config)
+    if not learner.dp.is_main:  # data-parallel (torchrun / accelerate launch): rank 0 reports
+        return 0
     summary = {
         "step": learner.step,
         "output_dir": str(learner.out),

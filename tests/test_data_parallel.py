@@ -198,3 +198,48 @@ def test_sigkilled_torchrun_resumes_to_the_same_weights(tmp_path):
         assert torch.equal(a["model"][k], b["model"][k]), k
     assert _records(killed) == _records(straight)
     assert (killed / "final" / "config.json").is_file()
+
+
+def test_accelerate_launch_runs_two_ranks(tmp_path):
+    pytest.importorskip("accelerate")
+    out = tmp_path / "acc"
+    cmd = _train_command(tmp_path, out)
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",  # accelerate's torchrun path; on a CPU-only machine the ranks use gloo
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(_free_port()),
+        *cmd[cmd.index("agentflow_env.cli") - 1 :],  # -m agentflow_env.cli train --config ...
+        "--steps",
+        "2",
+        "--eval-every",
+        "2",
+        "--json",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summaries = [line for line in done.stdout.splitlines() if line.startswith('{"step"')]
+    assert len(summaries) == 1 and json.loads(summaries[0])["step"] == 2  # rank 0 reports, once
+    records = _records(out)
+    assert [r["step"] for r in records] == [1, 2]
+    assert records[0]["rollout/trained_turns"] == 4  # 2 questions x 2 rollouts x 1 turn, over both ranks
+    assert "eval/Gen-GameOf24-v0/success" in records[-1]
+    assert (out / "final" / "config.json").is_file()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
