@@ -94,3 +94,38 @@ def test_paired_bootstrap_diff() -> None:
     assert paired_bootstrap_diff(a, b, resamples=4000, seed=1) == out  # seeded: reproducible
     same = paired_bootstrap_diff(*_pairs(0, 0, both=5, neither=5), resamples=200)
     assert same["diff"] == same["lo"] == same["hi"] == 0.0
+
+
+def test_learning_proof_statistics_pools_seeds_by_majority_vote() -> None:
+    from perf.learning_proof import statistics
+
+    def arm(per_seed: list[list[bool]], turns: int) -> dict[int, dict]:
+        return {
+            s: {"tasks": [{"success": x, "turns": turns, "tool_calls": turns - 1} for x in outcomes]}
+            for s, outcomes in enumerate(per_seed)
+        }
+
+    base = [False] * 10
+    better = [True] * 6 + [False] * 4
+    evals = {
+        "sft_only": arm([base, base, base], 2),
+        "rft": arm([base, better, base], 2),  # majority: solves nothing
+        "flow_grpo_trajectory": arm([better, better, base], 3),  # majority: 6 tasks
+        "flow_grpo_turn": arm([better, better, better], 1),
+    }
+    out = statistics(evals, [0, 1, 2])
+    arms = out["arms"]
+    assert arms["rft"]["majority_vote_success"] == 0.0
+    assert arms["flow_grpo_trajectory"]["majority_vote_success"] == 0.6
+    assert arms["flow_grpo_trajectory"]["mean_over_seeds"]["mean"] == pytest.approx(0.4)
+    assert arms["flow_grpo_trajectory"]["share_successes_multi_turn"] == 1.0
+    assert arms["flow_grpo_turn"]["share_successes_multi_turn"] == 0.0 and arms["flow_grpo_turn"]["mean_turns"] == 1
+    assert arms["sft_only"]["share_successes_multi_turn"] is None  # no success: no share, not 0
+    pair = next(t for t in out["pairs"] if (t["a"], t["b"]) == ("sft_only", "flow_grpo_trajectory"))
+    assert (pair["majority_vote"]["a_only"], pair["majority_vote"]["b_only"]) == (0, 6)
+    assert pair["majority_vote"]["p_value"] == pytest.approx(2 / 2**6)  # 0.03125
+    assert pair["majority_vote"]["p_holm"] == pytest.approx(min(1.0, 6 * 2 / 2**6))  # 6 pairs, smallest p
+    assert not pair["significant_5pct_holm"]
+    assert pair["per_seed"]["2"]["p_value"] == 1.0
+    assert len(out["pairs"]) == 6 and len(out["verdicts"]) == 6
+    assert any("not significant" in v for v in out["verdicts"])
