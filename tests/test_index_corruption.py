@@ -395,6 +395,21 @@ def test_load_names_the_folder_file_and_fix(clean: Path, tmp_path: Path) -> None
     assert isinstance(info.value, DataError)
 
 
+def _drop_data_checksum(meta: dict[str, Any]) -> None:
+    del meta["checksums"]["files"][DATA_FILE]
+
+
+def test_a_tampered_checksum_table_is_an_error(clean: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "idx"
+    shutil.copytree(clean, folder)
+    edit_json(META_FILE, _drop_data_checksum)(folder)
+    with pytest.raises(IndexCorrupted, match=r"lacks data\.csc\.index\.npy"):
+        BM25Index.load(folder)
+    edit_json(META_FILE, lambda m: m.__setitem__("checksums", "none"))(folder)
+    with pytest.raises(IndexCorrupted, match="malformed"):
+        BM25Index.load(folder)
+
+
 def test_verify_false_skips_only_the_checksums(clean: Path, tmp_path: Path) -> None:
     folder = tmp_path / "idx"
     shutil.copytree(clean, folder)

@@ -64,8 +64,9 @@ def _signature(folder: Path, names: list[str]) -> tuple[tuple[str, int, int, int
     return tuple((name, st.st_ino, st.st_size, st.st_mtime_ns) for name, st in stats)
 
 
-def verify_checksums(folder: Path, meta: dict[str, Any]) -> bool:
-    """Compare every file with the checksums in ``meta``; ``False`` when the index predates checksums.
+def verify_checksums(folder: Path, meta: dict[str, Any], required: tuple[str, ...] = ()) -> bool:
+    """Compare every file with the checksums in ``meta`` (which must list ``required``); ``False`` when the index
+    predates checksums.
 
     A folder verified earlier in this process is not read again while none of its files was replaced or
     modified since (same inode, size and modification time): many environments may open one large index.
@@ -78,6 +79,8 @@ def verify_checksums(folder: Path, meta: dict[str, Any]) -> bool:
     if sums.get("settings") != settings_checksum(meta):
         raise corrupted(folder, "agentflow_index.json was changed after the index was built (its checksum differs)")
     names = [str(name) for name in sums["files"]]
+    if unlisted := sorted(set(required) - set(names)):
+        raise corrupted(folder, f"the checksum table in agentflow_index.json lacks {', '.join(unlisted)}")
     for name in names:
         if not (folder / name).is_file():
             raise corrupted(folder, f"the file {name} is missing")

@@ -721,7 +721,8 @@ class BM25Index:
         """
         folder = Path(path)
         meta = _read_meta(folder)
-        if verify and not verify_checksums(folder, meta) and folder.resolve() not in _warned_unchecked:
+        checked = verify and verify_checksums(folder, meta, _INDEX_FILES)
+        if verify and not checked and folder.resolve() not in _warned_unchecked:
             _warned_unchecked.add(folder.resolve())
             logger.warning("%s was built without checksums: only its structure is checked; rebuild to add them", folder)
         mode: Literal["r"] | None = "r" if mmap else None
