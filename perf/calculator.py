@@ -2,8 +2,9 @@
 
 Prints JSON: median milliseconds per call for each kind of expression, the first symbolic call of a fresh process
 (sympy is imported then) and the time a size-guarded bomb takes to come back as an error.
-Usage: python perf/calculator.py [--calls 200] [--module path/to/calculator.py]
-(``--module`` times another copy of the tool, e.g. ``git show REV:agentflow_env/tools/calculator.py > old.py``.)
+Usage: python perf/calculator.py [--calls 200] [--module path/to/calculator.py] [--compare path/to/calculator.py]
+(``--module`` times another copy of the tool, e.g. ``git show REV:agentflow_env/tools/calculator.py > old.py``;
+``--compare`` times that copy too, call for call alternating with this one, so both see the same machine load.)
 """
 
 from __future__ import annotations
@@ -50,11 +51,28 @@ def _median_ms(fn: Any, calls: int) -> float:
     return round(statistics.median(samples), 3)
 
 
+def _compare(tool: Any, other: Any, calls: int) -> dict[str, dict[str, float]]:
+    """Medians of both tools, calls alternating, and the ratio this/other."""
+    out = {}
+    for name, expr in CELLS.items():
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(calls):
+            for t, samples in ((tool, ours), (other, theirs)):
+                start = time.perf_counter()
+                t.run(expr, 30)
+                samples.append((time.perf_counter() - start) * 1000)
+        a, b = statistics.median(ours), statistics.median(theirs)
+        out[name] = {"this_ms": round(a, 3), "other_ms": round(b, 3), "ratio": round(a / b, 2)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="calls per expression")
     parser.add_argument("--module", default=None, help="time the CalculatorTool of this file instead")
     parser.add_argument("--hostile", nargs="*", default=HOSTILE, help="bombs to time (each must fail)")
+    parser.add_argument("--compare", default=None, help="also time the CalculatorTool of this file, alternating")
     args = parser.parse_args()
 
     tool = _tool_class(args.module)()
@@ -73,6 +91,12 @@ def main() -> None:
         result = tool.run(expr, 30)
         hostile_ms[expr] = round((time.perf_counter() - start) * 1000, 1)
         assert not result.ok, result.text
+    compared = None
+    if args.compare:
+        other = _tool_class(args.compare)()
+        assert other.run(CELLS["symbolic_sqrt"], 30).ok
+        compared = {"other_module": args.compare, "cells": _compare(tool, other, args.calls)}
+        other.close()
     tool.close()
     out = {
         "benchmark": "calculator_latency",
@@ -83,6 +107,7 @@ def main() -> None:
         "first_symbolic_call_ms": round(first_ms, 1),
         "median_ms": medians,
         "hostile_ms": hostile_ms,
+        "compared": compared,
     }
     sys.stdout.write(json.dumps(out, indent=2) + "\n")
 
