@@ -394,6 +394,27 @@ def _mount_worker_fs(tmp_bytes: int, uid: int) -> None:
     nslib.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={int(tmp_bytes)},mode=0700,uid={uid},gid={uid}")
     if os.path.isdir("/dev/shm"):
         nslib.mount("/tmp", "/dev/shm", None, nslib.MS_BIND)
+    _cap_sysv_ipc(tmp_bytes)
+
+
+def _cap_sysv_ipc(tmp_bytes: int) -> None:
+    """SysV shared memory and message queues of the worker's IPC namespace: at most /tmp's size in all.
+
+    Pages of a detached segment belong to no process, so the tree's memory cap would not see them.
+    """
+    pages = max(int(tmp_bytes) // 4096, 1)
+    for name, value in (("shmmax", pages * 4096), ("shmall", pages), ("shmmni", 64), ("msgmni", 16)):
+        try:
+            with open(f"/proc/sys/kernel/{name}", "w") as fh:
+                fh.write(str(value))
+        except OSError:  # not ours to set here (e.g. no /proc): the namespace still dies with the worker
+            pass
+    try:  # and nobody changes them back: the namespace's root uid may write these files without capabilities
+        nslib.mount("/proc/sys", "/proc/sys", None, nslib.MS_BIND | nslib.MS_REC)
+        flags = nslib.MS_REMOUNT | nslib.MS_BIND | nslib.MS_RDONLY | nslib.MS_NOSUID | nslib.MS_NODEV
+        nslib.mount(None, "/proc/sys", None, flags | nslib.MS_NOEXEC)
+    except OSError:
+        pass
 
 
 def _reap_orphans(kernel: int, kernel_status: int | None) -> int | None:
@@ -531,7 +552,8 @@ def keeper_main(host: socket.socket, report: int, uid: int | None, limits: dict[
         except PermissionError:  # no CAP_SYS_ADMIN here: a user namespace gives the worker its own
             euid, egid = os.geteuid(), os.getegid()
             nslib.unshare(flags | nslib.CLONE_NEWUSER)
-            nslib.write_id_maps("self", euid, euid, egid)
+            # our uid is the namespace's root: only that uid may set its IPC limits (the capabilities go later)
+            nslib.write_id_maps("self", 0, euid, egid)
         nslib.mount(None, "/", None, nslib.MS_REC | nslib.MS_PRIVATE)
     wdir = "/tmp" if isolate else str(config["wdir"])
     ns_r, ns_w = os.pipe()
