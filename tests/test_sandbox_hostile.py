@@ -350,6 +350,7 @@ def test_nested_user_namespaces_and_mounts_are_refused(tool):
         assert r.text == "(-1, 1)", (flags, r.text)
     r = tool.run("import subprocess\nsubprocess.run(['unshare', '-Ur', 'true']).returncode", 5)
     assert r.ok and r.text != "0", r.text
+    assert "PermissionError" in _fails(tool, "import os\nos.memfd_create('hoard')")
     r = tool.run(
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.mount(b'none', b'/tmp', b'tmpfs', 0, None)", 5
     )

@@ -317,11 +317,12 @@ def _become_kernel(sock: socket.socket, wdir: str, uid: int | None, limits: dict
     nslib.prctl(nslib.PR_SET_PDEATHSIG, int(signal.SIGKILL))
     if os.getppid() != parent:
         os._exit(0)  # the supervisor died between fork and prctl
-    if not nslib.install_seccomp():
+    if nslib.seccomp_program() is None:
         print("warning: no seccomp filter on this architecture", file=sys.__stderr__)
     os.chdir(wdir)
-    out = _FdOutput()
+    out = _FdOutput()  # its memfd first: the filter forbids new ones
     _keep_only_fds([sock.fileno(), out.fd])
+    nslib.install_seccomp()
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCHLD"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write gets EFBIG instead of killing the worker
