@@ -585,3 +585,15 @@ def test_sandbox_info_reports_isolation(tool, mode):
     info = tool.sandbox_info
     assert info.mode == mode and info.isolated and info.network_isolated and info.readonly_root
     assert json.loads(json.dumps(info.interfaces)) in ([], ["lo"])
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_seccomp_program_is_well_formed(arch):
+    from agentflow_env.tools._sandbox import nslib
+
+    program = nslib.seccomp_program(arch)
+    assert program is not None and len(program) < 256
+    for pc, (code, jt, jf, _k) in enumerate(program):
+        if code & 0x07 == 0x05:  # BPF_JMP: both targets inside the program
+            assert pc + 1 + jt < len(program) and pc + 1 + jf < len(program)
+    assert program[-1][0] == 0x06 and nslib.seccomp_program("sparc") is None
