@@ -84,14 +84,15 @@ then end with the answer alone on one line: "Final Answer: <answer>"."""
 
 _THINK_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE_BLOCK_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)(?:\n```|\Z)", re.DOTALL)
-_CONCLUSION_RE = re.compile(r"conclusion[*_`\s]*[:=\-]?[*_`\s]*\"?(stop|continue)\b", re.IGNORECASE)
+# each run of whitespace/emphasis has one place to go, so a failed match backtracks in linear time
+_CONCLUSION_RE = re.compile(r"conclusion[*_`\s]*(?:[:=\-][*_`\s]*)?\"?(stop|continue)\b", re.IGNORECASE)
 _VERDICT_RE = re.compile(r"\b(STOP|CONTINUE)\b")
 _VERDICT_ANY_CASE_RE = re.compile(r"\b(stop|continue)\b", re.IGNORECASE)
 _BOXED_RE = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
-_LABEL_RE = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|command)\s*(?:is)?\s*[:=]\s*", re.IGNORECASE)
+_LABEL_RE = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?(?:answer|command)\s*(?:is\s*)?[:=]\s*", re.IGNORECASE)
 # commentary some models add after the command ("Explanation: ..."); never valid tool input
 _COMMENTARY_RE = re.compile(
-    r"^[ \t]*[*_#>]*[ \t]*(?:explanation|note|notes|reasoning|analysis|output|expected output|result)[*_ \t]*:",
+    r"^[ \t]*(?:[*_#>]+[ \t]*)?(?:explanation|note|notes|reasoning|analysis|output|expected output|result)[*_ \t]*:",
     re.IGNORECASE | re.MULTILINE,
 )
 _MAX_COMMAND_CHARS = 20_000

@@ -211,3 +211,27 @@ def test_per_step_time_stays_flat_over_a_long_episode():
         env.step(action)
     late = window(200)
     assert late < 5 * early + 1e-4, f"median step {early * 1e3:.3f} ms at turn ~200, {late * 1e3:.3f} ms at ~2,900"
+
+
+LLM_REPLIES = {
+    "whitespace_line": lambda n: "Command: x\n" + " " * n + "y",
+    "conclusion_then_spaces": lambda n: "Conclusion" + " " * n + "!",
+    "answer_label_then_spaces": lambda n: "answer" + " " * n + "x",
+    "commentary_markers": lambda n: "Command: x\n" + "#" * n + " " * n + "y",
+    "think_unclosed": lambda n: repeat_to("<think>", n),
+    "fences_unclosed": lambda n: repeat_to("```python\n", n),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(LLM_REPLIES))
+def test_llm_module_replies_parse_in_linear_time(shape):
+    """The LLM executor, verifier and generator read engine replies: 1 MB of any of these is fast."""
+    from agentflow_env.engines.scripted import ScriptedEngine
+
+    reply = LLM_REPLIES[shape](1_000_000)
+    engine = ScriptedEngine([reply])  # every module gets the same pathological reply
+    env = make_env(executor="llm", verifier="llm", generator="llm", engine=engine, max_turns=1)
+    env.reset(seed=0)
+    seconds, (*_, truncated, info) = timed_step(env, "Sub-Goal: echo something\nTool Name: Echo_Tool")
+    assert truncated and len(engine.calls) == 3  # executor, verifier, generator
+    assert seconds < STEP_BOUND_S, f"{shape}: one step with 1 MB replies took {seconds:.1f} s"
