@@ -6,7 +6,15 @@ draws the same B questions and plays its contiguous share of them (whole groups,
 stay local); the gradients are summed over ranks with one all-reduce, after each rank has divided its
 loss by the weight of the WHOLE minibatch (every rank's turns), so the summed gradient is exactly the
 single-process gradient of the same samples. Ranks take the same optimizer steps and stay identical;
-only rank 0 writes logs, checkpoints and the final model.
+only rank 0 writes logs, checkpoints and the final model. Evaluation is sharded the same way and its
+counts summed; the logged rollout metrics are sums over ranks too.
+
+Minibatches: with one minibatch per epoch (``minibatch_size`` >= all ranks' turns) a step is the
+single-process step on the same samples, up to float summation order (tested). With several, every rank
+cuts its own shuffled turns into the same number K = min(ceil(all turns / minibatch_size), most turns
+on one rank) of slices and minibatch j is the union of the ranks' j-th slices: a random minibatch of the
+same kind, though not the one a single process would draw. ``backend="vllm"`` starts one engine per rank
+(one GPU per rank); that combination is untested.
 
 Without a launcher (``WORLD_SIZE`` unset or 1) nothing here talks to ``torch.distributed``.
 """
