@@ -491,7 +491,13 @@ class Worker:
         deadline = time.monotonic() + timeout
         try:
             self.sock.settimeout(max(timeout, 0.001))
-            _z.send_frame(self.sock, {"n": self.calls, "code": code, "timeout": timeout, "limit": limit})
+            request = json.dumps({"code": code, "timeout": timeout, "limit": limit}, ensure_ascii=False)
+            _z.send_body(
+                self.sock,
+                _z.CALL_NUMBER.pack(self.calls),
+                _z.REQUEST_LIMIT.pack(limit),
+                request.encode("utf-8", "replace"),
+            )
             body = _z.recv_body(self.sock, _z.CALL_NUMBER.size + _z.reply_byte_limit(limit), deadline)
             (number,) = _z.CALL_NUMBER.unpack_from(body)
             reply = json.loads(body[_z.CALL_NUMBER.size :].decode("utf-8", "replace"))

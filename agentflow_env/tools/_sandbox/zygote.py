@@ -108,6 +108,8 @@ def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -
 # (the host checks and caps it). Between supervisor and kernel, each message starts with the request's token.
 CALL_NUMBER = struct.Struct("!q")
 TOKEN_BYTES = 16
+# Requests from the host to the supervisor: the call number, the output cap, then the JSON request for the kernel.
+REQUEST_LIMIT = struct.Struct("!I")
 
 
 def clean_text(text: str) -> str:
@@ -342,8 +344,11 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
     loads, dumps, token_bytes, blocking = json.loads, json.dumps, TOKEN_BYTES, sock.setblocking
     while True:
         try:
-            blocking(True)  # a cell may have made its channel non-blocking (or set a timeout)
-            body = recv(sock, 1 << 26)
+            try:
+                body = recv(sock, 1 << 26)
+            except (BlockingIOError, TimeoutError, InterruptedError):  # a cell made its channel non-blocking
+                blocking(True)
+                body = recv(sock, 1 << 26)
             token, req = body[:token_bytes], loads(body[token_bytes:])
         except BaseException:  # EOF or garbage: the supervisor is gone; leave
             exit_(0)
@@ -464,6 +469,29 @@ class TreeMemory:
         return self.baseline is not None and self.used() - self.baseline > self.cap_bytes
 
 
+def _recv_watching(sock: socket.socket, limit: int, memory: TreeMemory | None) -> bytes | str:
+    """``recv_body``, checking the memory cap whenever the socket's receive timeout (SO_RCVTIMEO) expires."""
+    buf = bytearray()
+    need = HEADER.size
+    size = None
+    while len(buf) < need:
+        try:
+            chunk = sock.recv(need - len(buf))
+        except (BlockingIOError, InterruptedError):  # the kernel-level timeout: no extra syscall per call
+            if memory is not None and memory.over():
+                return "memory"
+            continue
+        if not chunk:
+            raise EOFError("peer closed the channel")
+        buf += chunk
+        if size is None and len(buf) >= HEADER.size:
+            (size,) = HEADER.unpack_from(buf)
+            if size > limit:
+                raise ValueError(f"message of {size} bytes exceeds the limit of {limit}")
+            need = HEADER.size + size
+    return bytes(buf[HEADER.size :])
+
+
 def _relay(mine: socket.socket, body: bytes, limit: int, memory: TreeMemory | None) -> bytes | str | None:
     """Pass one request to the kernel; its reply (JSON bytes, not parsed here), ``"memory"`` when the worker's
     processes went past the memory cap, or ``None`` if the kernel broke the protocol or died. Only the reply that
@@ -472,12 +500,9 @@ def _relay(mine: socket.socket, body: bytes, limit: int, memory: TreeMemory | No
     try:
         send_body(mine, token, body)
         for _ in range(64):  # stale frames the cell wrote into its channel are skipped
-            while memory is not None and not select.select([mine], [], [], memory.POLL_S)[0]:
-                if memory.over():
-                    return "memory"
-            reply = recv_body(mine, TOKEN_BYTES + reply_byte_limit(limit))
-            if reply[:TOKEN_BYTES] == token:
-                return reply[TOKEN_BYTES:]
+            reply = _recv_watching(mine, TOKEN_BYTES + reply_byte_limit(limit), memory)
+            if isinstance(reply, str) or reply[:TOKEN_BYTES] == token:
+                return reply if isinstance(reply, str) else reply[TOKEN_BYTES:]
     except (OSError, EOFError, ValueError):
         pass
     return None
@@ -507,11 +532,12 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     kernel_status: int | None = None
     # only with its own pid namespace (and /proc) does /proc list exactly the worker's processes
     memory = TreeMemory(int(limits["tree_bytes"])) if isolate and os.path.exists("/proc/self/smaps_rollup") else None
+    if memory is not None:
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(memory.POLL_S * 1e6)))
     while True:  # any exit kills the pid namespace, kernel and all, with this process
         try:
-            body = recv_body(host, 1 << 26)
-            req = json.loads(body)
-            number, limit = CALL_NUMBER.pack(int(req["n"])), int(req.get("limit", 8000))
+            head = recv_body(host, 1 << 26)
+            number, (limit,), body = head[:8], REQUEST_LIMIT.unpack_from(head, 8), head[8 + REQUEST_LIMIT.size :]
         except BaseException:
             os._exit(0)
         kernel_status = _reap_orphans(kernel, kernel_status)
