@@ -108,12 +108,16 @@ class SymbolicAnswer:
 class _Helper:
     """One helper process that answers one JSON request per line (see :func:`agentflow_env.tools.symbolic.serve`)."""
 
-    _CODE = "from agentflow_env.tools.symbolic import serve; serve()"
+    # the helper imports this very copy of the package, whatever its working directory holds
+    _CODE = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r}); "
+        "from agentflow_env.tools.symbolic import serve; serve()"
+    )
 
     def __init__(self) -> None:
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])  # the helper imports this very copy
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # numpy comes with the package
+            env[var] = "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-c", self._CODE],
             stdin=subprocess.PIPE,
