@@ -127,6 +127,14 @@ def test_size_bombs_are_refused_fast_with_a_clear_error(calc: CalculatorTool, ki
     assert seconds < 1.5, f"{kind}: {seconds:.2f} s"
 
 
+@pytest.mark.parametrize(
+    "expr", ["'x' * 10**9", "'ab' * (10**8) * (10**8)", "[0] * 10**9", "(1,) * 10**9", "sqrt('9' * 10**9)"]
+)
+def test_huge_repetition_is_refused_before_it_is_built(calc: CalculatorTool, expr: str) -> None:
+    seconds, text, ok = timed(calc, expr)
+    assert not ok and text.startswith(f"{expr} -> Error: ") and seconds < 1.5
+
+
 SLOW = [  # small sizes, long computations: only the helper's kill stops them
     "integrate(exp(sin(x)) * x**7 * log(x), x)",
     "integrate(sin(x)**7/(1+cos(x)**3+x), x)",
