@@ -1,7 +1,8 @@
 """The fork server that runs inside the sandbox: it preloads numpy/sympy once and forks one worker per request.
 
-Run as a script (``python -I zygote.py CTL_FD CONFIG_JSON``); it imports nothing from agentflow_env. The framing
-helpers at the top are shared with the host side (``launcher``), which imports this module without running it.
+Run as a script (``python -I -S zygote.py CTL_FD CONFIG_JSON``); it imports nothing from agentflow_env, only
+``nslib`` from its own folder. The framing helpers at the top are shared with the host side (``launcher``), which
+imports this module without running it.
 """
 
 from __future__ import annotations
@@ -61,12 +62,6 @@ PRELOAD = (
 
 
 # ---------------------------------------------------------------------------------------------------- framing
-def send_frame(sock: socket.socket, obj: Any) -> None:
-    """Send one JSON message with a 4-byte length prefix (stream sockets)."""
-    body = json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace")
-    sock.sendall(HEADER.pack(len(body)) + body)
-
-
 def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
     """Read exactly ``n`` bytes; ``EOFError`` when the peer closed first, ``TimeoutError`` past ``deadline``."""
     buf = bytearray(n)
@@ -97,11 +92,6 @@ def send_body(sock: socket.socket, *parts: bytes) -> None:
     """Send the concatenated ``parts`` as one length-prefixed message."""
     body = b"".join(parts)
     sock.sendall(HEADER.pack(len(body)) + body)
-
-
-def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -> Any:
-    """Read one length-prefixed JSON message of at most ``limit`` bytes (JSON only: never unpickle peer data)."""
-    return json.loads(recv_body(sock, limit, deadline).decode("utf-8", "replace"))
 
 
 # Replies from the supervisor to the host: the request's number (8 bytes), then the kernel's JSON reply as is
@@ -233,7 +223,7 @@ def run_cell(code: str, limit: int) -> dict[str, Any]:
 #   kernel      runs the cells (a child of the supervisor, under seccomp, rlimits, no capabilities).
 # Killing the supervisor makes the kernel kill every process of the pid namespace; the keeper's report tells
 # the zygote when that is done. The kernel reaches the host only through the supervisor, which answers each
-# request once, with the reply that carries that request's one-time token, and caps what it passes on.
+# request once, with the reply that carries that request's one-time token (the host checks and caps it).
 class _FdOutput:
     """Output written to file descriptors 1 and 2 (subprocesses, C code) lands in a memfd that is drained per call."""
 
@@ -508,11 +498,8 @@ def _relay(mine: socket.socket, body: bytes, limit: int, memory: TreeMemory | No
     return None
 
 
-def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any], wdir: str, isolate: bool) -> None:
-    """pid 1 of the worker: set up its filesystem, fork the kernel, then relay requests and checked replies."""
-    if isolate:
-        _mount_worker_fs(int(limits["tmp_bytes"]), os.geteuid() if uid is None else uid)
-    os.setsid()
+def _fork_kernel(host: socket.socket, uid: int | None, limits: dict[str, Any], wdir: str) -> tuple[int, socket.socket]:
+    """Start the kernel process; returns its pid and the supervisor's end of their channel."""
     mine, theirs = socket.socketpair()
     kernel = os.fork()
     if kernel == 0:
@@ -526,7 +513,34 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
         finally:
             os._exit(code)
     theirs.close()
+    return kernel, mine
+
+
+def _stop_kernel(kernel: int, kernel_status: int | None, everything: bool) -> int | None:
+    """Kill the kernel (``everything``: every process of the namespace but this pid 1); its wait status."""
+    try:
+        os.kill(-1 if everything else kernel, signal.SIGKILL)
+    except OSError:
+        pass
+    if kernel_status is None:
+        try:
+            kernel_status = os.waitpid(kernel, 0)[1]
+        except ChildProcessError:
+            pass
+    return kernel_status
+
+
+def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any], wdir: str, isolate: bool) -> None:
+    """pid 1 of the worker: set up its filesystem, fork the kernel, then relay requests and replies."""
+    if isolate:
+        _mount_worker_fs(int(limits["tmp_bytes"]), os.geteuid() if uid is None else uid)
+    os.setsid()
+    kernel, mine = _fork_kernel(host, uid, limits, wdir)
+    keeper = os.getppid()
     _drop_privileges(uid)
+    nslib.prctl(nslib.PR_SET_PDEATHSIG, int(signal.SIGKILL))  # again: a uid change clears it
+    if os.getppid() != keeper:
+        os._exit(0)
     nslib.prctl(nslib.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/fd or mem for the kernel's uid
     _keep_only_fds([host.fileno(), mine.fileno(), 2])
     kernel_status: int | None = None
@@ -545,23 +559,13 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
             memory.baseline = memory.used()  # the idle supervisor and kernel, measured once
         answer = _relay(mine, body, limit, memory) if kernel_status is None else None
         if not isinstance(answer, bytes):
-            try:
-                os.kill(-1 if memory is not None else kernel, signal.SIGKILL)  # pid 1: all but itself
-            except OSError:
-                pass
-            if kernel_status is None:
-                try:
-                    kernel_status = os.waitpid(kernel, 0)[1]
-                except ChildProcessError:
-                    pass
+            kernel_status = _stop_kernel(kernel, kernel_status, everything=memory is not None)
+            answer = json.dumps({"died": kernel_status, "reason": answer}).encode()
         try:
-            if isinstance(answer, bytes):
-                send_body(host, number, answer)
-            else:
-                send_body(host, number, json.dumps({"died": kernel_status, "reason": answer}).encode())
+            send_body(host, number, answer)
         except BaseException:
             os._exit(0)
-        if not isinstance(answer, bytes):
+        if kernel_status is not None:
             os._exit(0)
 
 
