@@ -45,8 +45,11 @@ def _args() -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--work", default="runs/turn_rewards_compare")
     p.add_argument("--sft-model", default="", help="reuse this SFT folder")
-    p.add_argument("--out", default=str(ROOT / "perf" / "results" / "turn_rewards_compare.json"))
-    return p.parse_args()
+    p.add_argument("--out", default="", help="default: perf/results/turn_rewards_compare[_quick].json")
+    args = p.parse_args()
+    name = "turn_rewards_compare_quick.json" if args.quick else "turn_rewards_compare.json"
+    args.out = args.out or str(ROOT / "perf" / "results" / name)
+    return args
 
 
 def _sft(work: Path) -> Path:
