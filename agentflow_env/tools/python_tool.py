@@ -116,10 +116,11 @@ class PythonCoderTool(BaseTool):
     trusted code only (``AGENTFLOW_SANDBOX`` sets the mode when the argument is ``auto``). Isolated
     workers see only the interpreter, its standard library and the allowed packages, each in its own
     network, IPC, pid and mount namespaces with its own size-capped /tmp, a private uid when running as
-    root, no capabilities, a seccomp filter (no nested namespaces, no ptrace) and rlimits (address space,
-    CPU, processes, file size, open files); the host kills a worker past its timeout, and its whole pid
-    namespace with it. Replies reach the host through a supervisor process the code cannot reach, and the
-    host caps them again.
+    root, no capabilities, a seccomp filter (no nested namespaces, no ptrace, no memfd) and rlimits (address
+    space, CPU, processes, file size, open files); ``memory_mb`` also caps all of a worker's processes
+    together (their PSS, polled by the worker's supervisor while a cell runs). The host kills a worker past
+    its timeout, and its whole pid namespace with it. Replies reach the host through the supervisor, which
+    the code cannot reach, and the host caps them again.
     """
 
     name = "Python_Coder_Tool"
