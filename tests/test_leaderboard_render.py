@@ -1,4 +1,5 @@
-"""Leaderboard rendering: the committed site matches the stored results; HTML, charts and a Chromium screenshot."""
+"""Leaderboard rendering: the committed site matches the stored results; HTML, charts, tokens per episode from an
+LLM policy's server usage, and the page in headless Chromium (screenshot, header sorting)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from leaderboards.render import board_rows, group_by_protocol, render_html, render_markdown, render_site
+from leaderboards.render import (
+    board_rows,
+    describe_source,
+    group_by_protocol,
+    render_html,
+    render_markdown,
+    render_site,
+    tokens_per_episode,
+)
 from leaderboards.runner import EvalConfig, evaluate
 from leaderboards.store import RESULTS_DIR, RunRecord, write_json_atomic
+from leaderboards.viewer import viewer_pages
+from tests.headless_chromium import Chromium, chromium_path
 
 SITE = Path(__file__).resolve().parents[1] / "leaderboards" / "site"
 
@@ -55,13 +66,24 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_committed_site_is_generated_from_the_committed_results() -> None:
-    boards = [board_rows(runs) for runs in group_by_protocol(RESULTS_DIR).values()]
-    fix = "the site is stale: run `agentflow-env leaderboard render` and commit leaderboards/site"
-    assert (SITE / "leaderboard.md").read_text(encoding="utf-8") == render_markdown(boards), fix
-    assert (SITE / "index.html").read_text(encoding="utf-8") == render_html(boards), fix
+    groups = group_by_protocol(RESULTS_DIR)
+    boards = [board_rows(runs) for runs in groups.values()]
+    fix = (
+        "the site is stale: run `agentflow-env leaderboard render --results leaderboards/results "
+        "--output-dir leaderboards/site` and commit leaderboards/site"
+    )
+    source = describe_source(RESULTS_DIR)
+    assert source == "leaderboards/results"
+    assert (SITE / "leaderboard.md").read_text(encoding="utf-8") == render_markdown(boards, source=source), fix
+    assert (SITE / "index.html").read_text(encoding="utf-8") == render_html(boards, source=source), fix
     for board in boards:
         for _, label, _ in board.columns:
             assert (SITE / "charts" / board.protocol / f"{label}.png").stat().st_size > 5000
+    pages = {href: page for runs in groups.values() for run in runs for href, page in viewer_pages(run).items()}
+    assert pages, "the stored measured runs have viewer pages"
+    for href, page in pages.items():
+        assert (SITE / href).read_text(encoding="utf-8") == page, fix
+    assert sorted(p.relative_to(SITE).as_posix() for p in (SITE / "trajectories").rglob("*.html")) == sorted(pages), fix
 
 
 def test_boards_order_rows_and_mark_reported_numbers(results: Path) -> None:
@@ -79,6 +101,7 @@ def test_boards_order_rows_and_mark_reported_numbers(results: Path) -> None:
     assert [r.scoring for r in board.rows] == ["rule", "paper", "rule"]
     page = render_html([board])
     assert html.escape(mark) in page and 'class=" incomparable"' in page
+    assert "rule scored, not comparable</span>" in page  # the short mark beside the name; the full one in its title
 
 
 def test_judge_scored_rows_sit_beside_reported_rows_unmarked(results: Path, tmp_path: Path) -> None:
@@ -151,33 +174,56 @@ def test_page_renders_in_headless_chromium(results: Path, tmp_path: Path) -> Non
     assert 0.005 < dark < 0.5, f"text and chart pixels should cover part of the page, got {dark:.3f}"
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)")
+@pytest.mark.skipif(chromium_path() is None, reason="needs chromium (apt-get install chromium)")
 def test_header_click_sorts_the_table_in_chromium(results: Path, tmp_path: Path) -> None:
     render_site(results, tmp_path, charts=False)
-    page = (tmp_path / "index.html").read_text(encoding="utf-8")
-    assert page.index(">scripted<") < page.index(">random<")  # best first as rendered
-    # click the "run" header once (ascending by name), after the page's own script has run
-    clicked = page.replace("</body>", "<script>document.querySelector('table.board th').click()</script></body>")
-    (tmp_path / "clicked.html").write_text(clicked, encoding="utf-8")
-    with tempfile.TemporaryDirectory() as profile:
-        out = subprocess.run(
-            [
-                "chromium",
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                f"--user-data-dir={profile}",
-                "--dump-dom",
-                (tmp_path / "clicked.html").as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=90,
+    order = (
+        "Array.prototype.map.call(document.querySelectorAll('table.board tbody tr'),"
+        " function(r){return r.cells[0].getAttribute('data-v')})"
+    )
+    with Chromium(width=1280, height=900) as browser:
+        browser.open((tmp_path / "index.html").as_uri())
+        assert browser.evaluate(order) == ["scripted", "paper-number", "random"]  # best first as rendered
+        browser.click("table.board th")  # the "run" header: ascending by name
+        assert browser.evaluate("document.querySelector('table.board th').className") == "l run asc"
+        assert browser.evaluate(order) == ["paper-number", "random", "scripted"]
+        browser.click("table.board th")
+        assert browser.evaluate(order) == ["scripted", "random", "paper-number"]
+
+
+def test_llm_policy_tokens_per_episode_reach_the_board(tmp_path: Path) -> None:
+    """An ``engine:openai:`` planner against a real loopback server around the tiny LM: the server's usage
+    is recorded per episode and the board shows prompt plus completion tokens per episode."""
+    pytest.importorskip("openai")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from agentflow_env.engines.server import EngineServer
+    from agentflow_env.engines.transformers_engine import TransformersEngine
+    from agents.tiny_lm import tiny_lm_path
+
+    protocol = tmp_path / "tiny-tokens.toml"
+    protocol.write_text(
+        TINY.replace("tiny-render", "tiny-tokens")
+        .replace("num_tasks = 8", "num_tasks = 3")
+        .replace("max_turns = 4", "max_turns = 2")
+        + "[sampling]\ntemperature = 0.0\nmax_tokens = 12\n"
+    )
+    engine = TransformersEngine(str(tiny_lm_path()), device="cpu", threads=1)
+    with EngineServer(engine, model_name="tiny") as server:
+        result = evaluate(
+            EvalConfig(
+                policy=f"engine:openai:tiny@{server.url}", protocol=str(protocol), out=tmp_path / "r", progress=False
+            )
         )
-    dom = out.stdout
-    assert '<th class="l asc"' in dom, "the clicked header did not get its sort mark"
-    assert dom.index(">paper-number (reported)<") < dom.index(">random<") < dom.index(">scripted<")
+    assert len(result.outcomes) == 3
+    for o in result.outcomes:  # every planner call's usage, summed per episode
+        assert o.tokens is not None and o.tokens["prompt"] > 20 * o.turns and 0 < o.tokens["completion"] <= 12 * o.turns
+    total = result.tokens()
+    assert total is not None
+    (board,) = [board_rows(runs) for runs in group_by_protocol(tmp_path / "r").values()]
+    (row,) = board.rows
+    per = (total["prompt"] + total["completion"]) / 3
+    assert tokens_per_episode(row) == pytest.approx(per)
+    assert f"| {per:,.0f} |" in render_markdown([board], charts=False)
+    page = render_html([board], charts=False)
+    assert f">{per:,.0f}</td>" in page and f"prompt {total['prompt']:,} + completion {total['completion']:,}" in page
