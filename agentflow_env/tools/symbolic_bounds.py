@@ -62,6 +62,15 @@ class Bound:
         return self.num + self.den
 
     @property
+    def log_magnitude(self) -> float:
+        """An upper bound on ``log10(|value|)`` that does not saturate like :attr:`magnitude`."""
+        if self.value is not None:
+            return math.log10(abs(self.value)) if self.value else 0.0
+        if self.top is not None:
+            return math.log10(self.top) if self.top > 0 else 0.0
+        return self.num
+
+    @property
     def magnitude(self) -> float:
         """An upper bound on ``|value|`` (``_HUGE`` when it is not bounded)."""
         if self.value is not None:
@@ -135,12 +144,17 @@ class _Walker:
             return inner
         if isinstance(node, ast.BinOp):
             return self.binop(node)
-        if isinstance(node, ast.Tuple):
-            parts = [self.visit(elt) for elt in node.elts]
-            return self.check(_combine(parts), "a tuple")
+        if isinstance(node, ast.Tuple):  # (1,) * 10**9 would repeat a tuple, not multiply a number
+            raise TooLarge("a tuple is not a number; tuples only give limits, as in integrate(f, (x, 0, 1))")
         if isinstance(node, ast.Call):
             return self.call(node)
         raise TooLarge(f"{type(node).__name__} is not allowed in a calculator expression")
+
+    def visit_arg(self, node: ast.AST) -> Bound:
+        """A function argument: a number or expression, or a tuple of them (limits, a derivative's order)."""
+        if isinstance(node, ast.Tuple):
+            return self.check(_combine([self.visit(elt) for elt in node.elts]), "a tuple")
+        return self.visit(node)
 
     def constant(self, value: object) -> Bound:
         if isinstance(value, bool):
@@ -245,7 +259,7 @@ class _Walker:
             raise TooLarge("*arguments are not allowed")
         if name in ("Sum", "Product", "integrate"):
             return self.with_limits(name, node.args)
-        args = [self.visit(arg) for arg in node.args]
+        args = [self.visit_arg(arg) for arg in node.args]
         if name in ("Integer", "Rational", "Float") and len(args) == 1 and args[0].value is not None:
             return args[0]
         if name == "factorial":
@@ -291,8 +305,9 @@ class _Walker:
         if both.free or len(args) != 2:
             return self.check(both, "binomial(...)")
         n, k = args[0].magnitude, args[1].magnitude
-        if args[0].den == 0:  # an integer n: |C(n, k)| <= (|n| + k)**k, and <= 2**n when n >= 0
-            num, den = k * math.log10(n + k + 1) + 1, 0.0
+        if args[0].den == 0:  # an integer n: |C(n, k)| <= (|n| + k + 1)**k, and <= 2**n when n >= 0
+            wide = max(args[0].log_magnitude, args[1].log_magnitude, 0.0) + math.log10(3)
+            num, den = k * wide + 1, 0.0
             if args[0].value is not None and args[0].value >= 0:
                 num = min(num, n * math.log10(2) + 1)
         else:  # n = p/q: the k factors (p - iq)/q over k!
@@ -307,6 +322,7 @@ class _Walker:
             return Bound()
         saved = dict(self.bounded)
         count = 1.0
+        open_range = False
         extra: list[Bound] = []
         try:
             for lim in args[1:]:
@@ -322,21 +338,21 @@ class _Walker:
                         count = min(count * max(span, 1.0), _HUGE)
                     else:  # an open or symbolic range: the variable stays a free symbol
                         self.bounded.pop(var, None)
-                        count = _HUGE
+                        open_range = True
                 else:
-                    extra.append(self.visit(lim))
+                    extra.append(self.visit_arg(lim))
             body = self.visit(args[0])
         finally:
             self.bounded = saved
         ends = _combine(extra) if extra else Bound()
         if name == "Product":
-            if body.free or count >= _HUGE:
+            if body.free or open_range:
                 return self.check(_combine([body, ends]), "a product")
             if body.value is not None and abs(body.value) == 1:
                 return Bound()
             return self.check(Bound(num=body.num * count + 1, den=body.den * count), "a product of many factors")
         if name == "Sum":
-            if body.free or count >= _HUGE:  # an open range: a closed form or a limit, not term by term
+            if body.free or open_range:  # a closed form or a limit, not term by term
                 return self.check(_combine([body, ends]), "a sum")
             den = body.den * count  # the common denominator of count fractions
             grown = Bound(num=body.num + den + math.log10(count) + 1, den=den)
