@@ -1,4 +1,6 @@
 """The Python sandbox behind ``Python_Coder_Tool``: a preloaded fork server and its per-tool workers.
 
-``zygote`` runs inside the sandbox (a standalone script); ``launcher`` is the host side that starts and talks to it.
+``launcher`` is the host side (picks the isolation, starts the zygote, talks to workers); ``view`` lists what the
+sandbox may see; ``zygote`` (run inside, a standalone script) forks the workers; ``rootfs`` builds the view without
+bubblewrap; ``nslib`` wraps the Linux calls (namespaces, mounts, capabilities, seccomp) for both.
 """
