@@ -221,6 +221,22 @@ def test_concurrent_calls_share_the_helpers(calc: CalculatorTool) -> None:
     assert_nothing_left_computing()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_helper(calc: CalculatorTool) -> None:
+    assert calc.run("sqrt(12)", 30).ok
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's helpers are not its own
+        code = 1
+        try:
+            ok = calc.run("sqrt(12)", 60).text == "sqrt(12) = 2*sqrt(3) (≈ 3.46410161513775)"
+            code = 0 if ok and calculator._POOL._pid == os.getpid() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert calc.run("sqrt(12)", 30).ok  # the parent's helper is still in order
+
+
 def test_ordinary_maths_still_answers(calc: CalculatorTool) -> None:
     cases = {
         "factorial(100) / factorial(98)": "9900",

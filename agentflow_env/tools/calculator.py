@@ -196,7 +196,15 @@ class _HelperPool:
         self._pid = os.getpid()
 
     def _forked(self) -> None:
-        """In a forked child the helpers and their pipes are the parent's: forget them, start afresh."""
+        """In a forked child the helpers are the parent's: close this copy of their pipes (so a helper still sees
+        end-of-input when the parent exits) and start afresh."""
+        for helper in self._idle:
+            for stream in (helper.proc.stdin, helper.proc.stdout):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
         self._cond = threading.Condition()
         self._idle, self._count, self._pid = [], 0, os.getpid()
 
