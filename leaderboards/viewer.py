@@ -24,7 +24,10 @@ __all__ = ["FIELD_CHARS", "PAGE_BUDGET", "episode_views", "render_viewer", "view
 
 logger = logging.getLogger(__name__)
 
-FIELD_CHARS = (4000, 1500, 600)  # chars kept per long text, tried in turn until the page fits PAGE_BUDGET
+# tried in turn until the page fits PAGE_BUDGET: the characters kept per long text, and what is kept of the paper
+# flow's module calls (prompts and replies, replies, none: they repeat what the turns show, so they go first)
+FIELD_CHARS = (4000, 1500, 1500, 1500, 600, 250)
+CALL_DETAIL = ("prompts", "prompts", "replies", "none", "none", "none")
 PAGE_BUDGET = 6_000_000  # bytes of embedded JSON per page
 VIEWER_DIR = "trajectories"
 GENERATOR_MARK = '<meta name="generator" content="agentflow-env trajectory viewer">'  # in every page
@@ -84,14 +87,14 @@ def _step_view(step: dict[str, Any], limit: int) -> dict[str, Any]:
     return view
 
 
-def _call_view(call: dict[str, Any], limit: int) -> dict[str, Any]:
+def _call_view(call: dict[str, Any], limit: int, prompts: bool) -> dict[str, Any]:
     usage = (call.get("tokens") or {}).get("usage") if isinstance(call.get("tokens"), dict) else None
     return {
         "module": str(call.get("module", "?")),
         "step": call.get("step"),
         "tool": call.get("tool"),
         "reply": _clip(call.get("reply"), limit),
-        "prompt": _clip(call.get("prompt"), min(limit, 1500)),
+        "prompt": _clip(call.get("prompt"), limit // 3) if prompts else "",  # prompts repeat the memory
         "error": call.get("error"),
         "seconds": call.get("seconds"),
         "usage": (
@@ -102,7 +105,9 @@ def _call_view(call: dict[str, Any], limit: int) -> dict[str, Any]:
     }
 
 
-def _episode_view(outcome: TaskOutcome, record: dict[str, Any] | None, limit: int) -> dict[str, Any]:
+def _episode_view(
+    outcome: TaskOutcome, record: dict[str, Any] | None, limit: int, calls_detail: str = "prompts"
+) -> dict[str, Any]:
     view: dict[str, Any] = {
         "key": outcome.key,
         "index": outcome.index,
@@ -110,8 +115,8 @@ def _episode_view(outcome: TaskOutcome, record: dict[str, Any] | None, limit: in
         "sample": outcome.sample,
         "task_id": outcome.task_id,
         "score": outcome.score,
-        "answer": _clip(outcome.answer, limit),
-        "gold": _clip(outcome.gold, limit),
+        "answer": _clip(outcome.answer, max(limit, 1000)),
+        "gold": _clip(outcome.gold, max(limit, 1000)),
         "turns": outcome.turns,
         "truncated": outcome.truncated,
         "wall_s": outcome.wall_s,
@@ -123,12 +128,14 @@ def _episode_view(outcome: TaskOutcome, record: dict[str, Any] | None, limit: in
     if record is None:
         view["missing"] = "this episode's trajectory is not in the run folder (only its outcome line is)"
         return view
-    view["question"] = _clip(record.get("question"), limit)
+    view["question"] = _clip(record.get("question"), max(limit, 2000))
     steps = record.get("trajectory") or []
     view["steps"] = [_step_view(s, limit) for s in steps if isinstance(s, dict)]
-    calls = record.get("module_calls") or []
-    if calls:
-        view["calls"] = [_call_view(c, limit) for c in calls if isinstance(c, dict)]
+    calls = [c for c in record.get("module_calls") or [] if isinstance(c, dict)]
+    if calls and calls_detail != "none":
+        view["calls"] = [_call_view(c, limit, calls_detail == "prompts") for c in calls]
+    elif calls:
+        view["calls_left_out"] = len(calls)
     return view
 
 
@@ -158,13 +165,25 @@ def _trajectories(run: EvalResult, outcomes: Iterable[TaskOutcome]) -> dict[str,
 
 
 def episode_views(
-    run: EvalResult, env_id: str, limit: int = FIELD_CHARS[0], records: dict[str, dict[str, Any] | None] | None = None
+    run: EvalResult,
+    env_id: str,
+    limit: int = FIELD_CHARS[0],
+    records: dict[str, dict[str, Any] | None] | None = None,
+    calls_detail: str = "prompts",
 ) -> list[dict[str, Any]]:
     """The episodes of ``env_id`` in ``run`` as the viewer shows them, in task, trial and sample order."""
     outcomes = sorted((o for o in run.outcomes if o.env_id == env_id), key=lambda o: (o.index, o.seed, o.sample))
     if records is None:
         records = _trajectories(run, outcomes)
-    return [_episode_view(o, records.get(o.key), limit) for o in outcomes]
+    return [_episode_view(o, records.get(o.key), limit, calls_detail) for o in outcomes]
+
+
+def _cut_note(limit: int, detail: str) -> str:
+    """What a page over budget left out, said in its header."""
+    if (limit, detail) == (FIELD_CHARS[0], CALL_DETAIL[0]):
+        return ""
+    left = {"prompts": "", "replies": "; module call prompts left out", "none": "; module calls left out"}[detail]
+    return f"long texts are cut to {limit:,} characters{left} (the page would be too big; trajectories.jsonl has all)"
 
 
 def _embed(data: Any) -> str:
@@ -187,7 +206,7 @@ def render_viewer(
     meta = rec.benchmarks.get(env_id, {})
     label, category = str(meta.get("label", env_id)), str(meta.get("category", ""))
     payload = ""
-    for limit in FIELD_CHARS:
+    for limit, detail in zip(FIELD_CHARS, CALL_DETAIL):
         data = {
             "protocol": rec.protocol,
             "run": rec.name,
@@ -197,8 +216,8 @@ def render_viewer(
             "category": category,
             "scoring": rec.scorers.get(env_id, ""),
             "board": board_href,
-            "note": f"long texts are cut to {limit:,} characters" if limit != FIELD_CHARS[0] else "",
-            "episodes": episode_views(run, env_id, limit, records),
+            "note": _cut_note(limit, detail),
+            "episodes": episode_views(run, env_id, limit, records, detail),
         }
         payload = _embed(data)
         if len(payload.encode("utf-8")) <= PAGE_BUDGET:

@@ -84,8 +84,25 @@ def _hostile_run(root: Path) -> Path:
                 },
                 {"turn": 2, "action": "Final Answer: 24", "parsed": {"final_answer": "24"}, "verifier": None},
             ]
+            calls = [  # the paper flow's trace of every module call
+                {"module": "planner", "step": 1, "prompt": "plan prompt", "reply": steps[0]["action"], "seconds": 0.5},
+                {
+                    "module": "verifier",
+                    "step": 1,
+                    "prompt": "verify prompt",
+                    "reply": "Conclusion: CONTINUE",
+                    "tokens": {"max_tokens": 64, "usage": {"prompt_tokens": 40, "completion_tokens": 5}},
+                    "seconds": 0.2,
+                },
+            ]
             offset, length = traj.append(
-                {"key": key, "question": f"question {index}: {HOSTILE}", "trajectory": steps, "answer": "24"}
+                {
+                    "key": key,
+                    "question": f"question {index}: {HOSTILE}",
+                    "trajectory": steps,
+                    "answer": "24",
+                    "module_calls": calls,
+                }
             )
             outcome = TaskOutcome(
                 key=key,
@@ -186,7 +203,10 @@ def test_a_page_over_budget_cuts_harder_and_says_so(results: Path, monkeypatch: 
     run = load_run(results / "tiny-viewer" / "hostile")
     monkeypatch.setattr(viewer, "PAGE_BUDGET", 1)  # no cut fits: the page still renders, at the hardest cut
     data = _embedded(viewer.render_viewer(run, "agentflow/Gen-GameOf24-v0", "../../../index.html"))
-    assert data["note"] == f"long texts are cut to {viewer.FIELD_CHARS[-1]:,} characters"
+    assert data["note"].startswith(
+        f"long texts are cut to {viewer.FIELD_CHARS[-1]:,} characters; module calls left out"
+    )
+    assert all("calls" not in e and e["calls_left_out"] == 2 for e in data["episodes"])
     assert len(data["episodes"][1]["steps"][0]["result"]) < viewer.FIELD_CHARS[-1] + 200
 
 
@@ -271,6 +291,15 @@ def test_click_a_cell_filter_and_read_a_trajectory_in_chromium(site: Path, tmp_p
         assert HOSTILE in text and "failed" in text  # the stored text, shown as text
         assert browser.evaluate("document.title").startswith("hostile on G24")  # no injected script ran
         assert browser.evaluate("location.hash") == "#ep=" + "agentflow%2FGen-GameOf24-v0%230%23s0%23k0"
+        browser.click("#detail details.calls summary")  # the module calls, folded until asked for
+        calls = browser.wait_for(
+            "document.querySelector('details.calls[open]') && document.querySelector('details.calls').innerText"
+        )
+        assert (
+            "module calls (2)" in calls
+            and "verifier · step 1 · tokens 40 + 5" in calls
+            and "Conclusion: CONTINUE" in calls
+        )
         # the solved episode's long tool result: clipped, then whole after "show all"
         browser.click('#bar button[data-f="all"]')
         browser.click('#list .ep[data-key$="#1#s0#k0"]')
