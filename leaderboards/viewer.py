@@ -66,7 +66,9 @@ def _clip(value: Any, limit: int) -> str:
 
 
 def _step_view(step: dict[str, Any], limit: int) -> dict[str, Any]:
-    parsed = step.get("parsed") if isinstance(step.get("parsed"), dict) else {}
+    parsed = step.get("parsed")
+    if not isinstance(parsed, dict):
+        parsed = {}
     view: dict[str, Any] = {
         "turn": step.get("turn"),
         "action": _clip(step.get("action"), limit),

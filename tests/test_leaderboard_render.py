@@ -16,6 +16,7 @@ from leaderboards.render import (
     board_rows,
     describe_source,
     group_by_protocol,
+    render_charts,
     render_html,
     render_markdown,
     render_site,
@@ -227,3 +228,21 @@ def test_llm_policy_tokens_per_episode_reach_the_board(tmp_path: Path) -> None:
     assert f"| {per:,.0f} |" in render_markdown([board], charts=False)
     page = render_html([board], charts=False)
     assert f">{per:,.0f}</td>" in page and f"prompt {total['prompt']:,} + completion {total['completion']:,}" in page
+
+
+def test_chart_labels_are_never_cut_on_the_left(results: Path, tmp_path: Path) -> None:
+    import matplotlib.image as mpimg
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    long_name = "a-run-name-long-enough-to-overflow-any-fixed-margin-of-the-chart"
+    rec = RunRecord.from_dict(json.loads((copy / "tiny-render" / "paper-number" / "run.json").read_text()))
+    rec.name = long_name
+    write_json_atomic(copy / "tiny-render" / long_name / "run.json", rec.to_dict())
+    (board,) = [board_rows(runs) for runs in group_by_protocol(copy).values()]
+    (chart,) = render_charts(board, tmp_path / "site")
+    img = mpimg.imread(chart)[..., :3]
+    assert img[:, :4].min() > 0.95, "ink touches the left edge: a label is cut"
+    assert img[:, -4:].min() > 0.95 and img[:4].min() > 0.95 and img[-4:].min() > 0.95
+    dark_columns = (img.mean(axis=2) < 0.5).any(axis=0).nonzero()[0]
+    assert dark_columns.min() < 0.25 * img.shape[1], "the long label is drawn, left of the bars"
