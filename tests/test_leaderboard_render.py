@@ -246,3 +246,24 @@ def test_chart_labels_are_never_cut_on_the_left(results: Path, tmp_path: Path) -
     assert img[:, -4:].min() > 0.95 and img[:4].min() > 0.95 and img[-4:].min() > 0.95
     dark_columns = (img.mean(axis=2) < 0.5).any(axis=0).nonzero()[0]
     assert dark_columns.min() < 0.25 * img.shape[1], "the long label is drawn, left of the bars"
+
+
+def test_llm_planner_passes_on_the_engines_usage_per_prompt() -> None:
+    """What ``normalize_actions`` reads from an LLM planner: one usage per prompt of the last call, or nothing."""
+    from agents.llm_planner import LLMPlanner
+    from leaderboards.runner import normalize_actions
+
+    class Reporting:  # an engine that reports usage the way OpenAIEngine does
+        def __init__(self, usage):
+            self.usage = usage
+            self.last_usage: list = []
+
+        def generate(self, prompts, sampling=None):
+            self.last_usage = self.usage[: len(prompts)]
+            return ["Final Answer: 1"] * len(prompts)
+
+    planner = LLMPlanner(Reporting([{"prompt_tokens": 11, "completion_tokens": 3}, None]))
+    texts, tokens = normalize_actions(planner, planner.act([{"prompt": "a"}, {"prompt": "b"}]), 2)
+    assert texts == ["Final Answer: 1"] * 2 and tokens == [{"prompt": 11, "completion": 3}, None]
+    short = LLMPlanner(Reporting([{"prompt_tokens": 11, "completion_tokens": 3}]))  # one usage for two prompts
+    assert normalize_actions(short, short.act([{"prompt": "a"}, {"prompt": "b"}]), 2)[1] == [None, None]
