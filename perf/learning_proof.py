@@ -54,8 +54,23 @@ from perf.stats_util import (  # noqa: E402  (after the path fix, so it runs as 
 )
 
 CONFIG = "agents/configs/learning-proof-game24-multiturn.toml"
-ENV_ID = "agentflow/Gen-GameOf24-v1"
-ENV_KWARGS = {"max_turns": 3, "max_number": 20}
+# the task, read from the config by _configure (one source of truth for SFT, training and evaluation)
+ENV_ID = ""
+ENV_KWARGS: dict[str, Any] = {}
+MAX_TOKENS = 64
+
+
+def _configure(config: str) -> None:
+    import tomllib
+
+    global CONFIG, ENV_ID, ENV_KWARGS, MAX_TOKENS
+    CONFIG = _rel(ROOT / config)
+    data = tomllib.loads((ROOT / CONFIG).read_text(encoding="utf-8"))
+    ENV_ID = data["env_id"]
+    ENV_KWARGS = dict(data.get("env_kwargs", {}))
+    MAX_TOKENS = int(data.get("rollout", {}).get("max_new_tokens", 64))
+
+
 METHODS: dict[str, list[str]] = {
     "rft": ["--algorithm", "rft"],
     "flow_grpo_trajectory": ["--algorithm", "flow_grpo", "--loss-aggregation", "trajectory"],
@@ -82,37 +97,38 @@ class Profile:
     sft_episodes: int
     sft_steps: int
     # seconds on this project's 2-core CPU, for the up-front estimate (measured by the quick run)
-    sft_s: float = 240.0
-    step_s: float = 6.0
-    eval_task_s: float = 0.15
+    sft_step_s: float = 0.2  # one SFT step (batch 16)
+    step_s: float = 2.5  # 8 questions x 8 rollouts x up to 3 turns, and the update
+    eval_task_s: float = 0.1  # one greedy episode
 
 
 FULL = Profile(
     seeds=(0, 1, 2),
-    steps=150,
+    steps=300,
     grid_lr=(2e-4, 1e-3),
-    grid_temperature=(0.7, 1.0),
+    grid_temperature=(0.6, 0.9),
     test_tasks=300,
     val_tasks=100,
-    eval_every=10,
-    sft_episodes=3000,
-    sft_steps=800,
+    eval_every=20,
+    sft_episodes=4000,
+    sft_steps=3000,
 )
 QUICK = Profile(
     seeds=(0,),
-    steps=30,
+    steps=40,
     grid_lr=(5e-4,),
-    grid_temperature=(1.0,),
+    grid_temperature=(0.7,),
     test_tasks=100,
     val_tasks=50,
     eval_every=10,
-    sft_episodes=2000,
-    sft_steps=500,
+    sft_episodes=3000,
+    sft_steps=1500,
 )
 
 
 def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default=CONFIG, help="the train config; its env_id and env_kwargs are the task")
     p.add_argument("--quick", action="store_true", help="the short version (1 seed, 30 steps, 100 test tasks)")
     p.add_argument("--seeds", type=int, nargs="+", help="override the profile's seeds")
     p.add_argument("--steps", type=int, help="override the learner steps of every RL run")
@@ -314,6 +330,8 @@ def _evaluate_cmd(args: argparse.Namespace, model: Path, out: Path, tasks: int) 
         _rel(out),
         "--eval-tasks",
         str(tasks),
+        "--config",
+        CONFIG,
         "--threads",
         str(args.threads),
     ]
@@ -341,7 +359,7 @@ def evaluate_model(model: str, split: str, out: str, tasks: int, threads: int) -
     if threads:
         torch.set_num_threads(threads)
     ids = split_task_ids(ENV_ID, split, tasks, ENV_KWARGS)
-    planner = HFPlanner.from_pretrained(ROOT / model, sampling=SamplingParams(temperature=0.0, max_tokens=48))
+    planner = HFPlanner.from_pretrained(ROOT / model, sampling=SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS))
     fns = [lambda: _make_env(ENV_ID, split, **ENV_KWARGS) for _ in range(min(32, len(ids)))]
     started = time.perf_counter()
     trajs = collect_rollouts(fns, planner, task_ids=ids, seed=0, record_samples=False, env_id=ENV_ID)
@@ -489,7 +507,7 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     bx.set_title(f"held-out test ({ci_kind})")
     bx.grid(alpha=0.3, axis="y")
     label = "QUICK run (short, 1 seed): " if results["setup"]["quick"] else ""
-    fig.suptitle(f"{label}Gen-GameOf24 {ENV_KWARGS}, tiny LM on {results['setup']['threads']} CPU threads")
+    fig.suptitle(f"{label}{ENV_ID.split('/')[-1]} {ENV_KWARGS}, tiny LM on {results['setup']['threads']} CPU threads")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -521,7 +539,7 @@ def _estimate(p: Profile, seeds: list[int]) -> dict[str, Any]:
     grid = len(_grid(p))
     runs = len(METHODS) * (grid + len(seeds) - 1)
     evals = len(seeds) * len(ARMS)
-    seconds = len(seeds) * p.sft_s + runs * p.steps * p.step_s + evals * p.test_tasks * p.eval_task_s
+    seconds = len(seeds) * p.sft_steps * p.sft_step_s + runs * p.steps * p.step_s + evals * p.test_tasks * p.eval_task_s
     seconds += runs * (p.steps // p.eval_every + 1) * p.val_tasks * p.eval_task_s
     return {"sft_runs": len(seeds), "train_runs": runs, "test_evaluations": evals, "estimated_hours": seconds / 3600}
 
@@ -602,6 +620,7 @@ def _final_evals(
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    _configure(args.config)
     if args.evaluate:
         return evaluate_model(*args.evaluate, tasks=args.eval_tasks, threads=args.threads)
     p = QUICK if args.quick else FULL
