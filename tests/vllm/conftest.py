@@ -10,15 +10,14 @@ import os
 
 import pytest
 
-pytest.importorskip("vllm")
-torch = pytest.importorskip("torch")
-
+# each test module skips itself without vllm (a skip here, at conftest import, would be an error instead)
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
 
 def peaked_copy(path, out_dir, seed=0, std=0.3, tie=True):
     """The tiny LM with larger random weights (a peaked next-token distribution, so greedy decoding has
     no near-ties), saved as a new HF folder. Returns ``(folder, model, tokenizer)``."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)

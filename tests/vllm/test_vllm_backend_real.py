@@ -13,6 +13,7 @@ import pytest
 
 from tests.vllm.conftest import peaked_copy
 
+pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
 from agentflow_env.engines.base import SamplingParams  # noqa: E402

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
 CLI = [sys.executable, "-m", "agentflow_env.cli"]
