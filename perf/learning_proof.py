@@ -22,7 +22,7 @@ Every call has a wall-clock budget (``--max-minutes``); a train run cut by it is
 continues on the next call.
 
 Run: python perf/learning_proof.py            (full: 3 seeds, 300 test tasks; hours on 2 cores)
-     python perf/learning_proof.py --quick    (1 seed, short runs, 100 test tasks, 1-setting grid)
+     python perf/learning_proof.py --quick    (1 seed, 40 steps, 100 test tasks, 2-setting grid)
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class Profile:
 FULL = Profile(
     seeds=(0, 1, 2),
     steps=300,
-    grid_lr=(2e-4, 1e-3),
+    grid_lr=(5e-5, 2e-4),
     grid_temperature=(0.6, 0.9),
     test_tasks=300,
     val_tasks=100,
@@ -116,7 +116,7 @@ FULL = Profile(
 QUICK = Profile(
     seeds=(0,),
     steps=40,
-    grid_lr=(5e-4,),
+    grid_lr=(1e-4, 5e-4),
     grid_temperature=(0.7,),
     test_tasks=100,
     val_tasks=50,
@@ -491,15 +491,19 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     stats = results.get("statistics", {}).get("arms", {})
     names = [a for a in ARMS if a in stats]
     means = [100 * stats[a]["mean_over_seeds"]["mean"] for a in names]
-    errs = []
+    lows, highs = [], []
     for a in names:
         ci = stats[a]["mean_over_seeds"]
-        if ci["n"] > 1:
-            errs.append(100 * (ci["hi"] - ci["mean"]))
-        else:  # one seed: the Wilson interval of that seed
-            lo, hi = next(iter(stats[a]["wilson95_per_seed"].values()))
-            errs.append(100 * max(ci["mean"] - lo, hi - ci["mean"]))
-    bx.bar(range(len(names)), means, yerr=errs, capsize=4, color=["gray", *[colors[n] for n in names[1:]]])
+        lo, hi = (ci["lo"], ci["hi"]) if ci["n"] > 1 else next(iter(stats[a]["wilson95_per_seed"].values()))
+        lows.append(100 * (ci["mean"] - lo))
+        highs.append(100 * (hi - ci["mean"]))
+    bx.bar(
+        range(len(names)),
+        means,
+        yerr=[lows, highs],
+        capsize=4,
+        color=["gray", *[colors[n] for n in names[1:]]],
+    )
     bx.set_xticks(range(len(names)), [LABELS[n].replace(", ", "\n") for n in names], fontsize=8)
     n_tasks = stats[names[0]]["test_tasks"] if names else 0
     ci_kind = "t-95% over seeds" if len(results["setup"]["seeds"]) > 1 else "Wilson 95%, one seed"
@@ -610,7 +614,8 @@ def _final_evals(
             unfinished = arm != "sft_only" and not _train_done(model.parent, p.steps)
             if not args.dry_run and (unfinished or not (model / "config.json").is_file()):
                 continue  # a run cut by its time budget is evaluated once a later call has finished it
-            target = work / f"seed{s}" / f"test-{arm}-{p.test_tasks}.json"
+            steps = "" if arm == "sft_only" else f"-steps{p.steps}"  # a longer run later is a new evaluation
+            target = work / f"seed{s}" / f"test-{arm}{steps}-{p.test_tasks}tasks.json"
             got = _final_eval(args, model, target, p.test_tasks, results["setup"]["commands"])
             if got is not None:
                 evals[arm][s] = got

@@ -109,14 +109,14 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     return McNemar(len(a), a_only, b_only, both, neither, _binom_two_sided(a_only, a_only + b_only))
 
 
-def t_interval(values: Sequence[float]) -> dict[str, float]:
-    """Mean, sample standard deviation and the 95% Student-t interval of the mean (``n == 1``: no interval)."""
+def t_interval(values: Sequence[float]) -> dict[str, float | None]:
+    """Mean, sample standard deviation and the 95% Student-t interval of the mean (``n == 1``: None, no interval)."""
     n = len(values)
     if n == 0:
         raise ValueError("no values")
     mean = sum(values) / n
     if n == 1:
-        return {"n": 1, "mean": mean, "sd": float("nan"), "lo": float("nan"), "hi": float("nan")}
+        return {"n": 1, "mean": mean, "sd": None, "lo": None, "hi": None}  # JSON null, not NaN
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_quantile_975(n - 1) * sd / math.sqrt(n)
     return {"n": n, "mean": mean, "sd": sd, "lo": mean - half, "hi": mean + half}
