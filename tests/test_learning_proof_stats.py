@@ -129,3 +129,32 @@ def test_learning_proof_statistics_pools_seeds_by_majority_vote() -> None:
     assert pair["per_seed"]["2"]["p_value"] == 1.0
     assert len(out["pairs"]) == 6 and len(out["verdicts"]) == 6
     assert any("not significant" in v for v in out["verdicts"])
+
+
+def test_learning_proof_plan_never_trains_or_tunes_on_test(tmp_path) -> None:
+    """The dry run's commands: training and tuning read the validation split; only the final evaluation reads test."""
+    import json
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "perf/learning_proof.py", "--dry-run", "--work", str(tmp_path / "w"), "--out", str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "estimated" in out.stderr
+    plan = json.loads(out.stdout)
+    commands = {k: v["command"] for k, v in plan["commands"].items()}
+    train = [c for k, c in commands.items() if k.startswith("train/")]
+    evals = [c for k, c in commands.items() if k.startswith("eval/")]
+    assert len(train) == 3 * 4 + 3 * 2  # a 4-setting grid per method on seed 0, then seeds 1 and 2
+    assert all("--eval-split validation" in c and "test" not in shlex.split(c) for c in train)
+    assert len(evals) == 4 * 3 and all("test" in shlex.split(c) for c in evals)  # 4 arms x 3 seeds
+    assert sum("--algorithm rft" in c for c in train) == 6  # RFT gets the same tuning budget
+    assert not list(tmp_path.glob("*.json"))  # a dry run writes no result
