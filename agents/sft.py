@@ -51,16 +51,17 @@ class Demonstration:
 class SFTConfig:
     """Settings of one SFT run (the CLI flags map one to one)."""
 
-    env_id: str = "agentflow/Gen-GameOf24-v0"
-    """env whose train split gives the demonstrations"""
+    env_id: str | list[str] = "agentflow/Gen-GameOf24-v0"
+    """env whose train split gives the demonstrations; a list mixes several envs into one model
+    (``episodes`` demonstration episodes from each, shuffled together; evaluation covers each)"""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """``gymnasium.make`` kwargs of that env (e.g. ``{"max_turns": 1, "min_solutions": 20}``)"""
+    """``gymnasium.make`` kwargs of the env(s) (e.g. ``{"max_turns": 1, "min_solutions": 20}``)"""
     out: str = "runs/sft-tiny"
     """folder for the fine-tuned model (save_pretrained), metrics.json and demonstrations.jsonl"""
     base: str | None = None
     """model folder to start from; default: the cached tiny offline LM (agents.tiny_lm.tiny_lm_path)"""
     episodes: int = 256
-    """scripted demonstration episodes on the train split"""
+    """scripted demonstration episodes on the train split (of each env)"""
     epochs: int = 3
     """passes over the demonstration turns"""
     batch_size: int = 16
@@ -75,7 +76,8 @@ class SFTConfig:
     """stop training after this many optimizer steps"""
     successful_only: bool = True
     """keep only demonstrations from episodes the scripted planner solved"""
-    max_prompt_tokens: int = 1024
+    max_prompt_tokens: int = 4096
+    """longer prompts keep their last tokens; the default is HFPlanner's, so training sees what evaluation sees"""
     eval_episodes: int = 0
     """test-split tasks to evaluate before and after training (0: no evaluation)"""
     eval_split: str = "test"
@@ -94,6 +96,15 @@ class SFTConfig:
             raise ConfigError(f"max_minutes must be positive, got {self.max_minutes}")
         if self.eval_episodes < 0:
             raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+        if not self.env_ids:
+            raise ConfigError("env_id names no env; give at least one env id")
+        if len(set(self.env_ids)) != len(self.env_ids):
+            raise ConfigError(f"env_id names an env more than once: {self.env_ids}")
+
+    @property
+    def env_ids(self) -> list[str]:
+        """The env ids whose demonstrations are mixed (one for a plain ``env_id``)."""
+        return [self.env_id] if isinstance(self.env_id, str) else list(self.env_id)
 
 
 @dataclass
@@ -108,6 +119,8 @@ class SFTResult:
     losses: list[float] = field(default_factory=list)
     eval_before: dict[str, float] | None = None
     eval_after: dict[str, float] | None = None
+    eval_per_env: dict[str, dict[str, dict[str, float]]] | None = None
+    """with several envs: ``{env_id: {"before": ..., "after": ...}}``; eval_before/after then pool all envs"""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,7 +200,7 @@ def make_demonstrations(
 
 
 def tokenize_demonstrations(
-    tokenizer: Any, demos: Sequence[Demonstration], max_prompt_tokens: int = 1024
+    tokenizer: Any, demos: Sequence[Demonstration], max_prompt_tokens: int = 4096
 ) -> list[tuple[list[int], list[int]]]:
     """``(prompt_ids, response_ids)`` per demonstration, encoded exactly as :class:`HFPlanner` acts.
 
@@ -265,7 +278,9 @@ def evaluate_planner(
     }
 
 
-def _evaluate_model(model: Any, tokenizer: Any, config: SFTConfig, task_ids: Sequence[str]) -> dict[str, float]:
+def _evaluate_model(
+    model: Any, tokenizer: Any, config: SFTConfig, task_ids: dict[str, list[str]]
+) -> dict[str, dict[str, float]]:
     from agents.hf_policy import HFPlanner
 
     planner = HFPlanner(
@@ -274,15 +289,33 @@ def _evaluate_model(model: Any, tokenizer: Any, config: SFTConfig, task_ids: Seq
         sampling=SamplingParams(temperature=0.0, max_tokens=config.eval_max_tokens),
         max_prompt_tokens=config.max_prompt_tokens,
     )
-    return evaluate_planner(
-        planner,
-        config.env_id,
-        task_ids,
-        split=config.eval_split,
-        num_envs=config.eval_num_envs,
-        seed=config.seed,
-        env_kwargs=config.env_kwargs,
-    )
+    return {
+        env_id: evaluate_planner(
+            planner,
+            env_id,
+            ids,
+            split=config.eval_split,
+            num_envs=config.eval_num_envs,
+            seed=config.seed,
+            env_kwargs=config.env_kwargs,
+        )
+        for env_id, ids in task_ids.items()
+    }
+
+
+def _pooled(per_env: dict[str, dict[str, float]]) -> dict[str, float]:
+    """One env's scores as they are; several envs' scores pooled over all their episodes (turn-level rates by turns)."""
+    if len(per_env) == 1:
+        return next(iter(per_env.values()))
+    episodes = sum(s["episodes"] for s in per_env.values())
+    turns = sum(s["mean_turns"] * s["episodes"] for s in per_env.values())
+    pooled = {"episodes": episodes, "mean_turns": turns / max(episodes, 1)}
+    for key in ("success_rate", "mean_reward"):
+        pooled[key] = sum(s[key] * s["episodes"] for s in per_env.values()) / max(episodes, 1)
+    pooled["well_formed_rate"] = sum(
+        s["well_formed_rate"] * s["mean_turns"] * s["episodes"] for s in per_env.values()
+    ) / max(turns, 1)
+    return pooled
 
 
 def train_sft(
@@ -311,25 +344,34 @@ def train_sft(
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     if demos is None:
-        demos = make_demonstrations(
-            config.env_id,
-            config.episodes,
-            seed=config.seed,
-            successful_only=config.successful_only,
-            env_kwargs=config.env_kwargs,
-        )
+        demos = [
+            d
+            for env_id in config.env_ids
+            for d in make_demonstrations(
+                env_id,
+                config.episodes,
+                seed=config.seed,
+                successful_only=config.successful_only,
+                env_kwargs=config.env_kwargs,
+            )
+        ]
     with (out / "demonstrations.jsonl").open("w", encoding="utf-8") as fh:
         for d in demos:
             fh.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
     examples = tokenize_demonstrations(tokenizer, demos, config.max_prompt_tokens)
     result = SFTResult(out=str(out), examples=len(examples))
     eval_ids = (
-        split_task_ids(config.env_id, config.eval_split, config.eval_episodes, config.env_kwargs)
+        {
+            env_id: split_task_ids(env_id, config.eval_split, config.eval_episodes, config.env_kwargs)
+            for env_id in config.env_ids
+        }
         if config.eval_episodes
-        else []
+        else {}
     )
+    before: dict[str, dict[str, float]] = {}
     if eval_ids:
-        result.eval_before = _evaluate_model(model, tokenizer, config, eval_ids)
+        before = _evaluate_model(model, tokenizer, config, eval_ids)
+        result.eval_before = _pooled(before)
         logger.info("before SFT: %s", result.eval_before)
 
     per_epoch = math.ceil(len(examples) / config.batch_size)
@@ -370,7 +412,10 @@ def train_sft(
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     if eval_ids:
-        result.eval_after = _evaluate_model(model, tokenizer, config, eval_ids)
+        after = _evaluate_model(model, tokenizer, config, eval_ids)
+        result.eval_after = _pooled(after)
+        if len(after) > 1:
+            result.eval_per_env = {e: {"before": before[e], "after": after[e]} for e in after}
         logger.info("after SFT: %s", result.eval_after)
     result.seconds = time.perf_counter() - started
     # a tiny model is only as good as its prompts: record which prompt wording it was trained on
@@ -387,7 +432,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from agentflow_env.cli import add_aliases
 
     d = SFTConfig()
-    parser.add_argument("--env-id", default=d.env_id, help="env id whose train split gives demonstrations")
+    parser.add_argument(
+        "--env-id",
+        action="append",
+        default=None,
+        help=f"env id whose train split gives demonstrations (default {d.env_id}); repeat it to train one model "
+        "on several envs (--episodes from each, mixed)",
+    )
     parser.add_argument(
         "--env-kwargs",
         type=_json_object,
@@ -418,6 +469,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="test tasks to evaluate (greedy) before and after training; 0 skips",
     )
     parser.add_argument("--eval-max-tokens", type=int, default=d.eval_max_tokens)
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=d.max_prompt_tokens,
+        help="longer prompts keep their last tokens (default: as hf: policies act)",
+    )
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -445,8 +502,9 @@ def _run(args: argparse.Namespace) -> int:
 
     from agentflow_env.cli import require_env_id
 
+    env_ids = [require_env_id(e) for e in (args.env_id or [SFTConfig().env_id])]
     config = SFTConfig(
-        env_id=require_env_id(args.env_id),
+        env_id=env_ids[0] if len(env_ids) == 1 else env_ids,
         env_kwargs=args.env_kwargs,
         out=args.output_dir,
         base=args.base,
@@ -459,12 +517,16 @@ def _run(args: argparse.Namespace) -> int:
         successful_only=not args.all_demos,
         eval_episodes=args.eval_episodes,
         eval_max_tokens=args.eval_max_tokens,
+        max_prompt_tokens=args.max_prompt_tokens,
         seed=args.seed,
         torch_threads=args.threads,
     )
     show = not args.no_progress
     if show:
-        tqdm.write(f"sft: {config.episodes} scripted episodes on {config.env_id} -> demonstrations", file=sys.stderr)
+        tqdm.write(
+            f"sft: {config.episodes} scripted episodes on each of {', '.join(config.env_ids)} -> demonstrations",
+            file=sys.stderr,
+        )
     bar: Any = None
 
     def on_start(total: int, examples: int) -> None:
@@ -501,6 +563,11 @@ def _run(args: argparse.Namespace) -> int:
                 f"  {label}: success {100 * scores['success_rate']:.1f}% over {int(scores['episodes'])} test tasks, "
                 f"well-formed actions {100 * scores['well_formed_rate']:.1f}%"
             )
+    for env_id, scores in (result.eval_per_env or {}).items():
+        lines.append(
+            f"    {env_id}: success {100 * scores['before']['success_rate']:.1f}% -> "
+            f"{100 * scores['after']['success_rate']:.1f}%"
+        )
     lines.append(f"model in {result.out}; evaluate it: agentflow-env eval --policy hf:{result.out}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

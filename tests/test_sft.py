@@ -141,3 +141,29 @@ def test_sft_command_rejects_a_bad_env_kwargs_value(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 2 and "JSON object" in proc.stderr
+
+
+def test_one_model_learns_from_several_envs(lm_path, tmp_path):
+    """Repeated --env-id mixes every env's demonstrations into one run, and evaluation covers each env."""
+    out = tmp_path / "mixed"
+    envs = ["agentflow/Gen-GameOf24-v1", "agentflow/Gen-Science-v1"]
+    cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", envs[0], "--env", envs[1]]
+    cmd += ["--out", str(out), "--base", str(lm_path), "--episodes", "2", "--max-steps", "1", "--batch-size", "2"]
+    cmd += ["--eval-episodes", "1", "--eval-max-tokens", "4", "--threads", "1", "--no-progress", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["steps"] == 1 and set(summary["eval_per_env"]) == set(envs)
+    assert summary["eval_before"]["episodes"] == 2  # pooled: one test task of each env
+    demos = [json.loads(line) for line in (out / "demonstrations.jsonl").read_text().splitlines()]
+    assert summary["examples"] == len(demos) and len(demos) >= 8  # 2 check-then-answer episodes from each env
+    assert {d["task_id"].split("-")[0] for d in demos} == {"gen24", "gensci"}  # both families' tasks
+    assert json.loads((out / "sft_metrics.json").read_text())["config"]["env_id"] == envs
+
+
+def test_several_envs_must_differ():
+    assert SFTConfig(env_id=["agentflow/Gen-Math-v1"]).env_ids == ["agentflow/Gen-Math-v1"]
+    with pytest.raises(ConfigError, match="more than once"):
+        SFTConfig(env_id=["agentflow/Gen-Math-v1", "agentflow/Gen-Math-v1"])
+    with pytest.raises(ConfigError, match="no env"):
+        SFTConfig(env_id=[])
