@@ -30,24 +30,44 @@ __all__ = [
 
 NO_COMMAND = "No command found."
 
-_STEP_BLOCK = re.compile(
-    r"Context:\s*(?P<context>.*?)"
-    r"Sub-Goal:\s*(?P<sub_goal>.*?)"
-    r"Tool Name:\s*(?P<tool>.*?)\s*(?:```)?\s*"
-    r"(?=\n\n|\Z)",
-    re.DOTALL,
-)
-_AFTER_LABEL = re.compile(r"Generated Command:.*?```python\n(?P<code>.*?)```", re.DOTALL | re.IGNORECASE)
-_ANY_PYTHON = re.compile(r"```python\s*\n(?P<code>.*?)```", re.DOTALL | re.IGNORECASE)
+# AgentFlow reads replies with these patterns (DOTALL; the executor's and verifier's ignore case):
+#   planner   Context:\s*(.*?)Sub-Goal:\s*(.*?)Tool Name:\s*(.*?)\s*(?:```)?\s*(?=\n\n|\Z)   (the last match)
+#   executor  Generated Command:.*?```python\n(.*?)```                                     (the first match)
+#             else ```python\s*\n(.*?)```                      (every match; ignoring case; the longest code)
+#   verifier  conclusion\**:?\s*\**\s*(\w+)                                                (the last match)
+#   commands  .*?execution\s*=\s*tool\.execute\([^\n]*\)\s*(?:\n|$)                        (every match)
+# Run as regexes they backtrack: adjacent \s* runs give a long whitespace run back one character at
+# a time, and a lazy .*? that cannot complete rescans the rest of the text from every start, so a
+# 20,000-character reply took seconds to minutes (a python fence then 100,000 characters of " \n":
+# 30 s). The readers below find the same matches with forward scans (str.find, and single-quantifier
+# regexes that never backtrack), each character read a bounded number of times: linear in the
+# reply's length. tests/test_paper_mode_fuzz.py checks them against the patterns above.
+_WS_RUN = re.compile(r"\s*")  # \s is str.isspace(), the set str.strip() removes
+_STARS = re.compile(r"\**")
+_WORD = re.compile(r"\w+")
+_WS_OR_FENCE = re.compile(r"\s|```")
+_LABEL = re.compile("Generated Command:", re.IGNORECASE)
+_PYTHON_FENCE = re.compile("```python\n", re.IGNORECASE)
+_PYTHON_OPEN = re.compile("```python", re.IGNORECASE)
+_CONCLUSION = re.compile("conclusion", re.IGNORECASE)
 _LEADING_FENCE = re.compile(r"^```python\s*")
-_VERDICT_WORD = re.compile(r"conclusion\**:?\s*\**\s*(?P<word>\w+)", re.IGNORECASE | re.DOTALL)
-_BLOCK = re.compile(r".*?execution\s*=\s*tool\.execute\([^\n]*\)\s*(?:\n|$)", re.DOTALL)
+
+
+def _run_end(run: re.Pattern[str], text: str, start: int) -> int:
+    """The end of the run of ``run`` (a single starred class) at ``start``; ``start`` when there is none."""
+    found = run.match(text, start)
+    return found.end() if found else start
+
+
+def _ws_end(text: str, start: int) -> int:
+    """The end of the whitespace run at ``start`` (``start`` itself when there is none)."""
+    return _run_end(_WS_RUN, text, start)
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # RecursionError: deeply nested JSON
         return None
     return value if isinstance(value, dict) else None
 
@@ -73,11 +93,75 @@ def read_next_step(reply: Any, tools: Sequence[str]) -> tuple[str | None, str | 
     keys = ("justification", "context", "sub_goal", "tool_name")
     if obj is not None and all(isinstance(obj.get(k), str) for k in keys):
         return obj["context"].strip(), obj["sub_goal"].strip(), match_tool_name(obj["tool_name"].strip(), tools)
-    blocks = list(_STEP_BLOCK.finditer(reply.replace("**", "")))
-    if not blocks:
+    last = _last_step_block(reply.replace("**", ""))
+    if last is None:
         return None, None, None
-    last = blocks[-1]
-    return last["context"].strip(), last["sub_goal"].strip(), match_tool_name(last["tool"], tools)
+    context, sub_goal, tool = last
+    return context.strip(), sub_goal.strip(), match_tool_name(tool, tools)
+
+
+def _last_step_block(text: str) -> tuple[str, str, str] | None:
+    r"""The three groups (unstripped) of the planner pattern's last match.
+
+    A match starts at a ``Context:``; its lazy groups end at the first ``Sub-Goal:`` and then the first
+    ``Tool Name:`` after it. The tool's group always completes (``\Z`` at worst), so a ``Context:``
+    with no ``Sub-Goal:``/``Tool Name:`` after it means no match there or anywhere later.
+    """
+    found: tuple[int, int, int, int, int, int] | None = None
+    pos = 0
+    while True:
+        context = text.find("Context:", pos)
+        if context < 0:
+            break
+        sub_goal = text.find("Sub-Goal:", context + 8)
+        if sub_goal < 0:
+            break
+        tool = text.find("Tool Name:", sub_goal + 9)
+        if tool < 0:
+            break
+        tool_start = _ws_end(text, tool + 10)
+        tool_end, pos = _tool_end(text, tool_start)
+        found = (_ws_end(text, context + 8), sub_goal, _ws_end(text, sub_goal + 9), tool, tool_start, tool_end)
+    if found is None:
+        return None
+    a, b, c, d, e, f = found
+    return text[a:b], text[c:d], text[e:f]
+
+
+def _tool_end(text: str, start: int) -> tuple[int, int]:
+    r"""(end of the tool group, end of the match) for the group starting at ``start``: the first place
+    where ``\s*(?:```)?\s*(?=\n\n|\Z)`` matches. Only a whitespace run or a fence can start that
+    tail (or the end of the text), so the scan jumps from one such place to the next, and a failed
+    whitespace run is skipped whole (no later place inside it can match either)."""
+    n = len(text)
+    pos = start
+    while True:
+        candidate = _WS_OR_FENCE.search(text, pos)
+        if candidate is None:
+            return n, n
+        at = candidate.start()
+        run_end = _ws_end(text, at)
+        end = _tail_end(text, at, run_end)
+        if end is not None:
+            return at, end
+        pos = run_end if run_end > at else at + 1
+
+
+def _tail_end(text: str, at: int, run_end: int) -> int | None:
+    r"""Where ``\s*(?:```)?\s*(?=\n\n|\Z)`` matching at ``at`` (whitespace up to ``run_end``) ends, in
+    the regex's own order (the longest whitespace and the fence first), or None when it does not match."""
+    n = len(text)
+    if text.startswith("```", run_end):
+        after = _ws_end(text, run_end + 3)
+        if after == n:
+            return n
+        blank = text.rfind("\n\n", run_end + 3, after)
+        if blank >= 0:
+            return blank
+    if run_end == n:
+        return n
+    blank = text.rfind("\n\n", at, run_end)
+    return blank if blank >= 0 else None
 
 
 def read_command(reply: Any) -> str:
@@ -88,13 +172,48 @@ def read_command(reply: Any) -> str:
     if obj is not None and all(isinstance(obj.get(k), str) for k in ("analysis", "explanation", "command")):
         command = obj["command"].strip()
     else:
-        labelled = _AFTER_LABEL.search(reply)
-        if labelled:
-            command = labelled["code"].strip()
+        labelled = _labelled_code(reply)
+        if labelled is not None:
+            command = labelled.strip()
         else:
-            blocks = _ANY_PYTHON.findall(reply)
+            blocks = _python_blocks(reply)
             command = max(blocks, key=lambda b: len(b.strip())).strip() if blocks else NO_COMMAND
     return _LEADING_FENCE.sub("", command).rstrip("`").strip()
+
+
+def _labelled_code(reply: str) -> str | None:
+    """The code of the executor pattern's first match: after the first label, the first python fence,
+    up to the first ``` after it. With no label, fence or closing there, none comes later either (a
+    later python fence would itself close the block)."""
+    label = _LABEL.search(reply)
+    if label is None:
+        return None
+    fence = _PYTHON_FENCE.search(reply, label.end())
+    if fence is None:
+        return None
+    close = reply.find("```", fence.end())
+    return reply[fence.end() : close] if close >= 0 else None
+
+
+def _python_blocks(reply: str) -> list[str]:
+    r"""The code of every match of ``(?i)```python\s*\n(.*?)```````: after a fence's whitespace has given
+    back everything past its last newline, up to the next ```. A fence with no newline in its whitespace
+    does not match; an unclosed block ends the search (a later fence would have closed it)."""
+    blocks: list[str] = []
+    pos = 0
+    while True:
+        fence = _PYTHON_OPEN.search(reply, pos)
+        if fence is None:
+            return blocks
+        newline = reply.rfind("\n", fence.end(), _ws_end(reply, fence.end()))
+        if newline < 0:
+            pos = fence.start() + 1
+            continue
+        close = reply.find("```", newline + 1)
+        if close < 0:
+            return blocks
+        blocks.append(reply[newline + 1 : close])
+        pos = close + 3
 
 
 def read_verdict(reply: Any) -> str:
@@ -106,13 +225,35 @@ def read_verdict(reply: Any) -> str:
         signal = _as_bool(obj["stop_signal"])
         if signal is not None:
             return "STOP" if signal else "CONTINUE"
-    words = [m["word"].upper() for m in _VERDICT_WORD.finditer(reply)]
-    if words and words[-1] in ("STOP", "CONTINUE"):
-        return words[-1]
+    word = _last_verdict_word(reply)
+    if word is not None and word.upper() in ("STOP", "CONTINUE"):
+        return word.upper()
     lowered = reply.lower()
     if "stop" in lowered:
         return "STOP"
     return "CONTINUE"
+
+
+def _last_verdict_word(reply: str) -> str | None:
+    r"""The word of the verifier pattern's last match. Stars, colon, whitespace and word characters are
+    disjoint classes, so after ``conclusion`` the pattern reads deterministically: stars, an optional
+    colon, whitespace, stars, whitespace, then a word (or no match at this ``conclusion``)."""
+    word = None
+    pos = 0
+    while True:
+        found = _CONCLUSION.search(reply, pos)
+        if found is None:
+            return word
+        at = _run_end(_STARS, reply, found.end())
+        if reply.startswith(":", at):
+            at += 1
+        at = _ws_end(reply, at)
+        at = _run_end(_STARS, reply, at)
+        read = _WORD.match(reply, _ws_end(reply, at))
+        if read is None:
+            pos = found.start() + 1
+        else:
+            word, pos = read.group(), read.end()
 
 
 def _as_bool(value: Any) -> bool | None:
@@ -132,7 +273,45 @@ def _as_bool(value: Any) -> bool | None:
 
 def split_blocks(command: str) -> list[str]:
     """The command's blocks, each ending with an ``execution = tool.execute(...)`` line."""
-    return [b.strip() for b in _BLOCK.findall(command) if b.strip()]
+    blocks = (command[start:end].strip() for start, end in _block_spans(command))
+    return [block for block in blocks if block]
+
+
+def _block_spans(text: str) -> list[tuple[int, int]]:
+    r"""Spans of the commands pattern's matches. Each runs from the previous one's end to the end of the
+    first call line ``execution = tool.execute(...)`` after it: ``[^\n]*\)\s*(?:\n|$)`` needs the
+    call's ``)`` to be the last non-whitespace character of its line, and the match ends after the last
+    newline of the whitespace that follows (at the end of the text when that whitespace reaches it).
+    The last non-whitespace character is found once per line, however many calls the line holds."""
+    spans: list[tuple[int, int]] = []
+    n = len(text)
+    block_start = search = 0
+    line_end = -1  # the line of the last call read: where it ends, and its last non-whitespace
+    line_last = -1
+    while True:
+        name = text.find("execution", search)
+        if name < 0:
+            return spans
+        search = name + 1
+        at = _ws_end(text, name + 9)
+        if not text.startswith("=", at):
+            continue
+        at = _ws_end(text, at + 1)
+        if not text.startswith("tool.execute(", at):
+            continue
+        args = at + 13
+        if args > line_end:  # a new line
+            line_end = text.find("\n", args)
+            if line_end < 0:
+                line_end = n
+            kept = len(text[args:line_end].rstrip())
+            line_last = args + kept - 1 if kept else -1
+        if line_last < args or text[line_last] != ")":
+            continue
+        after = _ws_end(text, line_last + 1)
+        end = n if after == n else text.rfind("\n", line_last + 1, after) + 1
+        spans.append((block_start, end))
+        block_start = search = end
 
 
 class ToolCall:
