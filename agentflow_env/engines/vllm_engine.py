@@ -61,6 +61,7 @@ class VLLMEngine:
             defaults = {"logprobs_mode": "raw_logprobs", **(CPU_DEFAULTS if _on_cpu() else {})}
             llm = self.vllm.LLM(model=model, **{**defaults, **llm_kwargs})
         self.llm = llm
+        self.last_usage: list[dict[str, int] | None] = []
 
     @classmethod
     def from_spec(cls, target: str, **options: Any) -> VLLMEngine:
@@ -129,14 +130,18 @@ class VLLMEngine:
         params = self.sampling_params(sampling or SamplingParams())
         prompts = list(prompts)
         out: list[str] = [""] * len(prompts)
+        usage: list[dict[str, int] | None] = [None] * len(prompts)
         chats = [i for i, p in enumerate(prompts) if not isinstance(p, str)]
         texts = [i for i, p in enumerate(prompts) if isinstance(p, str)]
-        if chats:
-            results = self.llm.chat([list(prompts[i]) for i in chats], params, use_tqdm=False)
-            for i, r in zip(chats, results, strict=True):
+        for indices, results in (
+            (chats, self.llm.chat([list(prompts[i]) for i in chats], params, use_tqdm=False) if chats else []),
+            (texts, self.llm.generate([prompts[i] for i in texts], params, use_tqdm=False) if texts else []),
+        ):
+            for i, r in zip(indices, results, strict=True):
                 out[i] = r.outputs[0].text
-        if texts:
-            results = self.llm.generate([prompts[i] for i in texts], params, use_tqdm=False)
-            for i, r in zip(texts, results, strict=True):
-                out[i] = r.outputs[0].text
+                usage[i] = {
+                    "prompt_tokens": len(r.prompt_token_ids or []),
+                    "completion_tokens": len(r.outputs[0].token_ids),
+                }
+        self.last_usage = usage  # per prompt, as OpenAIEngine.last_usage
         return out

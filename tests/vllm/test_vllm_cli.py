@@ -126,3 +126,16 @@ def test_the_tiny_lm_in_vllm_shape_is_the_one_train_uses():
     model, _, path = load_policy_model(FlowGRPOConfig(backend="vllm"))
     assert model.config.hidden_size // model.config.num_attention_heads >= 32
     assert Path(path).is_dir()
+
+
+def test_vllm_engine_reports_token_counts(tiny_vllm_path):
+    from agentflow_env.engines import make_engine
+    from agentflow_env.engines.base import SamplingParams
+
+    engine = make_engine(f"vllm:{tiny_vllm_path}?kv_cache_memory_bytes=33554432")
+    chat = [{"role": "user", "content": "Solve 1 2 3 4"}]
+    texts = engine.generate([chat, "Step 1:"], SamplingParams(max_tokens=5))
+    assert len(texts) == 2
+    prompt_ids = engine.llm.get_tokenizer()("Step 1:", add_special_tokens=False)["input_ids"]
+    assert engine.last_usage[1] == {"prompt_tokens": len(prompt_ids), "completion_tokens": 5}
+    assert engine.last_usage[0]["completion_tokens"] == 5 and engine.last_usage[0]["prompt_tokens"] > len(prompt_ids)
