@@ -56,7 +56,8 @@ STAND_INS: dict[str, str] = {
     "answers with embeddings + an LLM)",
 }
 
-_PYTHON_BLOCK = re.compile(r"```python\s*(.*?)\s*```", re.DOTALL)
+# the code is stripped after: no \s* around the group, whose backtracking was cubic in a whitespace run
+_PYTHON_BLOCK = re.compile(r"```python(.*?)```", re.DOTALL)
 _OUTPUT_LIMIT = 3500  # AgentFlow's Python coder keeps this much printed output
 
 
