@@ -90,6 +90,7 @@ _PAPER_KWARGS = {
     "max_turns",
     "time_budget_s",
     "tool_timeout_s",
+    "max_action_chars",
     "render_mode",
 }
 FLOWS = ("modes", "paper")
@@ -124,7 +125,8 @@ def make_env(
 
     ``flow="paper"`` builds :class:`~agentflow_env.paper_mode.PaperFlowEnv` instead: AgentFlow's solver
     module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
-    ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``). For the paper's
+    ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``,
+    ``max_action_chars``). For the paper's
     benchmarks each question is AgentFlow's ``query`` field verbatim (``verbatim_query=True``), options
     are not shuffled unless ``shuffle_options=True`` is given, and the full final output is graded by the
     LLM judge on ``engine`` unless ``scoring``/``judge_engine`` say otherwise; ``paper_settings["questions"]``

@@ -6,6 +6,21 @@ the result goes into the action-step memory; the verifier LLM says STOP or CONTI
 STOP (``terminated``) or the step/time budget (``truncated``) ends a run; the planner has no exit. Then
 the final-output LLM writes the answer, which is graded in full. ``info["module_calls"]`` traces every
 call (module, prompt, reply, tokens).
+
+Long replies: a planner reply (the action) longer than ``max_action_chars`` (default 100,000) is not
+read: the step is spent, its memory entry says why, ``info["action_rejected"]`` gives the length and the
+limit, and the trace keeps its head and tail within the limit. A module reply (query analysis, executor,
+verifier, final output) over the same limit is not read either: it counts as an empty reply (no command,
+CONTINUE, an ungraded answer), its trace entry says why under ``"rejected"``, and an unread final output
+is reported in ``info["answer_rejected"]``. Every reader is linear in the reply's length.
+
+Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does.
+Once it is spent nothing new starts: a step that begins past it runs no module and ends the run
+(``truncated``); within a step the tool and the verifier start only while time is left, and each tool
+call runs with ``min(tool_timeout_s, time left)``. So a step ends past the budget by at most an executor
+or verifier call started in time (bounded by the engine's own request timeout: a call in progress
+cannot be interrupted) plus a tool's overrun of its timeout. As in AgentFlow, the final output is still
+written when the budget ends a run, after it.
 """
 
 from __future__ import annotations
@@ -96,6 +111,7 @@ class PaperFlowEnv(AgentFlowEnv):
       see :mod:`agentflow_env.paper_mode.sampling`); the agent applies it to its own model.
     - ``tools``: runnable tools by AgentFlow name, replacing the default stand-ins (tests, custom search).
     - ``extra_settings``: more entries for ``paper_settings`` (how the builder made the questions, ...).
+    - ``max_action_chars``: the longest planner or module reply that is read (see the module docstring).
     """
 
     def __init__(
@@ -114,6 +130,7 @@ class PaperFlowEnv(AgentFlowEnv):
         max_turns: int = 10,
         time_budget_s: float = 300.0,
         tool_timeout_s: float = 120.0,
+        max_action_chars: int = 100_000,
         render_mode: str | None = None,
         name: str = "AgentFlowEnv-paper",
         extra_settings: Mapping[str, Any] | None = None,
@@ -167,6 +184,7 @@ class PaperFlowEnv(AgentFlowEnv):
             max_turns=max_turns,
             time_budget_s=time_budget_s,
             tool_timeout_s=tool_timeout_s,
+            max_action_chars=max_action_chars,
             render_mode=render_mode,
             name=name,
         )
@@ -243,18 +261,55 @@ class PaperFlowEnv(AgentFlowEnv):
         self.turn += 1
         step = self.turn
         reply = action if isinstance(action, str) else repr(action)
-        self._record("planner", step, self._planner_prompt, reply, None, 0.0)
-        context, sub_goal, tool_name = read_next_step(reply, self.available_tools)
+        rejected = self._too_long("the planner's reply", reply)
+        self._record("planner", step, self._planner_prompt, self._kept(reply), None, 0.0, rejected=rejected)
+        context, sub_goal, tool_name = (None, None, None) if rejected else read_next_step(reply, self.available_tools)
         record: dict[str, Any] = {
             "turn": step,
-            "action": reply,
+            "action": self._kept(reply),
             "parsed": {"context": context, "sub_goal": sub_goal, "tool_name": tool_name},
             "tool": None,
             "command": None,
             "result": None,
-            "error": None,
+            "error": rejected,
+            "verifier": None,
         }
-        if tool_name is None or tool_name not in self.toolbox:
+        terminated = False
+        if self._time_left() <= 0:  # AgentFlow checks its clock before a step: none of it starts
+            self._add_error(record, self._no_time("this step's modules"))
+        else:
+            self._act(step, context, sub_goal, tool_name, record)
+            if self._time_left() <= 0:
+                self._add_error(record, self._no_time("the verifier"))
+            else:
+                prompt = self.prompt_source.verification(
+                    self.task.question,
+                    self.available_tools,
+                    self.toolbox_metadata,
+                    self.query_analysis,
+                    self.action_memory,
+                )
+                record["verifier"] = read_verdict(self._call("verifier", step, prompt))
+                terminated = record["verifier"] == "STOP"
+        truncated = not terminated and (self.turn >= self.max_turns or self._time_left() <= 0)
+        record["seconds"] = time.perf_counter() - started
+        self._steps.append(record)
+        reward = 0.0
+        info = self._info()
+        if rejected:
+            info["action_rejected"] = rejected
+        if terminated or truncated:
+            reward = self._final_answer(info)
+        return self._observation(), reward, terminated, truncated, info
+
+    def _act(
+        self, step: int, context: str | None, sub_goal: str | None, tool_name: str | None, record: dict[str, Any]
+    ) -> None:
+        """The executor and the tool for the planner's step; the step goes into the action memory."""
+        assert self.task is not None
+        if record["error"]:  # the reply was not read
+            command, result = "", f"Not read: {record['error']}."
+        elif tool_name is None or tool_name not in self.toolbox:
             # AgentFlow stores this step too, with fixed texts for its command and result
             command, result = self.prompt_source.missing_tool_command, self.prompt_source.missing_tool_result
             record["error"] = "no Context/Sub-Goal/Tool Name block in the reply" if tool_name is None else tool_name
@@ -267,22 +322,6 @@ class PaperFlowEnv(AgentFlowEnv):
             record.update(tool=tool_name)
         record.update(command=command, result=result)
         self.action_memory.add_action(step, tool_name, sub_goal, command, result)
-        prompt = self.prompt_source.verification(
-            self.task.question, self.available_tools, self.toolbox_metadata, self.query_analysis, self.action_memory
-        )
-        verdict = read_verdict(self._call("verifier", step, prompt))
-        record["verifier"] = verdict
-        terminated = verdict == "STOP"
-        truncated = not terminated and (
-            self.turn >= self.max_turns or time.monotonic() - self._t0 >= self.time_budget_s
-        )
-        record["seconds"] = time.perf_counter() - started
-        self._steps.append(record)
-        reward = 0.0
-        info = self._info()
-        if terminated or truncated:
-            reward = self._final_answer(info)
-        return self._observation(), reward, terminated, truncated, info
 
     def render(self) -> str | None:
         text = self.action_memory.text()
@@ -293,7 +332,8 @@ class PaperFlowEnv(AgentFlowEnv):
 
     # ------------------------------------------------------------------ internals
     def _call(self, module: str, step: int, prompt: str) -> str:
-        """One module call on the engine; an engine failure gives an empty reply (recorded with its error)."""
+        """One module call on the engine; an engine failure or a reply over ``max_action_chars`` gives an empty
+        reply (the trace says why)."""
         messages = [
             {"role": "system", "content": self.prompt_source.system_prompt},
             {"role": "user", "content": prompt},
@@ -310,8 +350,10 @@ class PaperFlowEnv(AgentFlowEnv):
             logger.warning("%s call failed: %s: %s", module, type(exc).__name__, exc)
             error = f"{type(exc).__name__}: {shorten(str(exc), 300)}"
             reply = ""
-        self._record(module, step, prompt, reply, sampling.max_tokens, time.perf_counter() - started, error)
-        return reply
+        seconds = time.perf_counter() - started
+        rejected = self._too_long(f"the {module} reply", reply)
+        self._record(module, step, prompt, self._kept(reply), sampling.max_tokens, seconds, error, rejected)
+        return "" if rejected else reply
 
     def _record(
         self,
@@ -322,6 +364,7 @@ class PaperFlowEnv(AgentFlowEnv):
         max_tokens: int | None,
         seconds: float,
         error: str | None = None,
+        rejected: str | None = None,
     ) -> None:
         usage = getattr(self.engine, "last_usage", None) if max_tokens is not None else None
         entry: dict[str, Any] = {
@@ -334,18 +377,24 @@ class PaperFlowEnv(AgentFlowEnv):
         }
         if error:
             entry["error"] = error
+        if rejected:
+            entry["rejected"] = rejected
         self.module_calls.append(entry)
 
     def _run_command(self, step: int, tool_name: str, command: str) -> Any:
         """Run every ``execution = tool.execute(...)`` block; a list of results, or one error string."""
         tool = self.toolbox[tool_name]
-        remaining = self.time_budget_s - (time.monotonic() - self._t0)
-        tool.timeout = max(min(self.tool_timeout_s, remaining), 0.1)
         started = time.perf_counter()
         executions: list[Any] = []
         result: Any
         try:
-            for block in split_blocks(command):
+            blocks = split_blocks(command)
+            for index, block in enumerate(blocks):
+                remaining = self._time_left()
+                if remaining <= 0:
+                    executions.append(f"Not run: {self._no_time(f'the last {len(blocks) - index} block(s)')}.")
+                    break
+                tool.timeout = min(self.tool_timeout_s, remaining)
                 call = parse_blocks(block)
                 out = tool.execute(*call.args, **call.kwargs)
                 executions.append(out if out is not None else f"No result came back from this block: {block}")
@@ -361,6 +410,7 @@ class PaperFlowEnv(AgentFlowEnv):
         self._finished = True
         prompt = self.prompt_source.final_output(self.task.question, self._raw_analysis, self.action_memory)
         answer = str(self._call("final_output", self.turn, prompt))
+        answer_rejected = self.module_calls[-1].get("rejected")
         score_error = None
         try:
             score = float(self.scorer(answer, self.task)) if answer.strip() else 0.0
@@ -378,7 +428,32 @@ class PaperFlowEnv(AgentFlowEnv):
         )
         if score_error:
             info["score_error"] = score_error
+        if answer_rejected:
+            info["answer_rejected"] = answer_rejected
         return score
+
+    def _time_left(self) -> float:
+        return self.time_budget_s - (time.monotonic() - self._t0)
+
+    def _no_time(self, what: str) -> str:
+        return f"the time budget of {self.time_budget_s:g} s ran out before {what} could start"
+
+    @staticmethod
+    def _add_error(record: dict[str, Any], problem: str) -> None:
+        record["error"] = f"{record['error']}; {problem}" if record["error"] else problem
+
+    def _too_long(self, what: str, reply: str) -> str | None:
+        """Why ``reply`` is not read, when it is longer than ``max_action_chars``; else None."""
+        if len(reply) <= self.max_action_chars:
+            return None
+        return (
+            f"{what} is {len(reply):,} characters long, over the limit of {self.max_action_chars:,} "
+            "(max_action_chars), so it was not read"
+        )
+
+    def _kept(self, reply: str) -> str:
+        """What the trace keeps of a reply: all of it, or its head and tail within ``max_action_chars``."""
+        return shorten(reply, self.max_action_chars)
 
     def _observation(self) -> dict[str, str]:
         assert self.task is not None
