@@ -10,9 +10,10 @@ call (module, prompt, reply, tokens).
 Long replies: a planner reply (the action) longer than ``max_action_chars`` (default 100,000) is not
 read: the step is spent, its memory entry says why, ``info["action_rejected"]`` gives the length and the
 limit, and the trace keeps its head and tail within the limit. A module reply (query analysis, executor,
-verifier, final output) over the same limit is not read either: it counts as an empty reply (no command,
-CONTINUE, an ungraded answer), its trace entry says why under ``"rejected"``, and an unread final output
-is reported in ``info["answer_rejected"]``. Every reader is linear in the reply's length.
+verifier, final output) over the same limit is not read either and counts as an empty reply: the tool
+does not run (the memory says why), the verdict is CONTINUE, the final output is not graded (score 0,
+``info["answer_rejected"]``); its trace entry says why under ``"rejected"``. Every reader is linear in
+the reply's length.
 
 Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does.
 Once it is spent nothing new starts: a step that begins past it runs no module and ends the run
@@ -318,7 +319,12 @@ class PaperFlowEnv(AgentFlowEnv):
                 self.task.question, context or "", sub_goal or "", tool_name, self.toolbox_metadata[tool_name]
             )
             command = read_command(self._call("executor", step, prompt))
-            result = cut_result(self._run_command(step, tool_name, command))
+            unread = self.module_calls[-1].get("rejected")
+            if unread:  # no command was read, so the tool does not run
+                result = f"Not run: {unread}."
+                self._add_error(record, unread)
+            else:
+                result = cut_result(self._run_command(step, tool_name, command))
             record.update(tool=tool_name)
         record.update(command=command, result=result)
         self.action_memory.add_action(step, tool_name, sub_goal, command, result)
