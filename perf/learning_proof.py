@@ -6,7 +6,8 @@ Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so a
 1. per seed: ``agentflow-env sft`` on scripted check-then-answer demonstrations (train split);
 2. tuning, on the validation split only: each RL method (RFT, Flow-GRPO with ``trajectory`` aggregation,
    Flow-GRPO with ``turn`` aggregation) gets the same grid (learning rate x rollout temperature) from seed 0's
-   SFT model; a method's setting is the one with the best final validation success (ties: first in grid order);
+   SFT model; a method's setting is the one with the best final validation success (ties: the better mean
+   validation success over the curve after step 0, then grid order);
 3. final runs: every method with its chosen setting from every seed's SFT model (seed 0's run is the tuning
    run), all at equal rollouts (same steps, questions per step and group size);
 4. final evaluation, the only time the test split is read: greedy, one episode per task, on the first
@@ -31,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -218,6 +220,12 @@ def _sft(p: Profile, args: argparse.Namespace, work: Path, seed: int, record: di
     return out
 
 
+def _record(commands: dict[str, Any], key: str, rec: dict[str, Any]) -> None:
+    """A phase's record; a skipped phase keeps the record of the call that ran it."""
+    if "skipped" not in rec or key not in commands:
+        commands[key] = rec
+
+
 def _grid(p: Profile) -> list[dict[str, float]]:
     return [{"learning_rate": lr, "temperature": t} for lr in p.grid_lr for t in p.grid_temperature]
 
@@ -316,6 +324,7 @@ def _summarise_run(run: Path, steps: int) -> dict[str, Any]:
         "clip_fraction_max": max((r.get("losses/clip_fraction", 0.0) for r in train), default=None),
         "kl_mean": mean("losses/kl"),
         "mean_step_s": mean("perf/step_s"),
+        "wall_s_last_call": rows[-1].get("time/elapsed_s") if rows else None,
         "config": {k: cfg.get(k) for k in ("learning_rate", "temperature", "algorithm", "loss_aggregation", "seed")},
     }
 
@@ -398,7 +407,19 @@ def _turn_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "share_multi_turn": sum(r["turns"] >= 2 for r in rows) / max(len(rows), 1),
         "share_successes_multi_turn": sum(r["turns"] >= 2 for r in solved) / len(solved) if solved else None,
         "turns_histogram": hist,
+        # a policy can collapse onto one expression shape that fits a fixed share of puzzles: list them
+        "top_answer_shapes": _shapes(rows),
+        "top_solved_answer_shapes": _shapes(solved),
     }
+
+
+def _shapes(rows: list[dict[str, Any]], top: int = 3) -> list[tuple[str, int]]:
+    """The most common final-answer shapes (numbers replaced by n), e.g. ('(n-n)+(n+n)', 87)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        shape = re.sub(r"\d+", "n", str(r.get("answer") or "")).replace(" ", "")
+        counts[shape] = counts.get(shape, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])[:top]
 
 
 def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) -> dict[str, Any]:
@@ -431,7 +452,7 @@ def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) ->
                 "a": a,
                 "b": b,
                 "majority_vote": mcnemar_exact(va, vb).to_dict(),
-                "bootstrap_diff_a_minus_b": paired_bootstrap_diff(va, vb, resamples=5000, seed=0),
+                "bootstrap_diff_b_minus_a": paired_bootstrap_diff(vb, va, resamples=5000, seed=0),
                 "per_seed": {str(s): mcnemar_exact(outcomes[a][s], outcomes[b][s]).to_dict() for s in seeds},
             }
         )
@@ -439,13 +460,14 @@ def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) ->
         t["majority_vote"]["p_holm"] = adj
         t["significant_5pct_holm"] = adj < 0.05
     verdicts = []
-    for t in tests:
-        m, d = t["majority_vote"], t["bootstrap_diff_a_minus_b"]
+    for t in tests:  # read as "the later arm (a method) against the earlier one (a baseline)"
+        m, d = t["majority_vote"], t["bootstrap_diff_b_minus_a"]
         word = "SIGNIFICANT" if t["significant_5pct_holm"] else "not significant"
         verdicts.append(
-            f"{LABELS[t['a']]} vs {LABELS[t['b']]}: {100 * d['diff']:+.1f} points "
-            f"(95% bootstrap {100 * d['lo']:+.1f} to {100 * d['hi']:+.1f}); tasks only A solves {m['a_only']}, "
-            f"only B {m['b_only']}; McNemar exact p={m['p_value']:.3g}, Holm p={m['p_holm']:.3g}: {word} at 5%"
+            f"{LABELS[t['b']]} vs {LABELS[t['a']]}: {100 * d['diff']:+.1f} points "
+            f"(95% bootstrap {100 * d['lo']:+.1f} to {100 * d['hi']:+.1f}); tasks only the first solves "
+            f"{m['b_only']}, only the second {m['a_only']}; McNemar exact p={m['p_value']:.3g}, "
+            f"Holm p={m['p_holm']:.3g}: {word} at 5%"
         )
     return {
         "pooling": (
@@ -484,7 +506,7 @@ def _plot(results: dict[str, Any], path: Path) -> None:
                 label=LABELS[method] if i == 0 else None,
             )
     ax.set_xlabel("training rollouts (episodes)")
-    ax.set_ylabel("validation success (%)")
+    ax.set_ylabel(f"validation success (%, first {results['setup']['profile']['val_tasks']} tasks)")
     ax.set_title("validation curve (one line per seed)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -559,13 +581,25 @@ def _tune(
         tuning[method] = []
         for setting in _grid(p):
             run, rec = _train(p, args, work, seed, method, setting, sft)
-            commands[f"train/{_rel(run)}"] = rec
+            _record(commands, f"train/{_rel(run)}", rec)
             summary = _summarise_run(run, p.steps) if not args.dry_run else {}
-            tuning[method].append({"setting": setting, "final_val_success": summary.get("final_val_success")})
+            later = [c["val_success"] for c in summary.get("curve", []) if c["step"] > 0]
+            tuning[method].append(
+                {
+                    "setting": setting,
+                    "final_val_success": summary.get("final_val_success"),
+                    "mean_val_success_after_start": sum(later) / len(later) if later else None,
+                }
+            )
             results["tuning"] = tuning
             save()
         scored = [t for t in tuning[method] if t["final_val_success"] is not None]
-        best = max(scored, key=lambda t: t["final_val_success"], default=tuning[method][0])
+        # ties on the final validation success (likely with few tasks) go to the better curve, then grid order
+        best = max(
+            scored,
+            key=lambda t: (t["final_val_success"], t["mean_val_success_after_start"] or 0.0),
+            default=tuning[method][0],
+        )
         chosen[method] = best["setting"]
     results["chosen_settings"] = {m: {**s, "run_name": _setting_name(s)} for m, s in chosen.items()}
     return chosen
@@ -587,7 +621,7 @@ def _final_runs(
     for s in seeds:
         for method in METHODS:
             run, rec = _train(p, args, work, s, method, chosen[method], sft[s])
-            results["setup"]["commands"][f"train/{_rel(run)}"] = rec
+            _record(results["setup"]["commands"], f"train/{_rel(run)}", rec)
             final_models[method][s] = run / "final"
             if not args.dry_run:
                 final_runs[method][s] = _summarise_run(run, p.steps)
@@ -668,6 +702,14 @@ def main(argv: list[str] | None = None) -> int:
         }
     }
     out_dir.mkdir(parents=True, exist_ok=True)
+    previous = out_dir / f"{name}.json"
+    if previous.is_file() and not args.dry_run:  # a resumed proof keeps what earlier calls ran and measured
+        try:
+            old = json.loads(previous.read_text(encoding="utf-8"))["setup"]
+            commands.update(old.get("commands", {}))
+            results["setup"]["invocations"] = [*old.get("invocations", []), old.get("started_utc")]
+        except (ValueError, KeyError, TypeError):
+            pass
 
     def save() -> None:
         if args.dry_run:
@@ -679,6 +721,13 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. SFT per seed
     sft = {s: _sft(p, args, work, s, commands) for s in seeds}
+    results["sft"] = {}
+    for s, folder in sft.items():
+        if (folder / "sft_metrics.json").is_file():
+            metrics = json.loads((folder / "sft_metrics.json").read_text(encoding="utf-8"))
+            losses = metrics.get("losses") or [None]
+            results["sft"][str(s)] = {k: metrics.get(k) for k in ("steps", "examples", "seconds")}
+            results["sft"][str(s)]["final_loss"] = losses[-1]
 
     chosen = _tune(p, args, work, seeds[0], sft[seeds[0]], results, save)
     final_runs, final_models = _final_runs(p, args, work, seeds, sft, chosen, results, save)
