@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 MARKER_HELP = (
-    "leaderboard(policy, protocol='offline-v0', reference=None, fast=True, tolerance=0.0): "
+    "leaderboard(policy, protocol='offline-v1', reference=None, fast=True, tolerance=0.0): "
     "score-regression check of a policy against a stored reference, run through the `leaderboard` fixture"
 )
 
@@ -83,7 +83,7 @@ class LeaderboardGuard:
         policy = policy or kw.get("policy")
         if not policy:
             raise pytest.UsageError("leaderboard check needs a policy: @pytest.mark.leaderboard(policy='scripted')")
-        protocol = str(protocol or kw.get("protocol", "offline-v0"))
+        protocol = str(protocol or kw.get("protocol", "offline-v1"))
         name = load_protocol(protocol).name  # a protocol given by path is stored under its name
         selected = self.config.getoption("--leaderboard-protocol")
         if selected and protocol not in selected and name not in selected:

@@ -1,7 +1,7 @@
 """Load test of ``agentflow-env env-server`` on loopback: N concurrent ``RemoteEnv`` clients play
 scripted episodes for a bounded time; prints episodes/s and step latency percentiles as JSON.
 
-    python perf/env_server.py --clients 64 --seconds 20 [--env agentflow/Gen-GameOf24-v0] [--out FILE]
+    python perf/env_server.py --clients 64 --seconds 20 [--env agentflow/Gen-GameOf24-v1] [--out FILE]
 
 The server runs in its own process (``--port 0``, loopback only); requests stop at the time limit
 or at ``--max-episodes``, whichever comes first. Also reports the same episodes played in-process by
@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--max-episodes", type=int, default=20_000)
-    ap.add_argument("--env", default="agentflow/Gen-GameOf24-v0")
+    ap.add_argument("--env", default="agentflow/Gen-GameOf24-v1")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 

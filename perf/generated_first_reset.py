@@ -21,7 +21,7 @@ import gymnasium as gym
 import agentflow_env
 name, options = sys.argv[1], json.loads(sys.argv[2])
 t0 = time.perf_counter()
-env = gym.make(f"agentflow/{name}-v0", split="test", num_tasks=500)
+env = gym.make(f"agentflow/{name}-v1", split="test", num_tasks=500)
 t1 = time.perf_counter()
 env.reset(seed=0, options=options)
 t2 = time.perf_counter()

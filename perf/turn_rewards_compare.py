@@ -55,7 +55,7 @@ def _args() -> argparse.Namespace:
 def _sft(work: Path) -> Path:
     out = work / "sft"
     if not (out / "config.json").is_file():
-        cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", "agentflow/Gen-GameOf24-v0"]
+        cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", "agentflow/Gen-GameOf24-v1"]
         cmd += ["--env-kwargs", json.dumps({"max_turns": 3}), "--output-dir", str(out), "--episodes", "300"]
         cmd += ["--max-steps", "150", "--lr", "0.002", "--threads", "1", "--eval-episodes", "0", "--no-progress"]
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -104,7 +104,7 @@ def _run(arm: str, seed: int, steps: int, sft: Path, work: Path) -> dict[str, An
     return {
         "first_quarter": {name: mean(key, steps_rows[:k]) for name, key in keys.items()},
         "last_quarter": {name: mean(key, steps_rows[-k:]) for name, key in keys.items()},
-        "validation_success": rows[-1].get("eval/Gen-GameOf24-v0/success"),
+        "validation_success": rows[-1].get("eval/Gen-GameOf24-v1/success"),
         "seconds": time.perf_counter() - started,
     }
 

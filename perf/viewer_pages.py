@@ -30,7 +30,7 @@ from leaderboards.store import (
     write_json_atomic,
 )
 
-ENV_ID = "agentflow/Bench-v0"
+ENV_ID = "agentflow/Bench-v1"
 WORDS = "the of planner tool result verifier answer search python memory step value check query".split()
 
 

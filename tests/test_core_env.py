@@ -260,7 +260,7 @@ def _play(env, policy, n, seed=0):
 
 
 def test_gen_gameof24_scripted_and_random_planners():
-    env = gym.make("agentflow/Gen-GameOf24-v0", split="test")
+    env = gym.make("agentflow/Gen-GameOf24-v1", split="test")
     n = len(env.unwrapped.tasks)
     assert n > 100
     assert _play(env, ScriptedGameOf24Planner(), n) == 1.0
@@ -279,9 +279,9 @@ def test_gen_gameof24_splits_are_disjoint_and_cover_the_space():
 def test_vector_envs_run_whole_episodes(mode):
     n = 3
     if mode == "sync":
-        envs = gym.vector.SyncVectorEnv([lambda: gym.make("agentflow/Gen-GameOf24-v0")] * n)
+        envs = gym.vector.SyncVectorEnv([lambda: gym.make("agentflow/Gen-GameOf24-v1")] * n)
     else:
-        envs = gym.vector.AsyncVectorEnv([lambda: gym.make("agentflow/Gen-GameOf24-v0")] * n, shared_memory=False)
+        envs = gym.vector.AsyncVectorEnv([lambda: gym.make("agentflow/Gen-GameOf24-v1")] * n, shared_memory=False)
     policy = ScriptedGameOf24Planner()
     obs, _ = envs.reset(seed=0)
     finished, rewards = 0, []
@@ -298,7 +298,7 @@ def test_vector_envs_run_whole_episodes(mode):
 
 
 def test_make_vec():
-    envs = gym.make_vec("agentflow/Gen-GameOf24-v0", num_envs=2, vectorization_mode="sync")
+    envs = gym.make_vec("agentflow/Gen-GameOf24-v1", num_envs=2, vectorization_mode="sync")
     obs, _ = envs.reset(seed=1)
     assert len(obs["prompt"]) == 2
     envs.close()
@@ -306,7 +306,7 @@ def test_make_vec():
 
 def test_unknown_option_is_a_clear_error():
     with pytest.raises(ConfigError, match="does not take option"):
-        gym.make("agentflow/Gen-GameOf24-v0", max_numbr=13)
+        gym.make("agentflow/Gen-GameOf24-v1", max_numbr=13)
 
 
 def test_import_does_not_pull_torch():
@@ -324,7 +324,7 @@ def test_cli_list_shows_registry():
         text=True,
     ).stdout
     rows = json.loads(out)
-    assert "agentflow/Gen-GameOf24-v0" in {r["id"] for r in rows}
+    assert "agentflow/Gen-GameOf24-v1" in {r["id"] for r in rows}
 
 
 def test_llm_kwargs_reach_the_modes_and_notes_reach_info():
@@ -385,7 +385,7 @@ def test_over_long_action_is_rejected_with_a_clear_message():
 
 
 def test_max_action_chars_through_gym_make():
-    env = gym.make("agentflow/Gen-GameOf24-v0", max_action_chars=5000)
+    env = gym.make("agentflow/Gen-GameOf24-v1", max_action_chars=5000)
     assert env.unwrapped.max_action_chars == 5000
     env.close()
 

@@ -53,7 +53,7 @@ def server():
     srv.close()
 
 
-@pytest.mark.parametrize("env_id", ["agentflow/Gen-GameOf24-v0", "agentflow/Gen-MultiHop-v0", "agentflow/Gen-Math-v0"])
+@pytest.mark.parametrize("env_id", ["agentflow/Gen-GameOf24-v1", "agentflow/Gen-MultiHop-v1", "agentflow/Gen-Math-v1"])
 def test_remote_episodes_equal_local_episodes(server, env_id):
     planner = scripted_planner_for(env_id)
     local = gym.make(env_id, split="test")
@@ -71,7 +71,7 @@ def test_remote_episodes_equal_local_episodes(server, env_id):
 
 
 def test_many_episodes_at_once_are_independent(server):
-    envs = [RemoteEnv("agentflow/Gen-GameOf24-v0", server.url, split="test") for _ in range(6)]
+    envs = [RemoteEnv("agentflow/Gen-GameOf24-v1", server.url, split="test") for _ in range(6)]
     try:
         firsts = [env.reset(seed=i)[0]["question"] for i, env in enumerate(envs)]
         assert server.health()["episodes"] == 6
@@ -100,14 +100,14 @@ def test_bad_requests_get_clear_errors(server):
     code, out = _post(f"{url}/v1/episodes", json.dumps({"env_id": "CartPole-v1"}).encode())
     assert code == 400
     # kwargs that could point an env at paths, engines or sandbox settings are not open to clients
-    body = {"env_id": "agentflow/Gen-GameOf24-v0", "kwargs": {"sandbox": "none"}}
+    body = {"env_id": "agentflow/Gen-GameOf24-v1", "kwargs": {"sandbox": "none"}}
     code, out = _post(f"{url}/v1/episodes", json.dumps(body).encode())
     assert code == 403 and "--allow-client-kwargs" in out["error"]
     code, out = _post(f"{url}/v1/episodes/deadbeef/step", json.dumps({"action": "x"}).encode())
     assert code == 404 and "expired" in out["error"]
     with pytest.raises(RemoteEnvError, match="unknown env id"):
         RemoteEnv("agentflow/Nope-v9", url)
-    env = RemoteEnv("agentflow/Gen-GameOf24-v0", url, split="test")
+    env = RemoteEnv("agentflow/Gen-GameOf24-v1", url, split="test")
     env.reset(seed=0)
     code, out = _post(f"{url}/v1/episodes/{env.episode_id}/step", json.dumps({"action": 5}).encode())
     assert code == 400 and "string" in out["error"]
@@ -120,7 +120,7 @@ def test_bad_requests_get_clear_errors(server):
 def test_idle_episodes_are_reaped():
     srv = EnvServer("127.0.0.1", 0, idle_timeout_s=0.3).start()
     try:
-        env = RemoteEnv("agentflow/Gen-GameOf24-v0", srv.url, split="test")
+        env = RemoteEnv("agentflow/Gen-GameOf24-v1", srv.url, split="test")
         env.reset(seed=0)
         deadline = time.monotonic() + 10
         while srv.health()["episodes"] and time.monotonic() < deadline:
@@ -150,7 +150,7 @@ def test_a_killed_server_gives_a_clear_error_not_a_hang(tmp_path):
         line = proc.stdout.readline()
         assert "env server on http://127.0.0.1:" in line, line
         url = line.split(" on ")[1].split()[0]
-        env = RemoteEnv("agentflow/Gen-GameOf24-v0", url, timeout_s=20, split="test")
+        env = RemoteEnv("agentflow/Gen-GameOf24-v1", url, timeout_s=20, split="test")
         env.reset(seed=0)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)

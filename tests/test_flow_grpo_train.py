@@ -76,7 +76,7 @@ def test_short_run_learns_and_logs(tmp_path):
             "perf/tokens_per_s",
         ):
             assert key in r
-    assert "eval/Gen-GameOf24-v0/success" in records[-1]
+    assert "eval/Gen-GameOf24-v1/success" in records[-1]
     assert records[-1]["losses/kl"] > 0  # the policy moved away from its frozen reference
     run = Path(cfg.output_dir)
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
@@ -212,7 +212,7 @@ def test_sampler_backend_matches_transformers_generate_greedy():
     from agents.flow_grpo_backends import HFGenerateBackend, HFSamplerBackend
 
     model, tok = _tiny()
-    env = gym.make("agentflow/Gen-GameOf24-v0", split="train", max_turns=1)
+    env = gym.make("agentflow/Gen-GameOf24-v1", split="train", max_turns=1)
     obs = [env.reset(seed=i)[0] for i in range(3)]
     obs = [o for o in obs for _ in range(2)]
     greedy = SamplingParams(temperature=0.0, max_tokens=12)
@@ -259,7 +259,7 @@ def test_time_budget_stops_after_a_step_then_resumes(tmp_path):
     run = Path(cfg.output_dir)
     records = _records(run)
     assert [r["step"] for r in records] == [0, 1]
-    assert "eval/Gen-GameOf24-v0/success" in records[0] and records[1]["time/elapsed_s"] > 0
+    assert "eval/Gen-GameOf24-v1/success" in records[0] and records[1]["time/elapsed_s"] > 0
     assert (run / "final" / "config.json").is_file() and (run / "checkpoints" / "step-000001").is_dir()
     resumed = train(cfg.replace(max_minutes=0.0))
     assert resumed.step == 3

@@ -101,7 +101,7 @@ def test_each_split_searches_its_own_world(name):
     test_task = _tasks(name, "test", 1)[0]
     test_start = task_lookups(test_task)[0].start
     for split in ("train", "validation", "test"):
-        env = gym.make(f"agentflow/{name}-v0", split=split, num_tasks=3).unwrapped
+        env = gym.make(f"agentflow/{name}-v1", split=split, num_tasks=3).unwrapped
         try:
             search = env.tools[0]
             task = env.tasks[0]

@@ -27,7 +27,7 @@ def lm():
 
 @pytest.fixture(scope="module")
 def observations():
-    env = gym.make("agentflow/Gen-GameOf24-v0", split="train", max_turns=3)
+    env = gym.make("agentflow/Gen-GameOf24-v1", split="train", max_turns=3)
     obs = []
     for seed in range(3):
         o, _ = env.reset(seed=seed)
@@ -124,7 +124,7 @@ def test_sampling_settings_are_applied(lm, observations):
 
 def test_long_prompt_drops_oldest_memory(lm):
     model, tokenizer = lm
-    env = gym.make("agentflow/Gen-GameOf24-v0", split="train", max_turns=8)
+    env = gym.make("agentflow/Gen-GameOf24-v1", split="train", max_turns=8)
     obs, _ = env.reset(seed=0)
     for k in range(5):
         obs, *_ = env.step(f"Tool Name: Calculator_Tool\nCommand: {k}+{k}*{k}")

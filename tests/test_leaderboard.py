@@ -30,7 +30,7 @@ executor = "direct"
 verifier = "rule"
 generator = "planner"
 [[benchmarks]]
-env_id = "agentflow/Gen-GameOf24-v0"
+env_id = "agentflow/Gen-GameOf24-v1"
 label = "G24"
 category = "math"
 num_tasks = 6
@@ -84,11 +84,11 @@ def test_bad_protocols_say_what_to_change(tmp_path: Path, edit: tuple[str, str],
 
 def test_units_cover_tasks_seeds_samples_and_fast_subset(tiny: Path) -> None:
     p = load_protocol(tiny)
-    units = p.units("agentflow/Gen-GameOf24-v0", num_tasks=100)
+    units = p.units("agentflow/Gen-GameOf24-v1", num_tasks=100)
     assert len(units) == 6 * 2 and len({u.key for u in units}) == 12
     assert len({u.episode_seed() for u in units}) == 12
-    assert len(p.units("agentflow/Gen-GameOf24-v0", 100, fast=True)) == 3 * 2
-    assert len(p.units("agentflow/Gen-GameOf24-v0", 4)) == 4 * 2  # never more than the source has
+    assert len(p.units("agentflow/Gen-GameOf24-v1", 100, fast=True)) == 3 * 2
+    assert len(p.units("agentflow/Gen-GameOf24-v1", 4)) == 4 * 2  # never more than the source has
 
 
 # ---------------------------------------------------------------- statistics
@@ -151,7 +151,7 @@ def test_eval_writes_a_complete_result_record(tmp_path: Path, tiny: Path) -> Non
     traj = read_trajectory(result.path, o.trajectory)
     assert traj["key"] == o.key and traj["trajectory"] and o.tokens is None and result.tokens() is None
     assert len({x.episode_seed for x in result.outcomes}) == 12
-    summary = result.summary()["benchmarks"]["agentflow/Gen-GameOf24-v0"]
+    summary = result.summary()["benchmarks"]["agentflow/Gen-GameOf24-v1"]
     assert summary["n"] == 12 and summary["accuracy"] == 1.0 and summary["ci95"][1] == 1.0
     stored = {p.name: p.read_bytes() for p in result.path.iterdir()}
     again = evaluate(EvalConfig(policy="scripted", protocol=str(tiny), out=tmp_path, progress=False))
@@ -230,7 +230,7 @@ def test_same_seed_runs_are_identical(tmp_path: Path, tiny: Path) -> None:
 
 def test_missing_env_id_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text(TINY.replace("agentflow/Gen-GameOf24-v0", "agentflow/Nope-v0"))
+    path.write_text(TINY.replace("agentflow/Gen-GameOf24-v1", "agentflow/Nope-v1"))
     with pytest.raises(ConfigError, match="not registered"):
         evaluate(EvalConfig(policy="random", protocol=str(path), out=tmp_path, progress=False))
 
@@ -276,7 +276,7 @@ def test_token_counts_reach_the_result(tmp_path: Path, tiny: Path) -> None:
 def test_policy_specs() -> None:
     assert type(make_policy("random")).__name__ == "RandomPlanner"
     assert make_policy("random:3").rng.integers(1000) == make_policy("random:3").rng.integers(1000)
-    assert callable(make_policy("scripted", "agentflow/Gen-GameOf24-v0").act)
+    assert callable(make_policy("scripted", "agentflow/Gen-GameOf24-v1").act)
     assert is_env_specific("scripted") and not is_env_specific("random")
     shared = make_policies("random", ["a", "b"])
     assert shared["a"] is shared["b"]
@@ -393,7 +393,7 @@ def test_paper_protocol_runs_llm_modes_and_records_the_engine(tmp_path: Path, te
 
 def test_one_act_call_per_turn_spans_benchmarks(tmp_path: Path) -> None:
     two = tmp_path / "two.toml"
-    science = '[[benchmarks]]\nenv_id = "agentflow/Gen-Science-v0"\ncategory = "science"\nnum_tasks = 5\n'
+    science = '[[benchmarks]]\nenv_id = "agentflow/Gen-Science-v1"\ncategory = "science"\nnum_tasks = 5\n'
     two.write_text(TINY + "\n" + science)
 
     class AnswerAtOnce:

@@ -22,7 +22,7 @@ executor = "direct"
 verifier = "rule"
 generator = "planner"
 [[benchmarks]]
-env_id = "agentflow/Gen-GameOf24-v0"
+env_id = "agentflow/Gen-GameOf24-v1"
 label = "G24"
 category = "math"
 num_tasks = 6

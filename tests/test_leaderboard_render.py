@@ -38,7 +38,7 @@ executor = "direct"
 verifier = "rule"
 generator = "planner"
 [[benchmarks]]
-env_id = "agentflow/Gen-GameOf24-v0"
+env_id = "agentflow/Gen-GameOf24-v1"
 label = "G24"
 category = "math"
 num_tasks = 8
@@ -58,8 +58,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         protocol_hash="-",
         policy="published <b>model</b>",
         kind="reported",
-        benchmarks={"agentflow/Gen-GameOf24-v0": {"label": "G24", "category": "math"}},
-        reported={"agentflow/Gen-GameOf24-v0": 0.53},
+        benchmarks={"agentflow/Gen-GameOf24-v1": {"label": "G24", "category": "math"}},
+        reported={"agentflow/Gen-GameOf24-v1": 0.53},
         source="a paper, Table 2",
     )
     write_json_atomic(root / "results" / "tiny-render" / "paper-number" / "run.json", rec.to_dict())
@@ -91,8 +91,8 @@ def test_boards_order_rows_and_mark_reported_numbers(results: Path) -> None:
     (board,) = [board_rows(runs) for runs in group_by_protocol(results).values()]
     assert [r.name for r in board.rows] == ["scripted", "paper-number", "random"]
     reported = board.rows[1]
-    assert reported.kind == "reported" and reported.cells["agentflow/Gen-GameOf24-v0"].lo is None
-    scripted = board.rows[0].cells["agentflow/Gen-GameOf24-v0"]
+    assert reported.kind == "reported" and reported.cells["agentflow/Gen-GameOf24-v1"].lo is None
+    scripted = board.rows[0].cells["agentflow/Gen-GameOf24-v1"]
     assert scripted.accuracy == 1.0 and scripted.n == 8 and scripted.lo < 1.0 == scripted.hi
     md = render_markdown([board])
     # rule-scored rows beside reported (LLM-judged) numbers always carry a mark

@@ -40,12 +40,12 @@ executor = "direct"
 verifier = "rule"
 generator = "planner"
 [[benchmarks]]
-env_id = "agentflow/Gen-GameOf24-v0"
+env_id = "agentflow/Gen-GameOf24-v1"
 label = "G24"
 category = "math"
 num_tasks = 6
 [[benchmarks]]
-env_id = "agentflow/Gen-Science-v0"
+env_id = "agentflow/Gen-Science-v1"
 label = "Sci"
 category = "science"
 num_tasks = 6
@@ -63,13 +63,13 @@ def _hostile_run(root: Path) -> Path:
         protocol="tiny-viewer",
         protocol_hash="-",
         policy="tests:Hostile",
-        benchmarks={"agentflow/Gen-GameOf24-v0": {"label": "G24", "category": "math"}},
+        benchmarks={"agentflow/Gen-GameOf24-v1": {"label": "G24", "category": "math"}},
         complete=True,
     )
     write_json_atomic(run_dir / "run.json", rec.to_dict())
     with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
         for index, (score, result) in enumerate(((0.0, HOSTILE), (1.0, LONG))):
-            key = f"agentflow/Gen-GameOf24-v0#{index}#s0#k0"
+            key = f"agentflow/Gen-GameOf24-v1#{index}#s0#k0"
             steps = [
                 {
                     "turn": 1,
@@ -106,7 +106,7 @@ def _hostile_run(root: Path) -> Path:
             )
             outcome = TaskOutcome(
                 key=key,
-                env_id="agentflow/Gen-GameOf24-v0",
+                env_id="agentflow/Gen-GameOf24-v1",
                 index=index,
                 seed=0,
                 sample=0,
@@ -202,7 +202,7 @@ def test_long_texts_are_clipped_saying_how_much(site: Path) -> None:
 def test_a_page_over_budget_cuts_harder_and_says_so(results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = load_run(results / "tiny-viewer" / "hostile")
     monkeypatch.setattr(viewer, "PAGE_BUDGET", 1)  # no cut fits: the page still renders, at the hardest cut
-    data = _embedded(viewer.render_viewer(run, "agentflow/Gen-GameOf24-v0", "../../../index.html"))
+    data = _embedded(viewer.render_viewer(run, "agentflow/Gen-GameOf24-v1", "../../../index.html"))
     assert data["note"].startswith(
         f"long texts are cut to {viewer.FIELD_CHARS[-1]:,} characters; module calls left out"
     )
@@ -216,7 +216,7 @@ def test_a_missing_trajectory_is_said_and_the_outcome_still_shows(results: Path,
     copy = tmp_path / "hostile"
     shutil.copytree(results / "tiny-viewer" / "hostile", copy)
     (copy / TRAJECTORIES_FILE).unlink()
-    views = viewer.episode_views(load_run(copy), "agentflow/Gen-GameOf24-v0")
+    views = viewer.episode_views(load_run(copy), "agentflow/Gen-GameOf24-v1")
     assert [v["score"] for v in views] == [0.0, 1.0] and all("not in the run folder" in v["missing"] for v in views)
 
 
@@ -290,7 +290,7 @@ def test_click_a_cell_filter_and_read_a_trajectory_in_chromium(site: Path, tmp_p
             assert shown in text, shown
         assert HOSTILE in text and "failed" in text  # the stored text, shown as text
         assert browser.evaluate("document.title").startswith("hostile on G24")  # no injected script ran
-        assert browser.evaluate("location.hash") == "#ep=" + "agentflow%2FGen-GameOf24-v0%230%23s0%23k0"
+        assert browser.evaluate("location.hash") == "#ep=" + "agentflow%2FGen-GameOf24-v1%230%23s0%23k0"
         browser.click("#detail details.calls summary")  # the module calls, folded until asked for
         calls = browser.wait_for(
             "document.querySelector('details.calls[open]') && document.querySelector('details.calls').innerText"
@@ -319,7 +319,7 @@ def test_click_a_cell_filter_and_read_a_trajectory_in_chromium(site: Path, tmp_p
         browser.open(
             (site / "trajectories/tiny-viewer/scripted/G24.html").as_uri()
             + "#ep="
-            + "agentflow%2FGen-GameOf24-v0%231%23s0%23k0"
+            + "agentflow%2FGen-GameOf24-v1%231%23s0%23k0"
         )
         deep = browser.wait_for(
             "document.querySelector('#detail .turn') && document.getElementById('detail').innerText"

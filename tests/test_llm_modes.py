@@ -169,7 +169,7 @@ def _serve(table: dict[str, object]) -> tuple[EngineServer, ScriptedEngine]:
 def _play(url: str, max_turns: int = 6, options: str = "timeout=0.5&backoff=0.01&max_backoff=0.05&max_retries=3"):
     spec = f"openai:tiny@{url}?{options}"
     env = gym.make(
-        "agentflow/Gen-GameOf24-v0", executor="llm", verifier="llm", generator="llm", engine=spec, max_turns=max_turns
+        "agentflow/Gen-GameOf24-v1", executor="llm", verifier="llm", generator="llm", engine=spec, max_turns=max_turns
     )
     planner = LLMPlanner(spec)
     obs, info = env.reset(seed=3)

@@ -63,7 +63,7 @@ def tiny_engine(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_sampling_settings_change_hf_generation(tiny_engine) -> None:
-    env = gym.make("agentflow/Gen-GameOf24-v0")
+    env = gym.make("agentflow/Gen-GameOf24-v1")
     obs, _ = env.reset(seed=0)
     batch = [obs, obs, obs]
 
@@ -83,7 +83,7 @@ def test_sampling_settings_change_hf_generation(tiny_engine) -> None:
 
 
 def test_tiny_lm_planner_plays_a_whole_episode(tiny_engine) -> None:
-    env = gym.make("agentflow/Gen-GameOf24-v0", max_turns=3)
+    env = gym.make("agentflow/Gen-GameOf24-v1", max_turns=3)
     planner = LLMPlanner(tiny_engine, SamplingParams(temperature=1.0, max_tokens=24, seed=0))
     obs, _ = env.reset(seed=1)
     for _ in range(3):
@@ -100,7 +100,7 @@ def test_tiny_lm_planner_plays_a_whole_episode(tiny_engine) -> None:
 def test_tiny_lm_behind_an_openai_compatible_server(tiny_engine) -> None:
     from agentflow_env.engines import EngineServer
 
-    env = gym.make("agentflow/Gen-GameOf24-v0", max_turns=2)
+    env = gym.make("agentflow/Gen-GameOf24-v1", max_turns=2)
     obs, _ = env.reset(seed=2)
     sampling = SamplingParams(temperature=0.0, max_tokens=8)
     with EngineServer(tiny_engine, model_name="tiny") as server:

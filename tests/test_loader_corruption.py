@@ -170,7 +170,7 @@ def test_jsonl_damage_names_the_line(tmp_path: Path) -> None:
 def test_gym_make_raises_the_data_error(tmp_path: Path) -> None:
     path = _write(tmp_path, "GPQA", _row_with("GPQA", "answer_idx", "NaN"))
     with pytest.raises(DataError, match="NaN") as info:
-        gym.make("agentflow/GPQA-v0", data_dir=str(tmp_path), disable_env_checker=True)
+        gym.make("agentflow/GPQA-v1", data_dir=str(tmp_path), disable_env_checker=True)
     assert str(path) in str(info.value)
 
 

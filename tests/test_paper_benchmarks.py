@@ -332,9 +332,9 @@ def test_broken_choice_and_missing_files(tmp_path):
 def _make_paper_env(name: str, data_dir: Path):
     """``gymnasium.make`` with the spec's own tools; a calculator stands in while a tool module is missing."""
     try:
-        return gym.make(f"agentflow/{name}-v0", data_dir=str(data_dir))
+        return gym.make(f"agentflow/{name}-v1", data_dir=str(data_dir))
     except (ImportError, ConfigError):
-        return gym.make(f"agentflow/{name}-v0", data_dir=str(data_dir), tools=[CalculatorTool()])
+        return gym.make(f"agentflow/{name}-v1", data_dir=str(data_dir), tools=[CalculatorTool()])
 
 
 def _tool_action(env) -> str:
@@ -379,9 +379,9 @@ def test_spec_metadata_and_options(testsets_dir):
         assert spec.source and spec.size is not None
     assert "calculator" in get_spec("AIME24").tools
     with pytest.raises(ConfigError, match="does not take"):
-        gym.make("agentflow/HotpotQA-v0", data_dir=str(testsets_dir), tools=[CalculatorTool()], colour="red")
+        gym.make("agentflow/HotpotQA-v1", data_dir=str(testsets_dir), tools=[CalculatorTool()], colour="red")
     env = gym.make(
-        "agentflow/HotpotQA-v0", data_dir=str(testsets_dir), tools=[CalculatorTool()], metric="f1", num_tasks=5
+        "agentflow/HotpotQA-v1", data_dir=str(testsets_dir), tools=[CalculatorTool()], metric="f1", num_tasks=5
     )
     assert len(env.unwrapped.tasks) == 5 and env.unwrapped.scorer.metric == "f1"
     env.close()
@@ -393,7 +393,7 @@ def test_judge_scorer_through_make_env(testsets_dir):
             return ["Verdict: CORRECT" for _ in prompts]
 
     env = gym.make(
-        "agentflow/Bamboogle-v0",
+        "agentflow/Bamboogle-v1",
         data_dir=str(testsets_dir),
         tools=[CalculatorTool()],
         scoring="judge",
@@ -404,7 +404,7 @@ def test_judge_scorer_through_make_env(testsets_dir):
     assert info["score"] == 1.0
     env.close()
     with pytest.raises(ConfigError, match="judge_engine"):
-        gym.make("agentflow/Bamboogle-v0", data_dir=str(testsets_dir), tools=[CalculatorTool()], scoring="judge")
+        gym.make("agentflow/Bamboogle-v1", data_dir=str(testsets_dir), tools=[CalculatorTool()], scoring="judge")
 
 
 def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
@@ -414,7 +414,7 @@ def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     for name in PAPER:
-        row = rows[f"agentflow/{name}-v0"]
+        row = rows[f"agentflow/{name}-v1"]
         assert row["size"] == BENCHMARKS[name].known_size and "AgentFlow file" in row["source"]
         assert "hub " in row["source"]
     small = testsets_dir.parent / "nonexistent"
@@ -422,4 +422,4 @@ def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     monkeypatch.setenv("AGENTFLOW_DATA_DIR", str(testsets_dir))
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["agentflow/MedQA-v0"]["size"] == 300
+    assert rows["agentflow/MedQA-v1"]["size"] == 300

@@ -399,7 +399,7 @@ def test_gym_make_builds_the_paper_flow_on_any_registered_id() -> None:
     import agentflow_env  # noqa: F401  (registers the ids)
 
     engine = ScriptedEngine(["analysis", "Conclusion: STOP", "Answer: (8-4)*(7-1) = 24"])
-    env = gym.make("agentflow/Gen-GameOf24-v0", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()))
+    env = gym.make("agentflow/Gen-GameOf24-v1", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()))
     try:
         obs, info = env.reset(seed=3)
         assert env.observation_space.contains(obs) and info["paper_mode"]["flow"] == "paper"

@@ -151,12 +151,12 @@ generator = "planner"
 [judge]
 engine = "scripted:tests.test_paper_protocol:honest_judge"
 [[benchmarks]]
-env_id = "agentflow/GPQA-v0"
+env_id = "agentflow/GPQA-v1"
 category = "science"
 num_tasks = 5
 scorer = "judge"
 [[benchmarks]]
-env_id = "agentflow/MedQA-v0"
+env_id = "agentflow/MedQA-v1"
 category = "science"
 num_tasks = 5
 scorer = "judge"

@@ -24,7 +24,7 @@ def _cmd(task_id):
         "-m",
         "agentflow_env.cli",
         "play",
-        "agentflow/Gen-GameOf24-v0",
+        "agentflow/Gen-GameOf24-v1",
         "--task-id",
         task_id,
         "--no-color",

@@ -26,7 +26,7 @@ from agents.rollout import (
     save_jsonl,
 )
 
-ENV_ID = "agentflow/Gen-GameOf24-v0"
+ENV_ID = "agentflow/Gen-GameOf24-v1"
 TOOL = "Tool Name: Calculator_Tool\nCommand: 1+1"
 
 

@@ -29,7 +29,7 @@ def test_tool_choice_wrapper_passes_sb3_check_env():
     from agents.baselines import numbers_in_question
 
     env = ToolChoiceWrapper(
-        gym.make("agentflow/Gen-GameOf24-v0"),
+        gym.make("agentflow/Gen-GameOf24-v1"),
         command_fn=lambda obs, tool: "+".join(map(str, numbers_in_question(obs["question"]))),
         answer_fn=lambda obs: "*".join(map(str, numbers_in_question(obs["question"]))),
     )

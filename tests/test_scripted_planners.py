@@ -25,7 +25,7 @@ N_TEST = {"Gen-GameOf24": 40, "Gen-MultiHop": 80, "Gen-Math": 60, "Gen-Science":
 
 
 def _make(name: str, **kwargs):
-    return gym.make(f"agentflow/{name}-v0", **kwargs).unwrapped
+    return gym.make(f"agentflow/{name}-v1", **kwargs).unwrapped
 
 
 def _play(env, planner, index: int) -> tuple[float, dict, int]:
@@ -48,7 +48,7 @@ def test_scripted_planner_solves_the_test_split(name):
     kwargs = {} if name == "Gen-GameOf24" else {"num_tasks": n}
     env = _make(name, split="test", **kwargs)
     try:
-        planner = scripted_planner_for(f"agentflow/{name}-v0")
+        planner = scripted_planner_for(f"agentflow/{name}-v1")
         scores, tools_used = [], set()
         for i in range(n):
             score, info, _turns = _play(env, planner, i)
@@ -149,6 +149,6 @@ def test_math_planner_uses_python_only_where_the_calculator_cannot():
 
 def test_scripted_planner_for_names():
     assert isinstance(scripted_planner_for("Gen-GameOf24"), ScriptedGameOf24Planner)
-    assert isinstance(scripted_planner_for("agentflow/Gen-Math-v0"), ScriptedMathPlanner)
+    assert isinstance(scripted_planner_for("agentflow/Gen-Math-v1"), ScriptedMathPlanner)
     with pytest.raises(ConfigError, match="no scripted planner"):
-        scripted_planner_for("agentflow/HotpotQA-v0")
+        scripted_planner_for("agentflow/HotpotQA-v1")

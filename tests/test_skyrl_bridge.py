@@ -51,7 +51,7 @@ def test_scripted_episodes_through_skyrl_equal_the_gym_env(env_id):
 
 
 def test_a_multi_turn_limit_from_env_config_ends_the_episode():
-    env_id = "agentflow/Gen-GameOf24-v0"
+    env_id = "agentflow/Gen-GameOf24-v1"
     register_skyrl_envs([env_id])
     env = skyrl_gym.make(env_id, env_config={"max_turns": 2}, extras={"index": 0, "split": "test"})
     env.init()

@@ -14,7 +14,7 @@ pytest.importorskip("datasets")
 from agents.integrations.trl import AgentFlowTRL  # noqa: E402
 from agents.tiny_lm import load_tiny_lm, tiny_lm_path  # noqa: E402
 
-ENV_ID = "agentflow/Gen-GameOf24-v0"
+ENV_ID = "agentflow/Gen-GameOf24-v1"
 
 
 def action_length_reward(completions, **_):

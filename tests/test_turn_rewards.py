@@ -152,10 +152,10 @@ def test_bad_specs_are_refused_with_a_clear_error(spec, words):
 
 
 def test_gym_make_passes_the_spec_through():
-    env = gym.make("agentflow/Gen-GameOf24-v0", split="train", num_tasks=4, turn_rewards={"invalid_action": -0.25})
+    env = gym.make("agentflow/Gen-GameOf24-v1", split="train", num_tasks=4, turn_rewards={"invalid_action": -0.25})
     env.reset(seed=0)
     _, reward, _, _, info = env.step("gibberish")
     assert info["turn_signals"]["invalid_action"] and reward == -0.25
     env.close()
     with pytest.raises(ConfigError, match="unknown key"):
-        gym.make("agentflow/Gen-GameOf24-v0", split="train", num_tasks=4, turn_rewards={"bonus": 1.0})
+        gym.make("agentflow/Gen-GameOf24-v1", split="train", num_tasks=4, turn_rewards={"bonus": 1.0})

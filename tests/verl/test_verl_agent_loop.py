@@ -25,7 +25,7 @@ from agents.integrations.verl_data import verl_rows  # noqa: E402
 from agents.rollout import collect_group_rollouts  # noqa: E402
 from agents.tiny_lm import load_tiny_lm, tiny_lm_path  # noqa: E402
 
-ENV_ID = "agentflow/Gen-GameOf24-v0"
+ENV_ID = "agentflow/Gen-GameOf24-v1"
 MAX_TOKENS = 48
 
 

@@ -50,7 +50,7 @@ def test_eval_with_a_vllm_policy(tmp_path, tiny_vllm_path):
         "max_turns = 2\nseeds = [0]\nsamples_per_task = 1\nfast_tasks = 2\n"
         '[env]\nexecutor = "direct"\nverifier = "rule"\ngenerator = "planner"\n'
         "[sampling]\ntemperature = 0.0\nmax_tokens = 16\n"
-        '[[benchmarks]]\nenv_id = "agentflow/Gen-GameOf24-v0"\nlabel = "Gen-GameOf24"\ncategory = "math"\n'
+        '[[benchmarks]]\nenv_id = "agentflow/Gen-GameOf24-v1"\nlabel = "Gen-GameOf24"\ncategory = "math"\n'
         'split = "test"\nnum_tasks = 2\nscorer = "default"\n'
     )
     proc = run(
