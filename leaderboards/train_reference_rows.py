@@ -60,6 +60,14 @@ def _shown(cmd: list[str]) -> str:
     return shlex.join(["agentflow-env", *cmd[3:]] if cmd[:3] == _cli() else cmd)
 
 
+def _short(path: Path) -> str:
+    """``path`` relative to the current directory when it lies under it (the run records a portable policy)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def protocol_env_ids() -> list[str]:
     """The benchmarks of the protocol, in its order: the SFT run learns from every one of them."""
     from leaderboards.protocol import load_protocol
@@ -84,7 +92,7 @@ def phases(work: Path, output_dir: Path, *, threads: int, smoke: bool, from_chec
         train += ["--output-dir", str(rl_dir), "--progress", "false", "--json"]
         out.append({"phase": "train", "cmd": train, "done": rl_dir / "final" / "config.json"})
     for name, model in models.items():
-        ev = [*_cli(), "eval", "--protocol", PROTOCOL, "--policy", f"hf:{model}", "--name", name]
+        ev = [*_cli(), "eval", "--protocol", PROTOCOL, "--policy", f"hf:{_short(model)}", "--name", name]
         ev += ["--output-dir", str(output_dir), "--no-progress", "--json", *(["--fast"] if smoke else [])]
         if from_checkpoints:
             ev.append("--overwrite")  # a run of another model under the same name must not be resumed
