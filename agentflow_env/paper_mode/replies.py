@@ -45,7 +45,10 @@ NO_COMMAND = "No command found."
 _WS_RUN = re.compile(r"\s*")  # \s is str.isspace(), the set str.strip() removes
 _STARS = re.compile(r"\**")
 _WORD = re.compile(r"\w+")
-_WS_OR_FENCE = re.compile(r"\s|```")
+# whitespace up to its first blank line, or whitespace to the end; each piece excludes what follows it,
+# so a failed attempt gives the run back once, not once per split (linear)
+_BLANK_OR_END = r"(?:(?:[^\S\n]|\n(?!\n))*\n\n|\s*\Z)"
+_TOOL_END = re.compile(r"(?<!\s)(?=\s)" + _BLANK_OR_END + r"|```(?=" + _BLANK_OR_END + ")")
 _LABEL = re.compile("Generated Command:", re.IGNORECASE)
 _PYTHON_FENCE = re.compile("```python\n", re.IGNORECASE)
 _PYTHON_OPEN = re.compile("```python", re.IGNORECASE)
@@ -130,21 +133,19 @@ def _last_step_block(text: str) -> tuple[str, str, str] | None:
 
 def _tool_end(text: str, start: int) -> tuple[int, int]:
     r"""(end of the tool group, end of the match) for the group starting at ``start``: the first place
-    where ``\s*(?:```)?\s*(?=\n\n|\Z)`` matches. Only a whitespace run or a fence can start that
-    tail (or the end of the text), so the scan jumps from one such place to the next, and a failed
-    whitespace run is skipped whole (no later place inside it can match either)."""
+    where ``\s*(?:```)?\s*(?=\n\n|\Z)`` matches. That is the start of a whitespace run holding a blank
+    line or reaching the end, or a fence followed by such whitespace (then the whitespace before the
+    fence too), or the end of the text; ``_TOOL_END`` finds the first of them in one linear search."""
     n = len(text)
-    pos = start
-    while True:
-        candidate = _WS_OR_FENCE.search(text, pos)
-        if candidate is None:
-            return n, n
-        at = candidate.start()
-        run_end = _ws_end(text, at)
-        end = _tail_end(text, at, run_end)
-        if end is not None:
-            return at, end
-        pos = run_end if run_end > at else at + 1
+    found = _TOOL_END.search(text, start)
+    if found is None:
+        return n, n
+    at = found.start()
+    if text[at] == "`":  # a fence: the whitespace just before it is part of the tail
+        at = start + len(text[start:at].rstrip())
+    end = _tail_end(text, at, _ws_end(text, at))
+    assert end is not None  # _TOOL_END found a place where the tail matches
+    return at, end
 
 
 def _tail_end(text: str, at: int, run_end: int) -> int | None:
