@@ -301,3 +301,28 @@ def test_damaged_game24_counts_fall_back_to_counting(tmp_path, monkeypatch):
         assert set(game24._shipped_counts()) == set(game24.solvable_puzzles(4))
     finally:
         game24._shipped_counts.cache_clear()
+
+
+def test_gen_science_correct_letters_are_balanced_so_a_constant_answer_scores_chance():
+    """Each block of 4 consecutive tasks uses every letter once: answering one letter always scores
+    exactly 25% on 100 tasks (a trained planner once learned "B" from a 32% fluke of uniform placement)."""
+    from collections import Counter
+
+    import gymnasium as gym
+
+    from benchmarks.generated import science
+
+    for split in ("train", "validation", "test"):
+        tasks = list(science.load_tasks(split, num_tasks=100))
+        assert Counter(str(t.answer) for t in tasks) == {"A": 25, "B": 25, "C": 25, "D": 25}
+        for t in tasks:  # the answer letter still names the correct option, in the question text too
+            letter = str(t.answer)
+            assert t.metadata["mistakes"][ord(letter) - ord("A")] == "correct"
+            assert f"\n{letter}. {t.metadata['options'][ord(letter) - ord('A')]}\n" in t.question
+    env = gym.make("agentflow/Gen-Science-v1", split="test", num_tasks=100)
+    for letter in "ABCD":
+        total = 0.0
+        for i in range(100):
+            env.reset(options={"index": i})
+            total += env.step(f"Final Answer: {letter}")[1]
+        assert total == 25.0

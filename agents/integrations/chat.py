@@ -10,11 +10,21 @@ every planner turn with the trajectory's outcome; only the context of later turn
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from agentflow_env.error import ConfigError
 
-__all__ = ["ChatCodec", "step_message"]
+__all__ = ["ChatCodec", "first_prompts", "step_message"]
+
+
+def first_prompts(env: Any, num_tasks: int | None = None) -> Iterator[tuple[int, str, str]]:
+    """``(index, first planner prompt, task id)`` of the first ``num_tasks`` tasks of ``env``'s split:
+    the rows every bridge's dataset is built from."""
+    n = len(env.unwrapped.tasks)
+    for index in range(n if num_tasks is None else min(n, num_tasks)):
+        obs, info = env.reset(options={"index": index})
+        yield index, str(obs["prompt"]), str(info["task_id"])
 
 
 def step_message(info: dict[str, Any], turns_left: int | None = None) -> str:

@@ -24,7 +24,7 @@ import gymnasium as gym
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agentflow_env.registration import registered_ids
-from agents.integrations.chat import step_message
+from agents.integrations.chat import first_prompts, step_message
 
 try:
     from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
@@ -125,18 +125,9 @@ def build_skyrl_dataset(
     """
     env = gym.make(env_id, split=split, **env_kwargs)
     try:
-        n = len(env.unwrapped.tasks)
-        rows = []
-        for index in range(n if num_tasks is None else min(n, num_tasks)):
-            obs, info = env.reset(options={"index": index})
-            rows.append(
-                {
-                    "prompt": [{"role": "user", "content": obs["prompt"]}],
-                    "env_class": env_id,
-                    "task_id": str(info["task_id"]),
-                    "split": split,
-                }
-            )
-        return rows
+        return [
+            {"prompt": [{"role": "user", "content": prompt}], "env_class": env_id, "task_id": task_id, "split": split}
+            for _, prompt, task_id in first_prompts(env, num_tasks)
+        ]
     finally:
         env.close()

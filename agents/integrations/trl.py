@@ -30,7 +30,7 @@ import gymnasium as gym
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError
-from agents.integrations.chat import ChatCodec, step_message
+from agents.integrations.chat import ChatCodec, first_prompts, step_message
 
 __all__ = ["AgentFlowTRL"]
 
@@ -69,13 +69,10 @@ class AgentFlowTRL:
         """A ``datasets.Dataset`` with one row per task: ``prompt`` (the env's first planner prompt) and ``task_id``."""
         from datasets import Dataset
 
-        env = self._env(0)
-        n = len(env.unwrapped.tasks)
         rows = []
-        for index in range(n if self.num_tasks is None else min(n, self.num_tasks)):
-            obs, info = env.reset(options={"index": index})
-            self._task_of_prompt[obs["prompt"]] = str(info["task_id"])
-            rows.append({"prompt": obs["prompt"], "task_id": str(info["task_id"])})
+        for _, prompt, task_id in first_prompts(self._env(0), self.num_tasks):
+            self._task_of_prompt[prompt] = task_id
+            rows.append({"prompt": prompt, "task_id": task_id})
         return Dataset.from_list(rows)
 
     def reward_func(

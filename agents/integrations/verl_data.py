@@ -22,6 +22,7 @@ import gymnasium as gym
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError
+from agents.integrations.chat import first_prompts
 
 __all__ = ["protocol_sources", "verl_rows", "write_parquet"]
 
@@ -39,21 +40,19 @@ def verl_rows(
     kwargs = dict(env_kwargs or {})
     env = gym.make(env_id, split=split, **kwargs)
     try:
-        n = len(env.unwrapped.tasks)
         rows = []
-        for index in range(n if num_tasks is None else min(n, num_tasks)):
-            obs, info = env.reset(options={"index": index})
+        for index, prompt, task_id in first_prompts(env, num_tasks):
             rows.append(
                 {
                     "data_source": env_id,
                     "agent_name": AGENT_NAME,
-                    "prompt": [{"role": "user", "content": obs["prompt"]}],
+                    "prompt": [{"role": "user", "content": prompt}],
                     "ability": "agentflow",
                     "reward_model": {"style": "env", "ground_truth": ""},
                     "extra_info": {
                         "env_id": env_id,
                         "split": split,
-                        "task_id": str(info["task_id"]),
+                        "task_id": task_id,
                         "index": index,
                         "env_kwargs": json.dumps(kwargs, sort_keys=True),
                         "emit": emit,

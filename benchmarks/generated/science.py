@@ -18,7 +18,7 @@ from agentflow_env.error import ConfigError
 from agentflow_env.scoring.choice import ChoiceScorer, option_letters, render_options
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
-from benchmarks.generated.common import GeneratedTasks, check_split, split_of
+from benchmarks.generated.common import SPLITS, GeneratedTasks, _stable_int, check_split, split_of
 from benchmarks.specs import BenchmarkSpec
 
 __all__ = [
@@ -288,6 +288,49 @@ def _options(
     return [shown[i] for i in perm], perm.index(0), [why[i] for i in perm]
 
 
+_QUESTION_TAIL = "\nAnswer with the letter of the correct option."
+
+
+def _question(stem: str, options: Sequence[str]) -> str:
+    return f"{stem}\n{render_options(options)}{_QUESTION_TAIL}"
+
+
+class BalancedLetterTasks(GeneratedTasks):
+    """Generated multiple-choice tasks whose correct letters are balanced in every block of
+    ``n_options`` consecutive tasks (each letter exactly once per block, in a seeded random order).
+
+    A policy that always answers one letter then scores exactly chance on any multiple of
+    ``n_options`` tasks: uniform random placement alone gave "B" 32% of the first 100 test tasks, and a
+    trained planner learned to answer "B" at once. The correct option trades places with the option at
+    the block's letter, so the wrong options keep their random order.
+    """
+
+    def _next(self) -> Task:
+        task = super()._next()
+        options = list(task.metadata["options"])
+        n, index = len(options), len(self._tasks)
+        block = np.random.default_rng(
+            [_stable_int(self.family), self.seed, SPLITS.index(self.split), 0x1E77E5, index // n]
+        ).permutation(n)
+        want = int(block[index % n])
+        letters = option_letters(n)
+        have = letters.index(str(task.answer))
+        if have == want:
+            return task
+        options[have], options[want] = options[want], options[have]
+        mistakes = list(task.metadata["mistakes"])
+        mistakes[have], mistakes[want] = mistakes[want], mistakes[have]
+        text = _question(task.metadata["stem"], options)
+        metadata = {**task.metadata, "options": options, "mistakes": mistakes}
+        return Task(
+            id="gensci-" + Task.content_id(text),
+            question=text,
+            answer=letters[want],
+            family=task.family,
+            metadata=metadata,
+        )
+
+
 def load_tasks(
     split: str = "test",
     seed: int = 0,
@@ -320,7 +363,7 @@ def load_tasks(
         else:
             raise ConfigError(f"{FAMILY}: could not build {distractors} distinct wrong options; lower distractors")
         options, answer, why = built
-        text = f"{stem}\n{render_options(options)}\nAnswer with the letter of the correct option."
+        text = _question(stem, options)
         letter = option_letters(len(options))[answer]
         return stem, Task(
             id="gensci-" + Task.content_id(text),
@@ -329,13 +372,14 @@ def load_tasks(
             family="science",
             metadata={
                 "options": options,
+                "stem": stem,
                 "template": template.name,
                 "mistakes": why,
                 "value": float(evaluate(template.expression(params))),
             },
         )
 
-    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)
+    return BalancedLetterTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed)
 
 
 def make_tools() -> list[Tool]:
