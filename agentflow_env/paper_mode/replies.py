@@ -45,9 +45,10 @@ NO_COMMAND = "No command found."
 _WS_RUN = re.compile(r"\s*")  # \s is str.isspace(), the set str.strip() removes
 _STARS = re.compile(r"\**")
 _WORD = re.compile(r"\w+")
-# whitespace up to its first blank line, or whitespace to the end; each piece excludes what follows it,
-# so a failed attempt gives the run back once, not once per split (linear)
-_BLANK_OR_END = r"(?:(?:[^\S\n]|\n(?!\n))*\n\n|\s*\Z)"
+# whitespace to the end, or whitespace up to its first blank line; each piece excludes what can follow
+# it, so a failed attempt gives the run back once, not once per split (linear), and only the
+# newlines, not every character, are group iterations
+_BLANK_OR_END = r"(?:\s*\Z|[^\S\n]*(?:\n[^\S\n]+)*\n\n)"
 _TOOL_END = re.compile(r"(?<!\s)(?=\s)" + _BLANK_OR_END + r"|```(?=" + _BLANK_OR_END + ")")
 _LABEL = re.compile("Generated Command:", re.IGNORECASE)
 _PYTHON_FENCE = re.compile("```python\n", re.IGNORECASE)
