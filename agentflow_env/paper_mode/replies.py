@@ -145,8 +145,7 @@ def _tool_end(text: str, start: int) -> tuple[int, int]:
     if text[at] == "`":  # a fence: the whitespace just before it is part of the tail
         at = start + len(text[start:at].rstrip())
     end = _tail_end(text, at, _ws_end(text, at))
-    assert end is not None  # _TOOL_END found a place where the tail matches
-    return at, end
+    return at, n if end is None else end  # never None: _TOOL_END found a place where the tail matches
 
 
 def _tail_end(text: str, at: int, run_end: int) -> int | None:
