@@ -75,6 +75,7 @@ def add_snake_case_aliases(parser: argparse.ArgumentParser) -> None:
 def configure_list(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-size", action="store_true", help="skip computing task counts")
+    parser.add_argument("--all", action="store_true", help="also list superseded versions (e.g. the -v0 ids)")
     parser.set_defaults(func=_run_list)
 
 
@@ -96,13 +97,13 @@ def tool_display_names(keys: Sequence[str]) -> list[str]:
     return names
 
 
-def _env_rows(with_size: bool) -> list[dict[str, object]]:
+def _env_rows(with_size: bool, latest_only: bool = True) -> list[dict[str, object]]:
     import gymnasium as gym
 
     from agentflow_env.registration import registered_ids
 
     rows = []
-    for env_id in registered_ids():
+    for env_id in registered_ids(latest_only=latest_only):
         spec = gym.spec(env_id)
         row: dict[str, object] = {"id": env_id, "entry_point": str(spec.entry_point)}
         bench = (spec.kwargs or {}).get("benchmark")
@@ -129,7 +130,7 @@ def _env_rows(with_size: bool) -> list[dict[str, object]]:
 def _run_list(args: argparse.Namespace) -> int:
     import json
 
-    rows = _env_rows(with_size=not args.no_size)
+    rows = _env_rows(with_size=not args.no_size, latest_only=not args.all)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
