@@ -153,16 +153,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         super().reset(seed=seed)
-        options = options or {}
-        if "task_id" in options:
-            index = find_task_index(self.tasks, str(options["task_id"]))
-        elif "index" in options:
-            index = int(options["index"])
-            if not 0 <= index < len(self.tasks):
-                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
-        else:
-            index = int(self.np_random.integers(len(self.tasks)))
-        self.task = self.tasks[index]
+        self.task = self._choose_task(options or {})
         self.memory.clear()
         self._memory_cache = (None, "")
         self.turn = 0
@@ -175,6 +166,18 @@ class AgentFlowEnv(gym.Env[dict, str]):
                 reset()
         self._started = time.monotonic()
         return self._observation(), self._info()
+
+    def _choose_task(self, options: dict[str, Any]) -> Task:
+        """The task ``reset`` plays: ``options["task_id"]``, ``options["index"]``, or one drawn by the seed."""
+        if "task_id" in options:
+            index = find_task_index(self.tasks, str(options["task_id"]))
+        elif "index" in options:
+            index = int(options["index"])
+            if not 0 <= index < len(self.tasks):
+                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
+        else:
+            index = int(self.np_random.integers(len(self.tasks)))
+        return self.tasks[index]
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
         if self.task is None or self._done:

@@ -46,7 +46,7 @@ from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
-from agentflow_env.types import Task, TaskSource, find_task_index
+from agentflow_env.types import Task, TaskSource
 
 __all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "prompt_fingerprint", "resolve_prompts"]
 
@@ -228,16 +228,7 @@ class PaperFlowEnv(AgentFlowEnv):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         gym.Env.reset(self, seed=seed)
-        options = options or {}
-        if "task_id" in options:
-            index = find_task_index(self.tasks, str(options["task_id"]))
-        elif "index" in options:
-            index = int(options["index"])
-            if not 0 <= index < len(self.tasks):
-                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
-        else:
-            index = int(self.np_random.integers(len(self.tasks)))
-        self.task = self.tasks[index]
+        self.task = self._choose_task(options or {})
         self.turn = 0
         self.action_memory = ActionMemory()
         self.module_calls = []
