@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentflow_env.wrappers.sb3 import CandidateActionWrapper
-from agents.policy import Policy
+from agents.policies.policy import Policy
 
 __all__ = ["MixedProposer", "evaluate_choice", "make_candidate_env", "train_ppo"]
 
@@ -32,10 +32,10 @@ def make_candidate_env(
     env_id: str = "agentflow/Gen-GameOf24-v1", k: int = 4, seed: int = 0, **env_kwargs: Any
 ) -> CandidateActionWrapper:
     """``env_id`` wrapped for SB3: candidates from its scripted planner plus ``k - 1`` random planners."""
-    from agents.baselines import RandomPlanner, ScriptedGameOf24Planner
+    from agents.policies.baselines import RandomPlanner, ScriptedGameOf24Planner
 
     try:
-        from agents.scripted import scripted_planner_for
+        from agents.policies.scripted import scripted_planner_for
 
         scripted: Policy = scripted_planner_for(env_id)
     except ImportError:

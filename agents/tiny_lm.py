@@ -90,10 +90,10 @@ CORPUS_ENV_IDS = (
 
 def _scripted_planner(env_id: str) -> Any:
     if "GameOf24" in env_id:
-        from agents.baselines import ScriptedGameOf24Planner
+        from agents.policies.baselines import ScriptedGameOf24Planner
 
         return ScriptedGameOf24Planner()
-    from agents.scripted import scripted_planner_for
+    from agents.policies.scripted import scripted_planner_for
 
     return scripted_planner_for(env_id)
 

@@ -36,7 +36,7 @@ def default_results() -> Path:
 
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
-    from agents.registry import POLICY_SPECS
+    from agents.policies.registry import POLICY_SPECS
     from leaderboards.protocol import list_protocols
 
     specs = "; ".join(f"{k}: {v}" for k, v in POLICY_SPECS.items())

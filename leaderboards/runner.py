@@ -395,7 +395,7 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
 def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
     if config.policy_factory is not None:
         return {e: config.policy_factory(e) for e in protocol.env_ids}
-    from agents.registry import make_policies
+    from agents.policies.registry import make_policies
 
     planner = protocol.planner()  # the paper flow: AgentFlow's planner sampling, penalty and system prompt
     return make_policies(

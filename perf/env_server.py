@@ -24,7 +24,7 @@ import numpy as np
 
 import agentflow_env  # noqa: F401
 from agentflow_env.remote import RemoteEnv
-from agents.scripted import scripted_planner_for
+from agents.policies.scripted import scripted_planner_for
 
 
 def _client(url: str, env_id: str, seed0: int, stop_at: float, budget: list[int], lock: threading.Lock, out: dict):

@@ -361,9 +361,9 @@ def evaluate_model(model: str, split: str, out: str, tasks: int, threads: int) -
     import torch
 
     from agentflow_env.engines.base import SamplingParams
-    from agents.hf_policy import HFPlanner
-    from agents.rollout import collect_rollouts
-    from agents.sft import _make_env, split_task_ids
+    from agents.policies.hf_policy import HFPlanner
+    from agents.training.rollout import collect_rollouts
+    from agents.training.sft import _make_env, split_task_ids
 
     if threads:
         torch.set_num_threads(threads)

@@ -35,7 +35,7 @@ class OneAtATime:
 
 def _measure(name: str, policy: Any, args: argparse.Namespace, task_ids: list[str]) -> dict[str, Any]:
     from agentflow_env.vector import make_vector_env
-    from agents.rollout import RolloutStats, collect_rollouts
+    from agents.training.rollout import RolloutStats, collect_rollouts
 
     vec = make_vector_env(
         args.env, args.num_envs, autoreset_mode="disabled", split=args.split, max_turns=args.max_turns
@@ -68,7 +68,7 @@ def _backend_columns(
 ) -> dict[str, Any]:
     """The learner's rollout backends on the same model and episodes: HF sampler, then vLLM (start-up and first
     weight sync timed apart; every sync is verified against the HF model)."""
-    from agents.flow_grpo_backends import HFSamplerBackend, make_backend
+    from agents.training.backends import HFSamplerBackend, make_backend
 
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # vLLM logs to stdout otherwise, into this JSON
     hf = HFSamplerBackend(model, tokenizer, sampling)
@@ -115,9 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import agentflow_env  # noqa: F401
     from agentflow_env.engines.base import SamplingParams
-    from agents.hf_policy import HFPlanner
-    from agents.sft import split_task_ids
+    from agents.policies.hf_policy import HFPlanner
     from agents.tiny_lm import VLLM_MODEL_KWARGS, load_tiny_lm, tiny_lm_path
+    from agents.training.sft import split_task_ids
 
     torch.set_num_threads(args.threads)
     model_path = str(args.model or tiny_lm_path(**(VLLM_MODEL_KWARGS if args.vllm else {})))

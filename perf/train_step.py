@@ -191,7 +191,7 @@ def _trl_round(
 
 
 def _ours_config(args: argparse.Namespace, model_path: Path, work: Path) -> Any:
-    from agents.flow_grpo_config import FlowGRPOConfig
+    from agents.training.config import FlowGRPOConfig
 
     return FlowGRPOConfig(
         output_dir=str(work / "flow-grpo"),
@@ -310,7 +310,7 @@ def main() -> int:
         work = Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
         model_path = _model_path(args, work)
-        from agents.flow_grpo import FlowGRPOLearner
+        from agents.training.flow_grpo import FlowGRPOLearner
 
         learner: Any = FlowGRPOLearner(_ours_config(args, model_path, work))
         n_params = sum(p.numel() for p in learner.model.parameters())
@@ -318,7 +318,7 @@ def main() -> int:
         shared_prompts = learner._share_prompts
         total = args.warmup + args.steps
         prompts = _prompts(learner, args.questions * total)
-        from agents.hf_policy import format_prompt
+        from agents.policies.hf_policy import format_prompt
 
         tok = learner.tokenizer
         prompt_tokens = statistics.fmean(

@@ -63,8 +63,8 @@ def _sft(work: Path) -> Path:
 
 
 def _run(arm: str, seed: int, steps: int, sft: Path, work: Path) -> dict[str, Any]:
-    from agents.flow_grpo import train
-    from agents.flow_grpo_config import FlowGRPOConfig
+    from agents.training.config import FlowGRPOConfig
+    from agents.training.flow_grpo import train
 
     spec = dict(ARMS[arm])
     env_kwargs: dict[str, Any] = {"max_turns": 3}

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from agents.flow_grpo import FlowGRPOLearner, Rollouts
-from agents.flow_grpo_config import FlowGRPOConfig
+from agents.training.config import FlowGRPOConfig
+from agents.training.flow_grpo import FlowGRPOLearner, Rollouts
 
 
 def split_by_question(rollouts: Rollouts, group_size: int) -> list[Rollouts]:

@@ -331,7 +331,7 @@ def test_tiny_lm_build_and_hf_tiny_resolve_to_the_same_folder(tmp_path: Path, mo
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from agentflow_env.engines import make_engine, resolve_model
-    from agents.registry import make_policy
+    from agents.policies.registry import make_policy
     from agents.tiny_lm import tiny_lm_path
 
     built = run_cli("tiny-lm", "--build", cwd=tmp_path)

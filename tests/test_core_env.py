@@ -20,7 +20,7 @@ from agentflow_env.memory import Memory
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.tools.calculator import CalculatorTool
 from agentflow_env.types import MemoryStep, ToolResult
-from agents.baselines import RandomPlanner, ScriptedGameOf24Planner, final_answer, tool_call
+from agents.policies.baselines import RandomPlanner, ScriptedGameOf24Planner, final_answer, tool_call
 
 from .conftest import TESTSETS
 

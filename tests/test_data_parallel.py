@@ -24,9 +24,9 @@ pytest.importorskip("transformers")
 if not torch.distributed.is_available():
     pytest.skip("this torch build has no torch.distributed", allow_module_level=True)
 
-from agents.data_parallel import DataParallel  # noqa: E402
-from agents.flow_grpo import FlowGRPOLearner, _even_bounds, _minibatch_count  # noqa: E402
-from agents.flow_grpo_config import FlowGRPOConfig  # noqa: E402
+from agents.training.config import FlowGRPOConfig  # noqa: E402
+from agents.training.data_parallel import DataParallel  # noqa: E402
+from agents.training.flow_grpo import FlowGRPOLearner, _even_bounds, _minibatch_count  # noqa: E402
 from tests.dp_worker import one_step, split_by_question  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

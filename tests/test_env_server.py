@@ -21,7 +21,7 @@ import pytest
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.env_server import EnvServer
 from agentflow_env.remote import RemoteEnv, RemoteEnvError
-from agents.scripted import scripted_planner_for
+from agents.policies.scripted import scripted_planner_for
 
 _TIMING_KEYS = {"seconds", "elapsed_s", "time_s", "wall_s"}
 

@@ -12,7 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from agentflow_env.error import ConfigError  # noqa: E402
-from agents.flow_grpo import (  # noqa: E402
+from agents.training.config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
+from agents.training.flow_grpo import (  # noqa: E402
     broadcast_to_turns,
     clipped_surrogate,
     flow_grpo_loss,
@@ -23,7 +24,6 @@ from agents.flow_grpo import (  # noqa: E402
     rft_loss,
     turn_weights,
 )
-from agents.flow_grpo_config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
 
 
 def test_group_advantages_hand_computed():
@@ -190,7 +190,7 @@ def test_config_files_and_overrides(tmp_path):
 def test_vllm_backend_fails_clearly_without_vllm_or_gpu():
     from agentflow_env.engines.base import SamplingParams
     from agentflow_env.error import DependencyNotInstalled
-    from agents.flow_grpo_backends import VLLMBackend, make_backend
+    from agents.training.backends import VLLMBackend, make_backend
 
     try:
         import vllm  # noqa: F401

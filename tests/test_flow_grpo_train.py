@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from agents.flow_grpo import FlowGRPOLearner, train  # noqa: E402
-from agents.flow_grpo_config import FlowGRPOConfig  # noqa: E402
+from agents.training.config import FlowGRPOConfig  # noqa: E402
+from agents.training.flow_grpo import FlowGRPOLearner, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,7 +175,7 @@ def _tiny():
 
 
 def test_shared_prompt_forward_equals_one_row_per_sample():
-    from agents.flow_grpo import TurnSample, _pack, _pack_shared, token_logprobs
+    from agents.training.flow_grpo import TurnSample, _pack, _pack_shared, token_logprobs
 
     model, tok = _tiny()
     g = torch.Generator().manual_seed(0)
@@ -209,7 +209,7 @@ def test_sampler_backend_matches_transformers_generate_greedy():
 
     import agentflow_env  # noqa: F401
     from agentflow_env.engines.base import SamplingParams
-    from agents.flow_grpo_backends import HFGenerateBackend, HFSamplerBackend
+    from agents.training.backends import HFGenerateBackend, HFSamplerBackend
 
     model, tok = _tiny()
     env = gym.make("agentflow/Gen-GameOf24-v1", split="train", max_turns=1)
@@ -267,7 +267,7 @@ def test_time_budget_stops_after_a_step_then_resumes(tmp_path):
 
 
 def test_a_fresh_run_keeps_the_old_log_aside(tmp_path, monkeypatch):
-    import agents.flow_grpo as fg
+    import agents.training.flow_grpo as fg
 
     monkeypatch.setattr(fg.time, "strftime", lambda fmt: "20260101-000000")  # as if all started in one second
     cfg = _config(tmp_path, steps=1, eval_every=0, resume=False)

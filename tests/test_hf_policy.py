@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 import agentflow_env  # noqa: E402,F401
 from agentflow_env.engines.base import SamplingParams  # noqa: E402
 from agentflow_env.error import ConfigError  # noqa: E402
-from agents.hf_policy import HFPlanner, PolicySample, sequence_logprobs  # noqa: E402
+from agents.policies.hf_policy import HFPlanner, PolicySample, sequence_logprobs  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentflow_env.error import ConfigError
-from agents.registry import is_env_specific, make_policies, make_policy
+from agents.policies.registry import is_env_specific, make_policies, make_policy
 from leaderboards.protocol import load_protocol
 from leaderboards.runner import EvalConfig, evaluate, normalize_actions
 from leaderboards.stats import category_averages, wilson_interval
@@ -162,7 +162,7 @@ class _Interrupting:
     """Scripted Game-of-24 play that raises KeyboardInterrupt at its ``stop_after``-th act call."""
 
     def __init__(self, stop_after: int | None = None):
-        from agents.baselines import ScriptedGameOf24Planner
+        from agents.policies.baselines import ScriptedGameOf24Planner
 
         self.inner = ScriptedGameOf24Planner()
         self.calls = 0
@@ -248,7 +248,7 @@ def test_normalize_actions_counts_tokens_when_reported() -> None:
 
 
 def test_token_counts_reach_the_result(tmp_path: Path, tiny: Path) -> None:
-    from agents.baselines import ScriptedGameOf24Planner
+    from agents.policies.baselines import ScriptedGameOf24Planner
 
     class Counting(ScriptedGameOf24Planner):
         def act(self, observations):
@@ -280,13 +280,13 @@ def test_policy_specs() -> None:
     assert is_env_specific("scripted") and not is_env_specific("random")
     shared = make_policies("random", ["a", "b"])
     assert shared["a"] is shared["b"]
-    user = make_policy("agents.baselines:RandomPlanner")
+    user = make_policy("agents.policies.baselines:RandomPlanner")
     assert type(user).__name__ == "RandomPlanner"
     for bad, msg in (
         ("nonsense", "unknown policy spec"),
         ("scripted", "pass env_id"),
         ("no_such_mod:X", "cannot import"),
-        ("agents.baselines:Nope", "no attribute"),
+        ("agents.policies.baselines:Nope", "no attribute"),
         ("random:x", "integer"),
         ("hf:", "needs a path"),
     ):
@@ -296,7 +296,7 @@ def test_policy_specs() -> None:
 
 def test_registry_and_eval_stay_torch_free() -> None:
     code = (
-        "import sys; import agents.registry, leaderboards.runner, leaderboards.render, leaderboards.cli; "
+        "import sys; import agents.policies.registry, leaderboards.runner, leaderboards.render, leaderboards.cli; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
@@ -420,7 +420,7 @@ def test_one_act_call_per_turn_spans_benchmarks(tmp_path: Path) -> None:
 
 
 def test_llm_backed_policy_specs_build_without_a_server() -> None:
-    from agents.llm_planner import LLMPlanner
+    from agents.policies.llm_planner import LLMPlanner
 
     assert isinstance(make_policy("engine:scripted:echo"), LLMPlanner)
     assert isinstance(make_policy("openai:some-model@http://127.0.0.1:9/v1", sampling={"temperature": 0.0}), LLMPlanner)
@@ -430,7 +430,7 @@ class SlowScripted:
     """Scripted Game-of-24 play that takes 0.1 s per call (so a test can kill a run part-way)."""
 
     def __init__(self) -> None:
-        from agents.baselines import ScriptedGameOf24Planner
+        from agents.policies.baselines import ScriptedGameOf24Planner
 
         self.inner = ScriptedGameOf24Planner()
 

@@ -250,7 +250,7 @@ def test_chart_labels_are_never_cut_on_the_left(results: Path, tmp_path: Path) -
 
 def test_llm_planner_passes_on_the_engines_usage_per_prompt() -> None:
     """What ``normalize_actions`` reads from an LLM planner: one usage per prompt of the last call, or nothing."""
-    from agents.llm_planner import LLMPlanner
+    from agents.policies.llm_planner import LLMPlanner
     from leaderboards.runner import normalize_actions
 
     class Reporting:  # an engine that reports usage the way OpenAIEngine does

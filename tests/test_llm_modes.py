@@ -22,8 +22,8 @@ from agentflow_env.llm_modes import (
 )
 from agentflow_env.parsing import parse_action
 from agentflow_env.tools import make_tool
-from agents.baselines import numbers_in_question, tool_call
-from agents.llm_planner import LLMPlanner
+from agents.policies.baselines import numbers_in_question, tool_call
+from agents.policies.llm_planner import LLMPlanner
 from benchmarks.generated.game24 import solve_24
 
 

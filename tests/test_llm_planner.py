@@ -9,8 +9,8 @@ import pytest
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.engines import SamplingParams, ScriptedEngine, make_engine
-from agents.llm_planner import LLMPlanner
-from agents.policy import Policy
+from agents.policies.llm_planner import LLMPlanner
+from agents.policies.policy import Policy
 
 OBS = [{"question": f"q{i}", "memory": "", "tools": "", "prompt": f"PROMPT {i}"} for i in range(3)]
 

@@ -296,8 +296,8 @@ def test_the_paper_flow_needs_an_engine(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ planner policies in the paper flow
 def test_make_policies_give_llm_planners_the_paper_planner_settings() -> None:
-    from agents.llm_planner import LLMPlanner
-    from agents.registry import make_policies
+    from agents.policies.llm_planner import LLMPlanner
+    from agents.policies.registry import make_policies
 
     planner = load_protocol("paper-v1").planner()
     policies = make_policies(
@@ -316,7 +316,7 @@ def test_make_policies_give_llm_planners_the_paper_planner_settings() -> None:
 
 
 def test_llm_planner_for_a_paper_env_and_engines_without_extra_fields() -> None:
-    from agents.llm_planner import LLMPlanner
+    from agents.policies.llm_planner import LLMPlanner
     from benchmarks.specs import make_env
     from tests.test_paper_mode import FakeSearch, _toolbox
 

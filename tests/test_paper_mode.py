@@ -445,7 +445,7 @@ def test_llm_planner_and_modules_over_http_with_the_as_coded_sampling() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from agentflow_env.engines import make_engine
-    from agents.llm_planner import LLMPlanner
+    from agents.policies.llm_planner import LLMPlanner
 
     bodies: list[dict[str, Any]] = []
 

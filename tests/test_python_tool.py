@@ -449,7 +449,7 @@ def test_bwrap_really_runs_bwrap():
 
 # ------------------------------------------------------------------------------------------------ env level
 def test_env_episode_survives_malicious_commands():
-    from agents.baselines import final_answer, tool_call
+    from agents.policies.baselines import final_answer, tool_call
 
     tool = PythonCoderTool()
     task = Task(id="t1", question="What is 6*7?", answer="42", family="math")

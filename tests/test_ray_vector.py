@@ -9,7 +9,7 @@ ray = pytest.importorskip("ray")
 import agentflow_env  # noqa: E402,F401
 from agentflow_env.ray_vector import make_ray_vector_env  # noqa: E402
 from agentflow_env.vector import VectorRunner, make_vector_env  # noqa: E402
-from agents.baselines import ScriptedGameOf24Planner  # noqa: E402
+from agents.policies.baselines import ScriptedGameOf24Planner  # noqa: E402
 
 ENV = "agentflow/Gen-GameOf24-v1"
 

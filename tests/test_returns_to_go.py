@@ -10,13 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from agentflow_env.error import ConfigError  # noqa: E402
-from agents.flow_grpo import (  # noqa: E402
+from agents.training.config import FlowGRPOConfig  # noqa: E402
+from agents.training.flow_grpo import (  # noqa: E402
     broadcast_to_turns,
     group_advantages,
     returns_to_go,
     returns_to_go_advantages,
 )
-from agents.flow_grpo_config import FlowGRPOConfig  # noqa: E402
 
 
 def test_returns_to_go_by_hand():
@@ -82,7 +82,7 @@ def test_a_training_step_uses_the_env_step_penalties(tmp_path: Path):
     """The env's turn_rewards penalties reach the learner as each turn's reward, and returns_to_go turns
     them into per-turn advantages (different along one rollout)."""
     pytest.importorskip("transformers")
-    from agents.flow_grpo import FlowGRPOLearner
+    from agents.training.flow_grpo import FlowGRPOLearner
 
     cfg = FlowGRPOConfig(
         output_dir=str(tmp_path / "run"),

@@ -15,8 +15,8 @@ import pytest
 import agentflow_env  # noqa: F401
 from agentflow_env.error import ConfigError
 from agentflow_env.vector import ThreadedVectorEnv, VectorRunner, make_vector_env
-from agents.baselines import RandomPlanner, ScriptedGameOf24Planner
-from agents.rollout import (
+from agents.policies.baselines import RandomPlanner, ScriptedGameOf24Planner
+from agents.training.rollout import (
     RolloutStats,
     Trajectory,
     Turn,
@@ -167,7 +167,7 @@ def test_group_rollouts_record_tokens_with_the_tiny_lm():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from agentflow_env.engines.base import SamplingParams
-    from agents.hf_policy import HFPlanner
+    from agents.policies.hf_policy import HFPlanner
     from agents.tiny_lm import load_tiny_lm, tiny_lm_path
 
     torch.set_num_threads(1)

@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from agentflow_env.error import ConfigError  # noqa: E402
-from agents.flow_grpo import FlowGRPOLearner, _tis_enabled, flow_grpo_loss  # noqa: E402
-from agents.flow_grpo_config import FlowGRPOConfig  # noqa: E402
-from agents.rollout_correction import MismatchStats, truncated_importance_weights  # noqa: E402
+from agents.training.config import FlowGRPOConfig  # noqa: E402
+from agents.training.flow_grpo import FlowGRPOLearner, _tis_enabled, flow_grpo_loss  # noqa: E402
+from agents.training.rollout_correction import MismatchStats, truncated_importance_weights  # noqa: E402
 
 
 def test_weights_are_the_capped_ratio_and_zero_on_padding():

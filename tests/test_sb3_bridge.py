@@ -26,7 +26,7 @@ def test_candidate_wrapper_passes_sb3_check_env():
 def test_tool_choice_wrapper_passes_sb3_check_env():
     import gymnasium as gym
 
-    from agents.baselines import numbers_in_question
+    from agents.policies.baselines import numbers_in_question
 
     env = ToolChoiceWrapper(
         gym.make("agentflow/Gen-GameOf24-v1"),

@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError
 from agentflow_env.tools import make_tool
-from agents.baselines import RandomPlanner, ScriptedGameOf24Planner, final_answer
-from agents.scripted import (
+from agents.policies.baselines import RandomPlanner, ScriptedGameOf24Planner, final_answer
+from agents.policies.scripted import (
     ScriptedMathPlanner,
     ScriptedMultiHopPlanner,
     ScriptedPlanner,

@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from agentflow_env.error import ConfigError  # noqa: E402
-from agents.hf_policy import format_prompt  # noqa: E402
-from agents.sft import (  # noqa: E402
+from agents.policies.hf_policy import format_prompt  # noqa: E402
+from agents.training.sft import (  # noqa: E402
     Demonstration,
     SFTConfig,
     make_demonstrations,

@@ -10,7 +10,7 @@ import gymnasium as gym  # noqa: E402
 
 from agentflow_env.registration import registered_ids  # noqa: E402
 from agents.integrations.skyrl import build_skyrl_dataset, register_skyrl_envs  # noqa: E402
-from agents.scripted import scripted_planner_for  # noqa: E402
+from agents.policies.scripted import scripted_planner_for  # noqa: E402
 
 GENERATED = [i for i in registered_ids() if "/Gen-" in i]
 

@@ -21,7 +21,7 @@ from agentflow_env.tools.base import BaseTool
 from agentflow_env.tools.calculator import CalculatorTool
 from agentflow_env.turn_rewards import TurnRewardSpec
 from agentflow_env.types import ToolResult
-from agents.baselines import final_answer, tool_call
+from agents.policies.baselines import final_answer, tool_call
 
 
 class EchoTool(BaseTool):

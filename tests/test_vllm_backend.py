@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from agentflow_env.engines.base import SamplingParams  # noqa: E402
 from agentflow_env.error import DependencyNotInstalled  # noqa: E402
-from agents.flow_grpo_backends import _named_weights_for_inference, make_backend  # noqa: E402
+from agents.training.backends import _named_weights_for_inference, make_backend  # noqa: E402
 
 
 @pytest.fixture(scope="module")

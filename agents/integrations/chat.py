@@ -3,7 +3,7 @@ prompt; after each planner turn, a user message carries what that turn added to 
 result, or what was wrong with the action). The chat stacks (TRL, SkyRL, verl) generate each turn
 with the whole conversation as context, so this is the view they train on.
 
-Flow-GRPO as the paper writes it (and :mod:`agents.flow_grpo`) instead re-renders the planner
+Flow-GRPO as the paper writes it (and :mod:`agents.training.flow_grpo`) instead re-renders the planner
 prompt every turn, so turn t's context is the current memory, not the chat so far. Both train
 every planner turn with the trajectory's outcome; only the context of later turns differs.
 """

@@ -9,7 +9,7 @@ Two ways to hand the episode to verl (``extra_info["emit"]`` of the dataset row)
 
 - ``"turns"`` (default, Flow-GRPO): one ``AgentLoopOutput`` per planner turn, each with the
   turn's own planner prompt (re-rendered from the env's memory, as the paper and
-  :mod:`agents.flow_grpo` do) and the trajectory's outcome as its reward, so GRPO's group
+  :mod:`agents.training.flow_grpo` do) and the trajectory's outcome as its reward, so GRPO's group
   advantage is broadcast to every turn. verl's TransferQueue trainer (``verl.trainer.ppo.v1``)
   accepts a list of outputs per rollout; the classic ``AgentLoopWorker`` accepts one only.
 - ``"trajectory"``: one output per rollout, the whole conversation as one sequence
@@ -21,7 +21,7 @@ differs: it also makes one training row per (prompt, response) turn, puts the tr
 each row's last token, and groups rows by the question's id for GRPO. It built the batch in its own
 daemon around an older verl; this loop uses verl's agent-loop API instead. As there, GRPO normalises
 over the turn rows of a group, so a long rollout counts once per turn in the group's mean and std;
-:mod:`agents.flow_grpo` normalises over rollouts and weighs turns 1/T_i (``loss_aggregation``).
+:mod:`agents.training.flow_grpo` normalises over rollouts and weighs turns 1/T_i (``loss_aggregation``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import gymnasium as gym
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
-from agents.hf_policy import format_prompt
 from agents.integrations.chat import ChatCodec, step_message
+from agents.policies.hf_policy import format_prompt
 
 try:
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register

@@ -19,11 +19,11 @@ from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from agentflow_env.engines.base import SamplingParams  # noqa: E402
-from agents.hf_policy import HFPlanner, _Encoded  # noqa: E402
 from agents.integrations.verl_agent_loop import AGENT_NAME, AgentFlowAgentLoop  # noqa: E402
 from agents.integrations.verl_data import verl_rows  # noqa: E402
-from agents.rollout import collect_group_rollouts  # noqa: E402
+from agents.policies.hf_policy import HFPlanner, _Encoded  # noqa: E402
 from agents.tiny_lm import load_tiny_lm, tiny_lm_path  # noqa: E402
+from agents.training.rollout import collect_group_rollouts  # noqa: E402
 
 ENV_ID = "agentflow/Gen-GameOf24-v1"
 MAX_TOKENS = 48

@@ -17,7 +17,7 @@ pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
 from agentflow_env.engines.base import SamplingParams  # noqa: E402
-from agents.flow_grpo_backends import HFSamplerBackend, VLLMBackend, WeightSyncError  # noqa: E402
+from agents.training.backends import HFSamplerBackend, VLLMBackend, WeightSyncError  # noqa: E402
 
 TOL = 1e-3
 OBS = [

@@ -120,8 +120,8 @@ def test_serve_a_vllm_engine(served, tiny_vllm_path):
 
 
 def test_the_tiny_lm_in_vllm_shape_is_the_one_train_uses():
-    from agents.flow_grpo import load_policy_model
-    from agents.flow_grpo_config import FlowGRPOConfig
+    from agents.training.config import FlowGRPOConfig
+    from agents.training.flow_grpo import load_policy_model
 
     model, _, path = load_policy_model(FlowGRPOConfig(backend="vllm"))
     assert model.config.hidden_size // model.config.num_attention_heads >= 32

@@ -1,0 +1,429 @@
+"""The trainable planner: a Hugging Face causal LM that acts on ``obs["prompt"]`` and returns token ids and log-probs.
+
+Also owns :func:`sequence_logprobs`, the teacher-forced recompute the Flow-GRPO learner and SFT share.
+
+Log-prob convention (read this before computing PPO ratios): ``PolicySample.logprobs`` are the
+log-probabilities of the sampled tokens under the model's *raw* next-token distribution, i.e.
+``log_softmax(logits)`` at temperature 1 with no top-p cut, whatever ``SamplingParams`` the
+tokens were drawn with. That is exactly what ``sequence_logprobs(model, ...)`` returns with its
+default ``temperature=1.0``, so ``exp(new - old)`` is a ratio of like with like. A learner that
+wants the tempered behaviour distribution instead passes ``temperature=sample.temperature`` to
+``sequence_logprobs`` for both the old and the new policy (and sets ``logprob_source="forward"``
+here with ``logprob_temperature``), never mixing the two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.engines.base import SamplingParams
+from agentflow_env.error import ConfigError, DependencyNotInstalled
+from agents.policies.policy import Observation
+
+__all__ = [
+    "HFPlanner",
+    "PolicySample",
+    "SamplingParams",
+    "format_prompt",
+    "pad_left",
+    "pad_right",
+    "sequence_logprobs",
+]
+
+logger = logging.getLogger(__name__)
+
+_OMITTED = "[... older memory steps omitted to fit the context ...]\n"
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise DependencyNotInstalled("torch", "train") from exc
+    return torch
+
+
+@dataclass
+class PolicySample:
+    """One planner turn as the learner needs it.
+
+    ``logprobs[i]`` is ``log pi(response_ids[i] | prompt_ids + response_ids[:i])`` under the raw
+    (temperature 1, no top-p) distribution unless ``logprob_temperature`` says otherwise.
+    ``response_ids`` end with the EOS token when ``finished`` (the model chose to stop), so the
+    learner also trains the decision to stop; ``text`` is the decoded response without special tokens.
+    """
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    logprobs: list[float]
+    text: str
+    finished: bool = True
+    prompt_truncated: bool = False
+    temperature: float = 1.0
+    logprob_temperature: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def format_prompt(tokenizer: Any, prompt: str) -> str:
+    """The planner prompt as the model sees it: one user message through the tokenizer's chat template.
+
+    A tokenizer without a chat template gets the bare prompt followed by a blank line; SFT and
+    generation both go through this function, so training and acting always agree.
+    """
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+    return prompt + "\n\n"
+
+
+def pad_left(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """``(input_ids, attention_mask)`` long tensors, padded on the left (for generation)."""
+    torch = _torch()
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r) :] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, width - len(r) :] = 1
+    return ids, mask
+
+
+def pad_right(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """``(input_ids, attention_mask)`` long tensors, padded on the right (for teacher forcing)."""
+    torch = _torch()
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, : len(r)] = 1
+    return ids, mask
+
+
+def sequence_logprobs(
+    model: Any,
+    prompt_ids_list: Sequence[Sequence[int]],
+    response_ids_list: Sequence[Sequence[int]],
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
+    batch_size: int | None = None,
+) -> list[Any]:
+    """Per-token log-probs of each response given its prompt, by teacher forcing.
+
+    Each batch row is ``[pad... prompt][response ...pad]``: prompts are padded on the left and
+    responses on the right, so every response starts in the same column. Padding is masked and
+    positions come from the mask, so padding never counts and a row scores the same alone or in
+    a batch (and the same as during left-padded generation). Only the response columns go through
+    the LM head (``logits_to_keep``), which saves the vocabulary projection of every prompt token.
+
+    Row ``i`` of the result is a 1-D float32 tensor of length ``len(response_ids_list[i])`` (empty
+    responses give empty tensors). Gradients flow when called under grad mode (the learner's use);
+    wrap in ``torch.no_grad()`` for old/reference log-probs. ``temperature`` divides the logits
+    first (1.0 = the raw distribution, the convention of :class:`PolicySample`).
+    """
+    torch = _torch()
+    if len(prompt_ids_list) != len(response_ids_list):
+        raise ValueError(f"{len(prompt_ids_list)} prompts but {len(response_ids_list)} responses")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive for log-probs, got {temperature}")
+    device = _model_device(model)
+    out: list[Any] = [torch.zeros(0, dtype=torch.float32, device=device) for _ in prompt_ids_list]
+    todo = [i for i in range(len(prompt_ids_list)) if len(response_ids_list[i]) > 0]
+    if any(len(prompt_ids_list[i]) == 0 for i in todo):
+        raise ValueError("a prompt is empty: a response needs at least one prompt token to condition on")
+    step = batch_size or max(len(todo), 1)
+    for start in range(0, len(todo), step):
+        chunk = todo[start : start + step]
+        width_p = max(len(prompt_ids_list[i]) for i in chunk)
+        width_r = max(len(response_ids_list[i]) for i in chunk)
+        ids = torch.full((len(chunk), width_p + width_r), pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for k, i in enumerate(chunk):
+            p, r = list(prompt_ids_list[i]), list(response_ids_list[i])
+            ids[k, width_p - len(p) : width_p + len(r)] = torch.tensor(p + r, dtype=torch.long)
+            mask[k, width_p - len(p) : width_p + len(r)] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        # the logits of columns width_p-1 .. width_p+width_r-1 predict the response tokens
+        logits = _forward_last(model, ids.to(device), mask.to(device), positions.to(device), width_r + 1)
+        for k, i in enumerate(chunk):
+            n = len(response_ids_list[i])
+            row_logits = logits[k, :n].float()
+            if temperature != 1.0:
+                row_logits = row_logits / temperature
+            targets = ids[k, width_p : width_p + n].to(device)
+            out[i] = torch.log_softmax(row_logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return out
+
+
+def _forward_last(model: Any, ids: Any, mask: Any, positions: Any, keep: int) -> Any:
+    """Logits of the last ``keep`` columns; models without ``logits_to_keep`` compute all and slice."""
+    try:
+        return model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
+    except TypeError:
+        return model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -keep:]
+
+
+def _model_device(model: Any) -> Any:
+    device = getattr(model, "device", None)
+    if device is not None:
+        return device
+    return next(model.parameters()).device
+
+
+@dataclass
+class _Encoded:
+    ids: list[int]
+    truncated: bool
+
+
+@dataclass(eq=False, repr=False)
+class HFPlanner:
+    """A planner policy over an in-process Hugging Face causal LM (the trainable policy of Flow-GRPO).
+
+    ``act(observations)`` returns one action string per observation with a single batched
+    ``generate`` call (left padding); ``act_with_samples`` also returns token ids and log-probs
+    (see the module docstring for the log-prob convention). ``sampling`` is applied for real:
+    temperature 0 is greedy, otherwise temperature and top-p, and nothing from the model's own
+    ``generation_config`` (top-k, repetition penalty, ...) sneaks in. ``seed`` in ``sampling``
+    makes calls reproducible without touching the global RNG.
+
+    Prompts longer than ``max_prompt_tokens`` are shortened by dropping the *oldest* part of the
+    memory section (the question, tool cards and format stay); if that is not enough, tokens are
+    cut from the left as a last resort. ``batch_size`` caps the rows of one generate call
+    (``None``: all observations at once).
+    """
+
+    model: Any
+    tokenizer: Any
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=1.0, max_tokens=256))
+    max_prompt_tokens: int = 4096
+    device: Any = None
+    batch_size: int | None = None
+    logprob_source: str = "generate"
+    logprob_temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.logprob_source not in ("generate", "forward"):
+            raise ConfigError(f"logprob_source={self.logprob_source!r}; choose 'generate' or 'forward'")
+        if self.logprob_source == "generate" and self.logprob_temperature != 1.0:
+            raise ConfigError("logprob_temperature != 1 needs logprob_source='forward'")
+        if self.max_prompt_tokens < 16:
+            raise ConfigError(f"max_prompt_tokens={self.max_prompt_tokens} is too small; use at least 16")
+        if self.sampling.max_tokens < 1:
+            raise ConfigError(f"sampling.max_tokens must be at least 1, got {self.sampling.max_tokens}")
+        if self.sampling.temperature < 0 or not 0 < self.sampling.top_p <= 1:
+            raise ConfigError("sampling needs temperature >= 0 and 0 < top_p <= 1")
+        if self.device is not None:
+            self.model.to(self.device)
+        if self.tokenizer.pad_token_id is None and self.tokenizer.eos_token_id is None:
+            raise ConfigError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token")
+        self._calls = 0
+
+    def __repr__(self) -> str:
+        name = getattr(getattr(self.model, "config", None), "_name_or_path", "") or type(self.model).__name__
+        return f"HFPlanner(model={name!r}, sampling={self.sampling}, max_prompt_tokens={self.max_prompt_tokens})"
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_pretrained(cls, path: str | Path, *, dtype: Any = None, device: Any = None, **kwargs: Any) -> HFPlanner:
+        """Load a model and tokenizer saved with ``save_pretrained`` (a local folder or a hub id)."""
+        try:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise DependencyNotInstalled("transformers", "train") from exc
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model_kwargs = {"dtype": dtype} if dtype is not None else {}
+        model = AutoModelForCausalLM.from_pretrained(str(path), **model_kwargs)
+        model.eval()
+        return cls(model, tokenizer, device=device, **kwargs)
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else self.tokenizer.eos_token_id)
+
+    @property
+    def eos_ids(self) -> list[int]:
+        ids = self.model.generation_config.eos_token_id if getattr(self.model, "generation_config", None) else None
+        found = [ids] if isinstance(ids, int) else list(ids or [])
+        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in found:
+            found.append(int(self.tokenizer.eos_token_id))
+        return found
+
+    # ------------------------------------------------------------------ policy API
+    def act(self, observations: Sequence[Observation]) -> list[str]:
+        """One action per observation (one batched generate call per ``batch_size`` rows)."""
+        return [s.text for s in self._run(observations, with_logprobs=False)]
+
+    def act_with_samples(self, observations: Sequence[Observation]) -> list[PolicySample]:
+        """Like :meth:`act`, with prompt/response token ids and per-token log-probs per observation."""
+        return self._run(observations, with_logprobs=True)
+
+    def encode_prompt(self, obs: Observation | str) -> tuple[list[int], bool]:
+        """Token ids of one observation's prompt (chat template applied) and whether it was shortened."""
+        enc = self._encode(obs)
+        return enc.ids, enc.truncated
+
+    # ------------------------------------------------------------------ internals
+    def _encode_text(self, prompt: str) -> list[int]:
+        return list(self.tokenizer(format_prompt(self.tokenizer, prompt), add_special_tokens=False)["input_ids"])
+
+    def _encode(self, obs: Observation | str) -> _Encoded:
+        prompt = obs if isinstance(obs, str) else str(obs["prompt"])
+        ids = self._encode_text(prompt)
+        limit = self.max_prompt_tokens
+        if len(ids) <= limit:
+            return _Encoded(ids, False)
+        memory = "" if isinstance(obs, str) else str(obs.get("memory", ""))
+        if memory and memory in prompt:
+            head, _, tail = prompt.partition(memory)
+            # cut points: the start of each memory step (or of each line when steps are not marked);
+            # binary search for the earliest cut that fits, so the newest steps are kept
+            cuts = [m.start() for m in re.finditer(r"^Step \d+", memory, re.MULTILINE)][1:]
+            cuts = cuts or [m.end() for m in re.finditer(r"\n", memory)]
+            cuts.append(len(memory))
+            lo, hi = 0, len(cuts) - 1
+            best = self._encode_text(head + _OMITTED + tail)
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                trial = self._encode_text(head + _OMITTED + memory[cuts[mid] :] + tail)
+                if len(trial) <= limit:
+                    best, hi = trial, mid - 1
+                else:
+                    lo = mid + 1
+            ids = best
+        if len(ids) > limit:
+            logger.warning("prompt still has %d tokens after dropping memory; keeping the last %d", len(ids), limit)
+            ids = ids[-limit:]
+        return _Encoded(ids, True)
+
+    @contextlib.contextmanager
+    def _inference(self) -> Iterator[None]:
+        torch = _torch()
+        was_training = bool(getattr(self.model, "training", False))
+        self.model.eval()
+        seed = self.sampling.seed
+        try:
+            with torch.no_grad():
+                if seed is None:
+                    yield
+                else:
+                    with torch.random.fork_rng(devices=[]):
+                        torch.manual_seed(int(seed) + self._calls)
+                        yield
+        finally:
+            self._calls += 1
+            if was_training:
+                self.model.train()
+
+    def _generation_kwargs(self, with_logprobs: bool) -> dict[str, Any]:
+        from transformers import GenerationConfig
+
+        s = self.sampling
+        greedy = s.temperature == 0
+        config = GenerationConfig(
+            do_sample=not greedy,
+            temperature=1.0 if greedy else float(s.temperature),
+            top_p=1.0 if greedy else float(s.top_p),
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            num_beams=1,
+            max_new_tokens=int(s.max_tokens),
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.pad_id,
+            return_dict_in_generate=True,
+            output_logits=with_logprobs and self.logprob_source == "generate",
+        )
+        if not greedy:
+            # explicit neutral values: unset ones would be filled from the model's generation_config
+            config.update(top_k=0, typical_p=1.0, min_p=None)
+        kwargs: dict[str, Any] = {"generation_config": config}
+        if s.stop:
+            kwargs.update(stop_strings=list(s.stop), tokenizer=self.tokenizer)
+        return kwargs
+
+    def _run(self, observations: Sequence[Observation], with_logprobs: bool) -> list[PolicySample]:
+        observations = list(observations)
+        if not observations:
+            return []
+        for i, obs in enumerate(observations):
+            if not isinstance(obs, Mapping) or "prompt" not in obs:
+                raise ValueError(f"observation {i} has no 'prompt'; pass the env's observation dicts")
+        encoded = [self._encode(obs) for obs in observations]
+        # similar lengths share a batch, so left padding wastes little
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))
+        step = self.batch_size or len(order)
+        results: list[PolicySample | None] = [None] * len(encoded)
+        with self._inference():
+            for start in range(0, len(order), step):
+                chunk = order[start : start + step]
+                for i, sample in zip(chunk, self._generate([encoded[i] for i in chunk], with_logprobs)):
+                    results[i] = sample
+        return [r for r in results if r is not None]
+
+    def _generate(self, encoded: list[_Encoded], with_logprobs: bool) -> list[PolicySample]:
+        torch = _torch()
+        device = _model_device(self.model)
+        ids, mask = pad_left([e.ids for e in encoded], self.pad_id)
+        out = self.model.generate(
+            input_ids=ids.to(device), attention_mask=mask.to(device), **self._generation_kwargs(with_logprobs)
+        )
+        new_tokens = out.sequences[:, ids.shape[1] :].cpu()
+        eos = set(self.eos_ids)
+        responses: list[list[int]] = []
+        finished: list[bool] = []
+        for row in new_tokens.tolist():
+            cut = next((k for k, t in enumerate(row) if t in eos), None)
+            if cut is not None:
+                row = row[: cut + 1]
+            elif self.sampling.stop:
+                # a row ended by a stop string is padded (not EOS-terminated) after it
+                while row and row[-1] == self.pad_id:
+                    row = row[:-1]
+            responses.append(row)
+            finished.append(cut is not None)
+        logprobs: list[list[float]] = [[] for _ in encoded]
+        if with_logprobs and self.logprob_source == "generate":
+            steps = torch.stack([step_logits.float() for step_logits in out.logits], dim=1).cpu()
+            for b, resp in enumerate(responses):
+                if resp:
+                    lp = torch.log_softmax(steps[b, : len(resp)], dim=-1)
+                    logprobs[b] = lp.gather(-1, torch.tensor(resp).unsqueeze(-1)).squeeze(-1).tolist()
+        elif with_logprobs:
+            recomputed = sequence_logprobs(
+                self.model, [e.ids for e in encoded], responses, self.pad_id, temperature=self.logprob_temperature
+            )
+            logprobs = [t.float().cpu().tolist() for t in recomputed]
+        samples = []
+        for e, resp, fin, lp in zip(encoded, responses, finished, logprobs):
+            text = self.tokenizer.decode(resp, skip_special_tokens=True)
+            cut_text = self._cut_stop(text)
+            samples.append(
+                PolicySample(
+                    prompt_ids=e.ids,
+                    response_ids=resp,
+                    logprobs=lp,
+                    text=cut_text,
+                    finished=fin or cut_text != text,
+                    prompt_truncated=e.truncated,
+                    temperature=float(self.sampling.temperature),
+                    logprob_temperature=float(self.logprob_temperature),
+                )
+            )
+        return samples
+
+    def _cut_stop(self, text: str) -> str:
+        cuts = [text.find(s) for s in self.sampling.stop if s and s in text]
+        return text[: min(cuts)] if cuts else text

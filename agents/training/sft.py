@@ -1,0 +1,573 @@
+"""SFT warm-start: fine-tune a causal LM (the tiny offline LM by default) on scripted-planner demonstrations.
+
+Owns demonstration collection, the response-only loss, the training loop, success evaluation and the ``sft`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentflow_env.engines.base import SamplingParams
+from agentflow_env.error import ConfigError
+from agents.policies.policy import Policy
+
+__all__ = [
+    "Demonstration",
+    "SFTConfig",
+    "SFTResult",
+    "configure",
+    "evaluate_planner",
+    "make_demonstrations",
+    "sft_loss",
+    "split_task_ids",
+    "tokenize_demonstrations",
+    "train_sft",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Demonstration:
+    """One planner turn to imitate: the env's prompt and the scripted planner's action."""
+
+    prompt: str
+    action: str
+    task_id: str = ""
+    turn: int = 1
+
+
+@dataclass
+class SFTConfig:
+    """Settings of one SFT run (the CLI flags map one to one)."""
+
+    env_id: str | list[str] = "agentflow/Gen-GameOf24-v0"
+    """env whose train split gives the demonstrations; a list mixes several envs into one model
+    (``episodes`` demonstration episodes from each, shuffled together; evaluation covers each)"""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """``gymnasium.make`` kwargs of the env(s) (e.g. ``{"max_turns": 1, "min_solutions": 20}``)"""
+    out: str = "runs/sft-tiny"
+    """folder for the fine-tuned model (save_pretrained), metrics.json and demonstrations.jsonl"""
+    base: str | None = None
+    """model folder to start from; default: the cached tiny offline LM (agents.tiny_lm.tiny_lm_path)"""
+    episodes: int = 256
+    """scripted demonstration episodes on the train split (of each env)"""
+    epochs: int = 3
+    """passes over the demonstration turns"""
+    batch_size: int = 16
+    lr: float = 2e-3
+    """AdamW peak learning rate (linear warmup, cosine decay to 10%)"""
+    weight_decay: float = 0.0
+    warmup_steps: int = 10
+    grad_clip: float = 1.0
+    max_minutes: float | None = None
+    """stop training after this many minutes (whatever the epochs)"""
+    max_steps: int | None = None
+    """stop training after this many optimizer steps"""
+    successful_only: bool = True
+    """keep only demonstrations from episodes the scripted planner solved"""
+    max_prompt_tokens: int = 4096
+    """longer prompts keep their last tokens; the default is HFPlanner's, so training sees what evaluation sees"""
+    eval_episodes: int = 0
+    """test-split tasks to evaluate before and after training (0: no evaluation)"""
+    eval_split: str = "test"
+    eval_max_tokens: int = 64
+    eval_num_envs: int = 32
+    seed: int = 0
+    torch_threads: int | None = None
+    """torch intra-op threads (None: torch's default); 1 is much faster on a shared, busy CPU"""
+
+    def __post_init__(self) -> None:
+        if self.episodes < 1 or self.epochs < 1 or self.batch_size < 1:
+            raise ConfigError("episodes, epochs and batch_size must be at least 1")
+        if self.lr <= 0:
+            raise ConfigError(f"lr must be positive, got {self.lr}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ConfigError(f"max_minutes must be positive, got {self.max_minutes}")
+        if self.eval_episodes < 0:
+            raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+        if not self.env_ids:
+            raise ConfigError("env_id names no env; give at least one env id")
+        if len(set(self.env_ids)) != len(self.env_ids):
+            raise ConfigError(f"env_id names an env more than once: {self.env_ids}")
+
+    @property
+    def env_ids(self) -> list[str]:
+        """The env ids whose demonstrations are mixed (one for a plain ``env_id``)."""
+        return [self.env_id] if isinstance(self.env_id, str) else list(self.env_id)
+
+
+@dataclass
+class SFTResult:
+    """What a run did: losses per logged step, final metrics, and evaluation before/after."""
+
+    out: str
+    steps: int = 0
+    epochs_done: float = 0.0
+    examples: int = 0
+    seconds: float = 0.0
+    losses: list[float] = field(default_factory=list)
+    eval_before: dict[str, float] | None = None
+    eval_after: dict[str, float] | None = None
+    eval_per_env: dict[str, dict[str, dict[str, float]]] | None = None
+    """with several envs: ``{env_id: {"before": ..., "after": ...}}``; eval_before/after then pool all envs"""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------- data
+def _make_env(env_id: str, split: str, **kwargs: Any) -> Any:
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401  (registers the env ids)
+
+    return gym.make(env_id, split=split, **kwargs)
+
+
+def _scripted_planner(env_id: str) -> Policy:
+    try:
+        from agents.policies.scripted import scripted_planner_for
+    except ImportError:  # the family planners are optional; Game of 24 has its own in baselines
+        from agents.policies.baselines import ScriptedGameOf24Planner
+
+        if "GameOf24" not in env_id:
+            raise ConfigError(f"no scripted planner for {env_id}; only Game of 24 is available here") from None
+        return ScriptedGameOf24Planner()
+    return scripted_planner_for(env_id)
+
+
+def split_task_ids(
+    env_id: str, split: str, count: int | None = None, env_kwargs: dict[str, Any] | None = None
+) -> list[str]:
+    """The ids of the first ``count`` tasks of ``split`` (all of them when ``count`` is None)."""
+    env = _make_env(env_id, split, **(env_kwargs or {}))
+    try:
+        tasks = env.unwrapped.tasks
+        n = len(tasks) if count is None else min(int(count), len(tasks))
+        return [tasks[i].id for i in range(n)]
+    finally:
+        env.close()
+
+
+def make_demonstrations(
+    env_id: str,
+    num_episodes: int,
+    *,
+    split: str = "train",
+    seed: int = 0,
+    planner: Policy | None = None,
+    successful_only: bool = True,
+    num_envs: int = 8,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[Demonstration]:
+    """Play ``num_episodes`` episodes with a scripted planner; one demonstration per turn. The split's tasks
+    come in a seeded order, cycled when there are fewer tasks than episodes.
+
+    ``env_kwargs`` go to ``gymnasium.make`` (e.g. a difficulty subset or a turn limit), so the
+    demonstrations are the prompts the policy will see when it is trained on that env.
+    """
+    kwargs = dict(env_kwargs or {})
+    from agents.training.rollout import collect_rollouts
+
+    planner = planner or _scripted_planner(env_id)
+    ids = split_task_ids(env_id, split, env_kwargs=kwargs)
+    random.Random(seed).shuffle(ids)
+    ids = (ids * (num_episodes // max(len(ids), 1) + 1))[:num_episodes]
+    fns = [lambda: _make_env(env_id, split, **kwargs) for _ in range(max(1, min(num_envs, len(ids))))]
+    trajectories = collect_rollouts(fns, planner, task_ids=ids, seed=seed, record_samples=False, env_id=env_id)
+    demos: list[Demonstration] = []
+    for traj in trajectories:
+        if successful_only and not traj.success:
+            continue
+        demos.extend(Demonstration(t.prompt, t.action, traj.task_id, t.turn) for t in traj.turns)
+    if not demos:
+        raise ConfigError(
+            f"the scripted planner solved none of {num_episodes} {env_id} episodes; "
+            "use more episodes or successful_only=False"
+        )
+    return demos
+
+
+def tokenize_demonstrations(
+    tokenizer: Any, demos: Sequence[Demonstration], max_prompt_tokens: int = 4096
+) -> list[tuple[list[int], list[int]]]:
+    """``(prompt_ids, response_ids)`` per demonstration, encoded exactly as :class:`HFPlanner` acts.
+
+    The prompt goes through the chat template (``format_prompt``); the response is the action
+    followed by the EOS token, so the model learns to stop. Over-long prompts keep their last tokens.
+    """
+    from agents.policies.hf_policy import format_prompt
+
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise ConfigError("the tokenizer has no EOS token; SFT needs one to teach the model to stop")
+    out = []
+    for d in demos:
+        prompt_ids = list(tokenizer(format_prompt(tokenizer, d.prompt), add_special_tokens=False)["input_ids"])
+        response_ids = list(tokenizer(d.action, add_special_tokens=False)["input_ids"]) + [int(eos)]
+        out.append((prompt_ids[-max_prompt_tokens:], response_ids))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- training
+def sft_loss(
+    model: Any, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int
+) -> Any:
+    """Mean negative log-likelihood of the response tokens only (prompt and padding never count)."""
+    import torch
+
+    from agents.policies.hf_policy import sequence_logprobs
+
+    logprobs = sequence_logprobs(model, prompt_ids, response_ids, pad_id)
+    return -torch.cat(logprobs).mean()
+
+
+def _lr_factor(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _load_base(base: str | None) -> tuple[Any, Any]:
+    from agents.tiny_lm import load_tiny_lm, tiny_lm_path
+
+    return load_tiny_lm(base if base else tiny_lm_path())
+
+
+def evaluate_planner(
+    planner: Policy,
+    env_id: str,
+    task_ids: Sequence[str],
+    *,
+    split: str = "test",
+    num_envs: int = 32,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+) -> dict[str, float]:
+    """Success rate, mean reward, turns and well-formed-action rate of ``planner`` on ``task_ids``."""
+    from agentflow_env.parsing import parse_action
+    from agents.training.rollout import collect_rollouts
+
+    kwargs = dict(env_kwargs or {})
+    fns = [lambda: _make_env(env_id, split, **kwargs) for _ in range(max(1, min(num_envs, len(task_ids))))]
+    trajs = collect_rollouts(fns, planner, task_ids=list(task_ids), seed=seed, record_samples=False, env_id=env_id)
+    turns = [t for traj in trajs for t in traj.turns]
+    well_formed = 0
+    for t in turns:
+        parsed = parse_action(t.action)
+        well_formed += not parsed.problems and (parsed.is_final or bool(parsed.tool_name))
+    n = max(len(trajs), 1)
+    return {
+        "episodes": float(len(trajs)),
+        "success_rate": sum(t.success for t in trajs) / n,
+        "mean_reward": sum(t.reward for t in trajs) / n,
+        "mean_turns": len(turns) / n,
+        "well_formed_rate": well_formed / max(len(turns), 1),
+    }
+
+
+def _evaluate_model(
+    model: Any, tokenizer: Any, config: SFTConfig, task_ids: dict[str, list[str]]
+) -> dict[str, dict[str, float]]:
+    from agents.policies.hf_policy import HFPlanner
+
+    planner = HFPlanner(
+        model,
+        tokenizer,
+        sampling=SamplingParams(temperature=0.0, max_tokens=config.eval_max_tokens),
+        max_prompt_tokens=config.max_prompt_tokens,
+    )
+    return {
+        env_id: evaluate_planner(
+            planner,
+            env_id,
+            ids,
+            split=config.eval_split,
+            num_envs=config.eval_num_envs,
+            seed=config.seed,
+            env_kwargs=config.env_kwargs,
+        )
+        for env_id, ids in task_ids.items()
+    }
+
+
+def _pooled(per_env: dict[str, dict[str, float]]) -> dict[str, float]:
+    """One env's scores as they are; several envs' scores pooled over all their episodes (turn-level rates by turns)."""
+    if len(per_env) == 1:
+        return next(iter(per_env.values()))
+    episodes = sum(s["episodes"] for s in per_env.values())
+    turns = sum(s["mean_turns"] * s["episodes"] for s in per_env.values())
+    pooled = {"episodes": episodes, "mean_turns": turns / max(episodes, 1)}
+    for key in ("success_rate", "mean_reward"):
+        pooled[key] = sum(s[key] * s["episodes"] for s in per_env.values()) / max(episodes, 1)
+    pooled["well_formed_rate"] = sum(
+        s["well_formed_rate"] * s["mean_turns"] * s["episodes"] for s in per_env.values()
+    ) / max(turns, 1)
+    return pooled
+
+
+def train_sft(
+    config: SFTConfig,
+    *,
+    demos: Sequence[Demonstration] | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> SFTResult:
+    """Fine-tune ``config.base`` on scripted demonstrations and save it to ``config.out``.
+
+    Evaluation (``eval_episodes`` > 0) plays the first test tasks greedily before and after.
+    A small model learns the exact wording of the env's prompts (tool cards included), so a
+    checkpoint goes stale when that wording changes: ``sft_metrics.json`` records a fingerprint of
+    the first demonstration prompt; retrain when ``obs["prompt"]`` of that task no longer matches.
+    ``on_start(total_steps, examples)`` is called when training starts, ``on_step(step, loss)`` after each step.
+    """
+    import torch
+
+    started = time.perf_counter()
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    torch.manual_seed(config.seed)
+    model, tokenizer = _load_base(config.base)
+    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if demos is None:
+        demos = [
+            d
+            for env_id in config.env_ids
+            for d in make_demonstrations(
+                env_id,
+                config.episodes,
+                seed=config.seed,
+                successful_only=config.successful_only,
+                env_kwargs=config.env_kwargs,
+            )
+        ]
+    with (out / "demonstrations.jsonl").open("w", encoding="utf-8") as fh:
+        for d in demos:
+            fh.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
+    examples = tokenize_demonstrations(tokenizer, demos, config.max_prompt_tokens)
+    result = SFTResult(out=str(out), examples=len(examples))
+    eval_ids = (
+        {
+            env_id: split_task_ids(env_id, config.eval_split, config.eval_episodes, config.env_kwargs)
+            for env_id in config.env_ids
+        }
+        if config.eval_episodes
+        else {}
+    )
+    before: dict[str, dict[str, float]] = {}
+    if eval_ids:
+        before = _evaluate_model(model, tokenizer, config, eval_ids)
+        result.eval_before = _pooled(before)
+        logger.info("before SFT: %s", result.eval_before)
+
+    per_epoch = math.ceil(len(examples) / config.batch_size)
+    total = per_epoch * config.epochs if config.max_steps is None else min(per_epoch * config.epochs, config.max_steps)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config.warmup_steps, total))
+    rng = random.Random(config.seed)
+    if on_start is not None:
+        on_start(total, len(examples))
+    train_started = time.perf_counter()
+    model.train()
+    stop = False
+    for epoch in range(config.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for b in range(per_epoch):
+            batch = [examples[i] for i in order[b * config.batch_size : (b + 1) * config.batch_size]]
+            loss = sft_loss(model, [p for p, _ in batch], [r for _, r in batch], pad_id)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            result.steps += 1
+            result.losses.append(float(loss.detach()))
+            result.epochs_done = epoch + (b + 1) / per_epoch
+            if on_step is not None:
+                on_step(result.steps, result.losses[-1])
+            elapsed = (time.perf_counter() - train_started) / 60
+            if (config.max_steps is not None and result.steps >= config.max_steps) or (
+                config.max_minutes is not None and elapsed >= config.max_minutes
+            ):
+                stop = True
+                break
+        if stop:
+            break
+    model.eval()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    if eval_ids:
+        after = _evaluate_model(model, tokenizer, config, eval_ids)
+        result.eval_after = _pooled(after)
+        if len(after) > 1:
+            result.eval_per_env = {e: {"before": before[e], "after": after[e]} for e in after}
+        logger.info("after SFT: %s", result.eval_after)
+    result.seconds = time.perf_counter() - started
+    # a tiny model is only as good as its prompts: record which prompt wording it was trained on
+    fingerprint = hashlib.sha1(demos[0].prompt.encode("utf-8")).hexdigest()[:12] if demos else None
+    (out / "sft_metrics.json").write_text(
+        json.dumps({"config": asdict(config), "prompt_fingerprint": fingerprint, **result.to_dict()}, indent=2)
+    )
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
+    from agentflow_env.cli import add_aliases
+
+    d = SFTConfig()
+    parser.add_argument(
+        "--env-id",
+        action="append",
+        default=None,
+        help=f"env id whose train split gives demonstrations (default {d.env_id}); repeat it to train one model "
+        "on several envs (--episodes from each, mixed)",
+    )
+    parser.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default={},
+        help='gymnasium.make kwargs of the env as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
+    )
+    parser.add_argument(
+        "--output-dir",
+        default=d.out,
+        help=f"output folder (model, sft_metrics.json, demonstrations.jsonl); default ./{d.out}",
+    )
+    parser.add_argument(
+        "--base", default=None, help="model folder to start from (default: the tiny offline LM, hf:tiny)"
+    )
+    parser.add_argument(
+        "--episodes", type=int, default=d.episodes, help="scripted demonstration episodes (tasks cycle)"
+    )
+    parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size)
+    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW peak learning rate")
+    parser.add_argument("--max-minutes", type=float, default=None, help="training time budget in minutes")
+    parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps")
+    parser.add_argument("--all-demos", action="store_true", help="keep demonstrations of unsolved episodes too")
+    parser.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=d.eval_episodes,
+        help="test tasks to evaluate (greedy) before and after training; 0 skips",
+    )
+    parser.add_argument("--eval-max-tokens", type=int, default=d.eval_max_tokens)
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=d.max_prompt_tokens,
+        help="longer prompts keep their last tokens (default: as hf: policies act)",
+    )
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_aliases(parser, "--env-id", "--env")  # the spellings before the CLI used one style
+    add_aliases(parser, "--output-dir", "--out")
+    add_aliases(parser, "--lr", "--learning-rate")
+    parser.set_defaults(func=_run)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give an object like '{{\"max_turns\": 1}}'") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object; give one like '{{\"max_turns\": 1}}'")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sys
+
+    from tqdm.auto import tqdm
+
+    from agentflow_env.cli import require_env_id
+
+    env_ids = [require_env_id(e) for e in (args.env_id or [SFTConfig().env_id])]
+    config = SFTConfig(
+        env_id=env_ids[0] if len(env_ids) == 1 else env_ids,
+        env_kwargs=args.env_kwargs,
+        out=args.output_dir,
+        base=args.base,
+        episodes=args.episodes,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_minutes=args.max_minutes,
+        max_steps=args.max_steps,
+        successful_only=not args.all_demos,
+        eval_episodes=args.eval_episodes,
+        eval_max_tokens=args.eval_max_tokens,
+        max_prompt_tokens=args.max_prompt_tokens,
+        seed=args.seed,
+        torch_threads=args.threads,
+    )
+    show = not args.no_progress
+    if show:
+        tqdm.write(
+            f"sft: {config.episodes} scripted episodes on each of {', '.join(config.env_ids)} -> demonstrations",
+            file=sys.stderr,
+        )
+    bar: Any = None
+
+    def on_start(total: int, examples: int) -> None:
+        nonlocal bar
+        bar = tqdm(total=total, desc=f"sft ({examples} turns)", unit="step", dynamic_ncols=True, disable=not show)
+
+    def on_step(step: int, loss: float) -> None:
+        if bar is not None:
+            bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+            bar.update(1)
+            if bar.total is not None and bar.n >= bar.total:
+                bar.close()  # before saving, so the library's own save bars do not nest under it
+
+    try:
+        result = train_sft(config, on_step=on_step, on_start=on_start)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = {k: v for k, v in result.to_dict().items() if k != "losses"}
+    summary["first_loss"] = result.losses[0] if result.losses else None
+    summary["final_loss"] = result.losses[-1] if result.losses else None
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return 0
+    lines = [
+        f"sft: {result.steps} steps on {result.examples} demonstration turns in {result.seconds:.1f} s; "
+        f"loss {summary['first_loss']:.4f} -> {summary['final_loss']:.4f}"
+        if result.losses
+        else f"sft: no training steps ({result.examples} demonstration turns)",
+    ]
+    for label, scores in (("before", result.eval_before), ("after", result.eval_after)):
+        if scores:
+            lines.append(
+                f"  {label}: success {100 * scores['success_rate']:.1f}% over {int(scores['episodes'])} test tasks, "
+                f"well-formed actions {100 * scores['well_formed_rate']:.1f}%"
+            )
+    for env_id, scores in (result.eval_per_env or {}).items():
+        lines.append(
+            f"    {env_id}: success {100 * scores['before']['success_rate']:.1f}% -> "
+            f"{100 * scores['after']['success_rate']:.1f}%"
+        )
+    lines.append(f"model in {result.out}; evaluate it: agentflow-env eval --policy hf:{result.out}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0

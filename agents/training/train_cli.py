@@ -1,0 +1,65 @@
+"""``agentflow-env train --config FILE [--key value ...]``: run the Flow-GRPO learner from a config file.
+
+Every config field is also a ``--kebab-case`` option (its docstring is the help; the config file's
+``snake_case`` spelling is a hidden alias); options override the file. A tqdm bar shows the step, the
+rollout reward and the KL; ``--json`` prints the summary as JSON.
+
+Data-parallel: ``torchrun --nproc-per-node N -m agentflow_env.cli train ...`` (or ``accelerate launch
+--multi_gpu --num_processes N -m agentflow_env.cli train ...``) runs N ranks (see ``agents.training.data_parallel``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from agents.training.config import add_config_arguments, config_from_args
+
+__all__ = ["configure_train"]
+
+
+def configure_train(parser: argparse.ArgumentParser) -> None:
+    from agentflow_env.cli import add_snake_case_aliases
+
+    parser.description = (
+        "Train the planner with Flow-GRPO. Settings come from --config (TOML or JSON, keys are "
+        "the options below in snake_case) and are overridden by the options given here."
+    )
+    parser.add_argument("--config", metavar="FILE", help="a .toml or .json config (e.g. agents/configs/*.toml)")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
+    parser.add_argument("--log-level", default="WARNING", help="logging level (DEBUG, INFO, WARNING, ...)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_config_arguments(parser)
+    add_snake_case_aliases(parser)
+    parser.set_defaults(func=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from agentflow_env.cli import require_env_id, route_logging
+
+    route_logging(args.log_level)  # records print above the progress bar, never through it
+    config = config_from_args(args)  # a ConfigError becomes one `error:` line (exit status 2)
+    if args.print_config:
+        sys.stdout.write(json.dumps(config.to_dict(), indent=2) + "\n")
+        return 0
+    require_env_id(config.env_id)
+    from agents.training.flow_grpo import train
+
+    learner = train(config)
+    if not learner.dp.is_main:  # data-parallel (torchrun / accelerate launch): rank 0 reports
+        return 0
+    summary = {
+        "step": learner.step,
+        "output_dir": str(learner.out),
+        "metrics": str(learner.out / "metrics.jsonl"),
+        "model": str(learner.out / "final"),
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        sys.stdout.write(
+            f"trained {learner.step} steps; model in {summary['model']}, metrics in {summary['metrics']}\n"
+            f"evaluate it: agentflow-env eval --policy hf:{summary['model']}\n"
+        )
+    return 0
