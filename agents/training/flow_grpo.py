@@ -575,34 +575,38 @@ class FlowGRPOLearner:
         )
         return get_peft_model(model, lora)
 
-    # ------------------------------------------------------------------ envs and rollouts
-    def _make_env(self, split: str, tasks: Any = None) -> Any:
-        import gymnasium as gym
+    # ------------------------------------------------------------------ one step: the phases in order
+    def train_step(self) -> dict[str, float]:
+        """collect (and score) -> advantages -> update, for one batch of B questions x G rollouts."""
+        import torch
 
-        import agentflow_env  # noqa: F401  (registers the ids)
+        started = time.perf_counter()
+        torch.manual_seed(_step_seed(self.config.seed, self.step) + self.dp.rank)  # sampling: (seed, step, rank)
+        rollouts = self.collect_step()
+        rollout_s = time.perf_counter() - started
+        samples, zero_groups = self.advantages(rollouts)
+        update_started = time.perf_counter()
+        stats = self.update(samples)
+        update_s = time.perf_counter() - update_started
+        self.step += 1
+        timings = {"started": started, "rollout_s": rollout_s, "update_s": update_s}
+        return self._step_metrics(rollouts, samples, zero_groups, stats, timings)
 
-        extra = {"tasks": tasks} if tasks is not None else {}
-        return gym.make(self.config.env_id, split=split, **self.config.env_kwargs, **extra)
-
-    def tasks(self, split: str) -> Any:
-        """The task source of ``split``, loaded once and shared by every env of that split."""
-        if split not in self._tasks:
-            env = self._make_env(split)
-            self._tasks[split] = env.unwrapped.tasks
-            env.close()
-        return self._tasks[split]
-
-    def runner(self, split: str, count: int) -> Any:
-        """A vector env of ``count`` envs of ``split`` (built once per size, reused every step)."""
-        from agentflow_env.vector import ThreadedVectorEnv
-
-        key = (split, count)
-        if key not in self._runners:
-            tasks = self.tasks(split)
-            self._runners[key] = ThreadedVectorEnv(
-                [lambda: self._make_env(split, tasks)] * count, autoreset_mode="disabled"
-            )
-        return self._runners[key]
+    # ------------------------------------------------------------------ phase 1: collect
+    def collect_step(self) -> Rollouts:
+        """Phase 1, collect: this step's B questions x G rollouts with the current policy, scored."""
+        cfg = self.config
+        self.backend.sync_weights(self.model)
+        task_rng = np.random.default_rng([cfg.seed, self.step])
+        n_tasks = len(self.tasks(cfg.train_split))
+        questions = task_rng.choice(n_tasks, size=cfg.questions_per_step, replace=n_tasks < cfg.questions_per_step)
+        first, stop = self.dp.shard(len(questions))  # data-parallel: this rank's share (whole groups)
+        return self.collect(
+            cfg.train_split,
+            [int(q) for q in questions[first:stop]],
+            cfg.group_size,
+            seed=_step_seed(cfg.seed, self.step) + first * cfg.group_size,  # each episode's env seed as in one process
+        )
 
     def collect(
         self, split: str, task_indices: Sequence[int], group_size: int, seed: int, greedy: bool = False
@@ -624,42 +628,40 @@ class FlowGRPOLearner:
             self.backend.sampling = saved
         return self.score([t for group in groups for t in group])
 
+    def tasks(self, split: str) -> Any:
+        """The task source of ``split``, loaded once and shared by every env of that split."""
+        if split not in self._tasks:
+            env = self._make_env(split)
+            self._tasks[split] = env.unwrapped.tasks
+            env.close()
+        return self._tasks[split]
+
+    def runner(self, split: str, count: int) -> Any:
+        """A vector env of ``count`` envs of ``split`` (built once per size, reused every step)."""
+        from agentflow_env.vector import ThreadedVectorEnv
+
+        key = (split, count)
+        if key not in self._runners:
+            tasks = self.tasks(split)
+            self._runners[key] = ThreadedVectorEnv(
+                [lambda: self._make_env(split, tasks)] * count, autoreset_mode="disabled"
+            )
+        return self._runners[key]
+
+    def _make_env(self, split: str, tasks: Any = None) -> Any:
+        import gymnasium as gym
+
+        import agentflow_env  # noqa: F401  (registers the ids)
+
+        extra = {"tasks": tasks} if tasks is not None else {}
+        return gym.make(self.config.env_id, split=split, **self.config.env_kwargs, **extra)
+
+    # ------------------------------------------------------------------ phase 2: score
     def score(self, trajectories: Sequence[Any]) -> Rollouts:
         """Phase 2, score: each trajectory's reward (the env's, or ``config.reward_fn``'s) and its turn samples."""
         return _to_rollouts(trajectories, self._reward_fn)
 
-    # ------------------------------------------------------------------ one step, phase by phase
-    def train_step(self) -> dict[str, float]:
-        """collect (and score) -> advantages -> update, for one batch of B questions x G rollouts."""
-        import torch
-
-        started = time.perf_counter()
-        torch.manual_seed(_step_seed(self.config.seed, self.step) + self.dp.rank)  # sampling: (seed, step, rank)
-        rollouts = self.collect_step()
-        rollout_s = time.perf_counter() - started
-        samples, zero_groups = self.advantages(rollouts)
-        update_started = time.perf_counter()
-        stats = self.update(samples)
-        update_s = time.perf_counter() - update_started
-        self.step += 1
-        timings = {"started": started, "rollout_s": rollout_s, "update_s": update_s}
-        return self._step_metrics(rollouts, samples, zero_groups, stats, timings)
-
-    def collect_step(self) -> Rollouts:
-        """Phase 1, collect: this step's B questions x G rollouts with the current policy, scored."""
-        cfg = self.config
-        self.backend.sync_weights(self.model)
-        task_rng = np.random.default_rng([cfg.seed, self.step])
-        n_tasks = len(self.tasks(cfg.train_split))
-        questions = task_rng.choice(n_tasks, size=cfg.questions_per_step, replace=n_tasks < cfg.questions_per_step)
-        first, stop = self.dp.shard(len(questions))  # data-parallel: this rank's share (whole groups)
-        return self.collect(
-            cfg.train_split,
-            [int(q) for q in questions[first:stop]],
-            cfg.group_size,
-            seed=_step_seed(cfg.seed, self.step) + first * cfg.group_size,  # each episode's env seed as in one process
-        )
-
+    # ------------------------------------------------------------------ phase 3: advantages
     def advantages(self, rollouts: Rollouts) -> tuple[list[TurnSample], int]:
         """Phase 3, advantages: the turn samples to train on, each with its advantage and loss weight, and the
         number of groups whose advantages are all zero.
@@ -696,53 +698,11 @@ class FlowGRPOLearner:
             s.weight = w
         return samples, zero_groups
 
+    # ------------------------------------------------------------------ phase 4: loss and update
     def update(self, samples: list[TurnSample]) -> dict[str, float]:
         """Phase 4, loss and update: PPO epochs over shuffled minibatches of the turn samples."""
         n_global = int(self.dp.sum([len(samples)])[0])  # every rank's turn samples
         return self._update(samples, n_global) if n_global else {}
-
-    def _step_metrics(
-        self,
-        rollouts: Rollouts,
-        samples: list[TurnSample],
-        zero_groups: int,
-        stats: dict[str, float],
-        timings: dict[str, float],
-    ) -> dict[str, float]:
-        """The step's log line: the counts of every rank (data-parallel) or of this process."""
-        import torch
-
-        cfg = self.config
-        local = [
-            float(torch.tensor(rollouts.rewards, dtype=torch.float32).sum()),
-            float(sum(score >= 1.0 for score in rollouts.scores)),
-            float(len(rollouts.rewards)),
-            float(rollouts.num_turns),
-            float(rollouts.tool_errors),
-            float(rollouts.generated_tokens),
-            float(len(samples)),
-            float(zero_groups),
-            float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples) * cfg.ppo_epochs),
-        ]
-        reward, successes, n_traj, n_turns, tool_errors, gen_tokens, trained, zero_groups_all, trained_tokens = (
-            self.dp.sum(local)
-        )
-        rollout_s, update_s = timings["rollout_s"], timings["update_s"]
-        return {
-            "rollout/reward": reward / max(n_traj, 1),
-            "rollout/success_rate": successes / max(n_traj, 1),
-            "rollout/turns": n_turns / max(n_traj, 1),
-            "rollout/tool_error_rate": tool_errors / max(n_turns, 1),
-            "rollout/response_tokens": gen_tokens / max(n_turns, 1),
-            "rollout/trained_turns": trained,
-            "rollout/zero_advantage_groups": zero_groups_all * cfg.group_size / max(n_traj, 1),
-            **stats,
-            "perf/rollout_s": rollout_s,
-            "perf/update_s": update_s,
-            "perf/step_s": time.perf_counter() - timings["started"],
-            "perf/tokens_per_s": trained_tokens / max(update_s, 1e-9),
-            "perf/rollout_tokens_per_s": gen_tokens / max(rollout_s, 1e-9),
-        }
 
     def _update(self, samples: list[TurnSample], n_global: int) -> dict[str, float]:
         """PPO epochs over shuffled minibatches of this rank's turns (``n_global``: all ranks' turns)."""
@@ -895,6 +855,50 @@ class FlowGRPOLearner:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device, dtype=self.autocast_dtype)
+
+    # ------------------------------------------------------------------ the step's log line
+    def _step_metrics(
+        self,
+        rollouts: Rollouts,
+        samples: list[TurnSample],
+        zero_groups: int,
+        stats: dict[str, float],
+        timings: dict[str, float],
+    ) -> dict[str, float]:
+        """The step's log line: the counts of every rank (data-parallel) or of this process."""
+        import torch
+
+        cfg = self.config
+        local = [
+            float(torch.tensor(rollouts.rewards, dtype=torch.float32).sum()),
+            float(sum(score >= 1.0 for score in rollouts.scores)),
+            float(len(rollouts.rewards)),
+            float(rollouts.num_turns),
+            float(rollouts.tool_errors),
+            float(rollouts.generated_tokens),
+            float(len(samples)),
+            float(zero_groups),
+            float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples) * cfg.ppo_epochs),
+        ]
+        reward, successes, n_traj, n_turns, tool_errors, gen_tokens, trained, zero_groups_all, trained_tokens = (
+            self.dp.sum(local)
+        )
+        rollout_s, update_s = timings["rollout_s"], timings["update_s"]
+        return {
+            "rollout/reward": reward / max(n_traj, 1),
+            "rollout/success_rate": successes / max(n_traj, 1),
+            "rollout/turns": n_turns / max(n_traj, 1),
+            "rollout/tool_error_rate": tool_errors / max(n_turns, 1),
+            "rollout/response_tokens": gen_tokens / max(n_turns, 1),
+            "rollout/trained_turns": trained,
+            "rollout/zero_advantage_groups": zero_groups_all * cfg.group_size / max(n_traj, 1),
+            **stats,
+            "perf/rollout_s": rollout_s,
+            "perf/update_s": update_s,
+            "perf/step_s": time.perf_counter() - timings["started"],
+            "perf/tokens_per_s": trained_tokens / max(update_s, 1e-9),
+            "perf/rollout_tokens_per_s": gen_tokens / max(rollout_s, 1e-9),
+        }
 
     # ------------------------------------------------------------------ phase 5: evaluation
     def evaluate(self, split: str | None = None, num_tasks: int | None = None) -> dict[str, float]:
