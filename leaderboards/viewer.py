@@ -194,8 +194,11 @@ def _embed(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _template() -> str:
-    return resources.files("leaderboards").joinpath("templates/viewer.html").read_text(encoding="utf-8")
+ASSETS = ("viewer.css", "viewer.js")  # shared by every page, written once under VIEWER_DIR
+
+
+def _template(name: str = "viewer.html") -> str:
+    return resources.files("leaderboards").joinpath(f"templates/{name}").read_text(encoding="utf-8")
 
 
 def render_viewer(
@@ -228,7 +231,8 @@ def render_viewer(
     if not sep:
         raise RuntimeError("the viewer template has no __DATA__ slot")
     title = html.escape(f"{rec.name} on {label} ({rec.protocol}) - agentflow-env trajectories")
-    return head.replace("__TITLE__", title) + payload + tail
+    assets = board_href[: -len("index.html")] + VIEWER_DIR + "/" if board_href.endswith("index.html") else ""
+    return head.replace("__TITLE__", title).replace("__ASSETS__", assets) + payload + tail.replace("__ASSETS__", assets)
 
 
 def viewer_pages(run: EvalResult) -> dict[str, str]:
@@ -254,6 +258,8 @@ def write_viewers(runs: Iterable[EvalResult], out_dir: Path, write: Any) -> list
     :data:`GENERATOR_MARK`), so the site holds what its board links to and nothing else is touched.
     """
     written = [write(Path(out_dir) / href, page) for run in runs for href, page in viewer_pages(run).items()]
+    if written:  # the script and style every page loads by a relative path (works from file://)
+        written += [write(Path(out_dir) / VIEWER_DIR / name, _template(name)) for name in ASSETS]
     keep = {p.resolve() for p in written}
     root = Path(out_dir) / VIEWER_DIR
     for old in sorted(root.rglob("*.html")) if root.is_dir() else []:
