@@ -10,13 +10,10 @@ minutes. Time bounds are generous (a busy two-core CI box must not flake) and on
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -28,6 +25,7 @@ from agentflow_env.engines import ScriptedEngine
 from agentflow_env.paper_mode import PaperFlowEnv, replies
 from agentflow_env.paper_mode.toolbox import _PYTHON_BLOCK, STATED_TOOLS, PaperTool
 from agentflow_env.types import Task
+from tests.test_fuzz_actions import hang_guard, repeat_to
 
 MAX_CHARS = 3_200_000
 STEP_BOUND_S = 10.0  # per step with replies of up to MAX_CHARS characters; well under 1 s here
@@ -99,10 +97,6 @@ def test_whitespace_classes_agree() -> None:
 
 
 # ---------------------------------------------------------------------------- pathological replies
-def repeat_to(unit: str, size: int) -> str:
-    return (unit * (size // max(len(unit), 1) + 1))[:size]
-
-
 _RNG = random.Random(19)
 _UNICODE = "".join(
     _RNG.choice("abc xyz\n\t:{}<>`*#_-/=()\x00\u00e9\u03b1\u4e2d\U0001f600\u200b\u2028\u3000\ufeff\U0010ffff\ud800")
@@ -134,25 +128,6 @@ MODULE_SHAPES: dict[str, Callable[[int], str]] = {
     "repeated_conclusions": lambda n: repeat_to("Conclusion: ", n),
     "unicode_and_nuls": lambda n: repeat_to(_UNICODE, n),
 }
-
-
-@contextlib.contextmanager
-def hang_guard(seconds: int) -> Iterator[None]:
-    """Fail (rather than hang) if the block runs past ``seconds``; a no-op off the main thread."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, frame: object) -> None:
-        raise TimeoutError(f"ran for over {seconds} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 class EchoTool(PaperTool):
