@@ -22,7 +22,7 @@ its JSON), train runs resume from their checkpoints, and the result JSON is rewr
 Every call has a wall-clock budget (``--max-minutes``); a train run cut by it is recorded as incomplete and
 continues on the next call.
 
-Run: python perf/learning_proof.py            (full: 3 seeds, 300 test tasks; hours on 2 cores)
+Run: python perf/learning_proof.py            (full: 3 seeds, all 551 test tasks; about 1.5 h on 2 cores)
      python perf/learning_proof.py --quick    (1 seed, 40 steps, 100 test tasks, 2-setting grid)
 """
 
@@ -37,7 +37,10 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -106,14 +109,14 @@ class Profile:
 
 FULL = Profile(
     seeds=(0, 1, 2),
-    steps=300,
+    steps=150,
     grid_lr=(5e-5, 2e-4),
     grid_temperature=(0.6, 0.9),
-    test_tasks=300,
+    test_tasks=551,  # the whole test split of Game of 24 over 1..20
     val_tasks=200,
-    eval_every=20,
-    sft_episodes=4000,
-    sft_steps=3000,
+    eval_every=25,
+    sft_episodes=3000,
+    sft_steps=1500,
 )
 QUICK = Profile(
     seeds=(0,),
@@ -131,12 +134,18 @@ QUICK = Profile(
 def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default=CONFIG, help="the train config; its env_id and env_kwargs are the task")
-    p.add_argument("--quick", action="store_true", help="the short version (1 seed, 30 steps, 100 test tasks)")
+    p.add_argument("--quick", action="store_true", help="the short version (1 seed, 40 steps, 100 test tasks)")
     p.add_argument("--seeds", type=int, nargs="+", help="override the profile's seeds")
     p.add_argument("--steps", type=int, help="override the learner steps of every RL run")
     p.add_argument("--test-tasks", type=int, help="override the number of held-out test tasks")
     p.add_argument("--max-minutes", type=float, default=60.0, help="wall-clock budget of each phase (one call)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads of every phase")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of every phase")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="phases run side by side (independent SFT, train and eval runs); default: CPU cores / --threads",
+    )
     p.add_argument("--work", default="", help="scratch folder (default runs/learning_proof_multiturn[_quick])")
     p.add_argument("--out", default=str(ROOT / "perf" / "results"), help="where the JSON and PNG go")
     p.add_argument("--name", default="", help="file stem (default learning_proof_multiturn[_quick])")
@@ -183,6 +192,16 @@ def _run(cmd: list[str], log: Path, minutes: float) -> dict[str, Any]:
 
 
 def _sft(p: Profile, args: argparse.Namespace, work: Path, seed: int, record: dict[str, Any]) -> Path:
+    out, cmd = _sft_cmd(p, args, work, seed)
+    key = f"sft/seed{seed}"
+    if not (out / "sft_metrics.json").is_file() and not args.dry_run:
+        record[key] = _run(cmd, work / f"seed{seed}" / "sft.log", args.max_minutes)
+    else:
+        record.setdefault(key, {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"})
+    return out
+
+
+def _sft_cmd(p: Profile, args: argparse.Namespace, work: Path, seed: int) -> tuple[Path, list[str]]:
     out = work / f"seed{seed}" / "sft"
     cmd = [
         *_cli(),
@@ -212,12 +231,7 @@ def _sft(p: Profile, args: argparse.Namespace, work: Path, seed: int, record: di
         "--no-progress",
         "--json",
     ]
-    key = f"sft/seed{seed}"
-    if not (out / "sft_metrics.json").is_file() and not args.dry_run:
-        record[key] = _run(cmd, work / f"seed{seed}" / "sft.log", args.max_minutes)
-    else:
-        record.setdefault(key, {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"})
-    return out
+    return out, cmd
 
 
 def _record(commands: dict[str, Any], key: str, rec: dict[str, Any]) -> None:
@@ -235,8 +249,16 @@ def _setting_name(s: dict[str, float]) -> str:
 
 
 def _train(
-    p: Profile, args: argparse.Namespace, work: Path, seed: int, method: str, setting: dict[str, float], sft: Path
-) -> tuple[Path, dict[str, Any]]:
+    p: Profile,
+    args: argparse.Namespace,
+    work: Path,
+    seed: int,
+    method: str,
+    setting: dict[str, float],
+    sft: Path,
+    commands: dict[str, Any],
+) -> Path:
+    """One RL run (skipped when its metrics already reach the step count; resumed when cut short)."""
     out = work / f"seed{seed}" / method / _setting_name(setting)
     cmd = [
         *_cli(),
@@ -268,8 +290,11 @@ def _train(
         *METHODS[method],
     ]
     if _train_done(out, p.steps) or args.dry_run:
-        return out, {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"}
-    return out, _run(cmd, out.parent / f"{out.name}.log", args.max_minutes)
+        rec = {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"}
+    else:
+        rec = _run(cmd, out.parent / f"{out.name}.log", args.max_minutes)
+    _record(commands, f"train/{_rel(out)}", rec)
+    return out
 
 
 def _metrics(run: Path) -> list[dict[str, Any]]:
@@ -561,27 +586,42 @@ def _rel(path: Path) -> str:
     return os.path.relpath(path, ROOT) if path.is_relative_to(ROOT) else str(path)
 
 
-def _estimate(p: Profile, seeds: list[int]) -> dict[str, Any]:
+def _estimate(p: Profile, seeds: list[int], jobs: int = 1) -> dict[str, Any]:
+    """Hours on an idle 2-core CPU; phases side by side (``jobs``) share the wall clock, roughly."""
     grid = len(_grid(p))
     runs = len(METHODS) * (grid + len(seeds) - 1)
     evals = len(seeds) * len(ARMS)
     seconds = len(seeds) * p.sft_steps * p.sft_step_s + runs * p.steps * p.step_s + evals * p.test_tasks * p.eval_task_s
     seconds += runs * (p.steps // p.eval_every + 1) * p.val_tasks * p.eval_task_s
-    return {"sft_runs": len(seeds), "train_runs": runs, "test_evaluations": evals, "estimated_hours": seconds / 3600}
+    hours = seconds / 3600 / max(1, jobs)
+    return {"sft_runs": len(seeds), "train_runs": runs, "test_evaluations": evals, "estimated_hours": hours}
 
 
-def _tune(
-    p: Profile, args: argparse.Namespace, work: Path, seed: int, sft: Path, results: dict[str, Any], save: Any
-) -> dict[str, dict[str, float]]:
-    """Each method's grid from one seed's SFT model; the setting with the best final validation success wins."""
-    commands = results["setup"]["commands"]
+def _in_parallel(args: argparse.Namespace, calls: list[Callable[[], Any]]) -> list[Any]:
+    """Independent phases, ``--jobs`` at a time (each a subprocess with ``--threads`` torch threads)."""
+    if args.jobs <= 1 or len(calls) <= 1:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        return list(pool.map(lambda call: call(), calls))
+
+
+def _tuning_calls(p: Profile, args: argparse.Namespace, work: Path, seed: int, sft: Path, commands: dict) -> list:
+    """Each method's grid from one seed's SFT model."""
+    return [
+        partial(_train, p, args, work, seed, method, setting, sft, commands)
+        for method in METHODS
+        for setting in _grid(p)
+    ]
+
+
+def _choose(p: Profile, args: argparse.Namespace, work: Path, seed: int, results: dict[str, Any]) -> dict[str, dict]:
+    """A method's setting is the one with the best final validation success (ties: the better curve, grid order)."""
     tuning: dict[str, Any] = {}
     chosen: dict[str, dict[str, float]] = {}
     for method in METHODS:
         tuning[method] = []
         for setting in _grid(p):
-            run, rec = _train(p, args, work, seed, method, setting, sft)
-            _record(commands, f"train/{_rel(run)}", rec)
+            run = work / f"seed{seed}" / method / _setting_name(setting)
             summary = _summarise_run(run, p.steps) if not args.dry_run else {}
             later = [c["val_success"] for c in summary.get("curve", []) if c["step"] > 0]
             tuning[method].append(
@@ -591,16 +631,14 @@ def _tune(
                     "mean_val_success_after_start": sum(later) / len(later) if later else None,
                 }
             )
-            results["tuning"] = tuning
-            save()
         scored = [t for t in tuning[method] if t["final_val_success"] is not None]
-        # ties on the final validation success (likely with few tasks) go to the better curve, then grid order
         best = max(
             scored,
             key=lambda t: (t["final_val_success"], t["mean_val_success_after_start"] or 0.0),
             default=tuning[method][0],
         )
         chosen[method] = best["setting"]
+    results["tuning"] = tuning
     results["chosen_settings"] = {m: {**s, "run_name": _setting_name(s)} for m, s in chosen.items()}
     return chosen
 
@@ -613,20 +651,18 @@ def _final_runs(
     sft: dict[int, Path],
     chosen: dict[str, dict[str, float]],
     results: dict[str, Any],
-    save: Any,
 ) -> tuple[dict[str, dict[int, Any]], dict[str, dict[int, Path]]]:
     """Every seed with each method's chosen setting (the tuning seed's run is reused, not redone)."""
+    commands = results["setup"]["commands"]
+    jobs = [(s, m) for s in seeds for m in METHODS]
+    done = _in_parallel(args, [partial(_train, p, args, work, s, m, chosen[m], sft[s], commands) for s, m in jobs])
     final_runs: dict[str, dict[int, Any]] = {m: {} for m in METHODS}
     final_models: dict[str, dict[int, Path]] = {m: {} for m in METHODS}
-    for s in seeds:
-        for method in METHODS:
-            run, rec = _train(p, args, work, s, method, chosen[method], sft[s])
-            _record(results["setup"]["commands"], f"train/{_rel(run)}", rec)
-            final_models[method][s] = run / "final"
-            if not args.dry_run:
-                final_runs[method][s] = _summarise_run(run, p.steps)
-                results["final_runs"] = final_runs
-                save()
+    for (s, method), run in zip(jobs, done):
+        final_models[method][s] = run / "final"
+        if not args.dry_run:
+            final_runs[method][s] = _summarise_run(run, p.steps)
+    results["final_runs"] = final_runs
     return final_runs, final_models
 
 
@@ -638,10 +674,9 @@ def _final_evals(
     sft: dict[int, Path],
     final_models: dict[str, dict[int, Path]],
     results: dict[str, Any],
-    save: Any,
 ) -> dict[str, dict[int, Any]]:
     """The test split, read here only: SFT only and every method's final model, every seed."""
-    evals: dict[str, dict[int, Any]] = {a: {} for a in ARMS}
+    jobs = []
     for s in seeds:
         models = {"sft_only": sft[s], **{m: final_models[m][s] for m in METHODS}}
         for arm, model in models.items():
@@ -650,10 +685,11 @@ def _final_evals(
                 continue  # a run cut by its time budget is evaluated once a later call has finished it
             steps = "" if arm == "sft_only" else f"-steps{p.steps}"  # a longer run later is a new evaluation
             target = work / f"seed{s}" / f"test-{arm}{steps}-{p.test_tasks}tasks.json"
-            got = _final_eval(args, model, target, p.test_tasks, results["setup"]["commands"])
-            if got is not None:
-                evals[arm][s] = got
-        save()
+            jobs.append((arm, s, partial(_final_eval, args, model, target, p.test_tasks, results["setup"]["commands"])))
+    evals: dict[str, dict[int, Any]] = {a: {} for a in ARMS}
+    for (arm, s, _), got in zip(jobs, _in_parallel(args, [call for _, _, call in jobs])):
+        if got is not None:
+            evals[arm][s] = got
     return evals
 
 
@@ -663,6 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.evaluate:
         return evaluate_model(*args.evaluate, tasks=args.eval_tasks, threads=args.threads)
     p = QUICK if args.quick else FULL
+    args.jobs = args.jobs or max(1, (os.cpu_count() or 1) // max(args.threads, 1))
     if args.steps or args.test_tasks:
         from dataclasses import replace
 
@@ -672,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work or ROOT / "runs" / f"learning_proof_multiturn{suffix}")
     name = args.name or f"learning_proof_multiturn{suffix}"
     out_dir = Path(args.out)
-    est = _estimate(p, seeds)
+    est = _estimate(p, seeds, args.jobs)
     sys.stderr.write(
         f"learning proof ({'quick' if args.quick else 'full'}): seeds {seeds}, {est['sft_runs']} SFT runs, "
         f"{est['train_runs']} train runs of {p.steps} steps ({len(_grid(p))}-setting grid per method), "
@@ -690,6 +727,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": seeds,
             "grid": _grid(p),
             "threads": args.threads,
+            "jobs": args.jobs,
             "max_minutes_per_phase": args.max_minutes,
             "cpu_count": os.cpu_count(),
             "load_avg_start": os.getloadavg(),
@@ -719,8 +757,18 @@ def main(argv: list[str] | None = None) -> int:
         tmp.write_text(json.dumps(results, indent=1), encoding="utf-8")
         tmp.replace(out_dir / f"{name}.json")
 
-    # 1. SFT per seed
-    sft = {s: _sft(p, args, work, s, commands) for s in seeds}
+    # 1-2. SFT of the tuning seed; then the tuning grid (validation only), beside the other seeds' SFT
+    sft = {s: work / f"seed{s}" / "sft" for s in seeds}
+    _sft(p, args, work, seeds[0], commands)
+    _in_parallel(
+        args,
+        [
+            *_tuning_calls(p, args, work, seeds[0], sft[seeds[0]], commands),
+            *[partial(_sft, p, args, work, s, commands) for s in seeds[1:]],
+        ],
+    )
+    chosen = _choose(p, args, work, seeds[0], results)
+    save()
     results["sft"] = {}
     for s, folder in sft.items():
         if (folder / "sft_metrics.json").is_file():
@@ -729,9 +777,11 @@ def main(argv: list[str] | None = None) -> int:
             results["sft"][str(s)] = {k: metrics.get(k) for k in ("steps", "examples", "seconds")}
             results["sft"][str(s)]["final_loss"] = losses[-1]
 
-    chosen = _tune(p, args, work, seeds[0], sft[seeds[0]], results, save)
-    final_runs, final_models = _final_runs(p, args, work, seeds, sft, chosen, results, save)
-    evals = _final_evals(p, args, work, seeds, sft, final_models, results, save)
+    # 3. final runs at equal rollouts; 4. the test split
+    final_runs, final_models = _final_runs(p, args, work, seeds, sft, chosen, results)
+    save()
+    evals = _final_evals(p, args, work, seeds, sft, final_models, results)
+    save()
     if args.dry_run:
         sys.stdout.write(json.dumps({"estimate": est, "commands": commands}, indent=1) + "\n")
         return 0

@@ -158,3 +158,28 @@ def test_learning_proof_plan_never_trains_or_tunes_on_test(tmp_path) -> None:
     assert len(evals) == 4 * 3 and all("test" in shlex.split(c) for c in evals)  # 4 arms x 3 seeds
     assert sum("--algorithm rft" in c for c in train) == 6  # RFT gets the same tuning budget
     assert not list(tmp_path.glob("*.json"))  # a dry run writes no result
+
+
+def test_learning_proof_side_by_side_plan_is_the_same_plan(tmp_path) -> None:
+    """--jobs only changes how many phases run at once, never which commands run."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+
+    def plan(jobs: int) -> dict[str, str]:
+        out = subprocess.run(
+            [sys.executable, "perf/learning_proof.py", "--dry-run", "--jobs", str(jobs)]
+            + ["--work", str(tmp_path / "w"), "--out", str(tmp_path)],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        return {k: v["command"] for k, v in json.loads(out.stdout)["commands"].items()}
+
+    one, two = plan(1), plan(2)
+    assert one == two and len(one) == 1 + 2 + 18 + 12  # 3 SFT, 18 train runs, 12 test evaluations
