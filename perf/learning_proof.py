@@ -50,6 +50,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from perf.stats_util import (  # noqa: E402  (after the path fix, so it runs as a plain script)
+    detectable_gain,
     holm,
     majority_vote,
     mcnemar_exact,
@@ -494,7 +495,24 @@ def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) ->
             f"{m['b_only']}, only the second {m['a_only']}; McNemar exact p={m['p_value']:.3g}, "
             f"Holm p={m['p_holm']:.3g}: {word} at 5%"
         )
+    power = None
+    if "sft_only" in per_arm:  # what a null result rules out: the gain over SFT the primary test would find
+        n, p0 = per_arm["sft_only"]["test_tasks"], per_arm["sft_only"]["majority_vote_success"]
+        power = {
+            "baseline": "sft_only",
+            "base_rate": p0,
+            "test_tasks": n,
+            "gain_at_5pct": detectable_gain(p0, n),
+            "gain_at_5pct_over_pairs": detectable_gain(p0, n, alpha=0.05 / max(len(tests), 1)),
+            "method": "two-proportion normal approximation, 80% power (conservative for paired tasks)",
+        }
+        verdicts.append(
+            f"Power: with {n} test tasks and SFT at {100 * p0:.1f}%, a gain over SFT smaller than about "
+            f"{100 * power['gain_at_5pct']:.1f} points (at 5%) or {100 * power['gain_at_5pct_over_pairs']:.1f} "
+            f"points (at 5%/{len(tests)}, Holm's strictest step) would be missed with probability over 20%"
+        )
     return {
+        "detectable_gain_80pct_power": power,
         "pooling": (
             "primary test: per task, a method counts as solving it when a majority of seeds solved it "
             "(with one seed: that seed); McNemar exact on those paired outcomes; Holm over all pairs. "

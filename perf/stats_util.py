@@ -6,6 +6,8 @@
 - ``t_interval``: mean and Student-t confidence interval over a few seeds.
 - ``paired_bootstrap_diff``: a seeded bootstrap interval of the difference of two paired success rates.
 - ``majority_vote``: one outcome per task from several seeds; ``holm``: Holm's step-down adjustment.
+- ``detectable_gain``: the smallest gain over a base rate a test on n tasks finds with 80% power, so a
+  null result says how large an effect it rules out.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 
 from leaderboards.stats import wilson_interval
 
 __all__ = [
     "McNemar",
+    "detectable_gain",
     "holm",
     "majority_vote",
     "mcnemar_exact",
@@ -157,3 +161,28 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def detectable_gain(p0: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest d > 0 such that a two-sided test at ``alpha`` tells p0 + d from p0 on n tasks per arm with
+    probability ``power`` (two-proportion normal approximation). For paired tasks whose outcomes correlate
+    positively, as here, McNemar's test needs somewhat less, so this errs on the large side."""
+    if not 0.0 <= p0 < 1.0 or n < 1:
+        raise ValueError("need 0 <= p0 < 1 and n >= 1")
+    z_a = NormalDist().inv_cdf(1 - alpha / 2)
+    z_b = NormalDist().inv_cdf(power)
+
+    def reached(d: float) -> bool:
+        p1 = p0 + d
+        pooled = (p0 + p1) / 2
+        null_sd = math.sqrt(2 * pooled * (1 - pooled) / n)
+        alt_sd = math.sqrt((p0 * (1 - p0) + p1 * (1 - p1)) / n)
+        return d >= z_a * null_sd + z_b * alt_sd
+
+    lo, hi = 0.0, 1.0 - p0
+    if not reached(hi):
+        return math.inf  # not even p1 = 1 is detectable with so few tasks
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if reached(mid) else (mid, hi)
+    return hi

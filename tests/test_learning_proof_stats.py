@@ -127,7 +127,10 @@ def test_learning_proof_statistics_pools_seeds_by_majority_vote() -> None:
     assert pair["majority_vote"]["p_holm"] == pytest.approx(min(1.0, 6 * 2 / 2**6))  # 6 pairs, smallest p
     assert not pair["significant_5pct_holm"]
     assert pair["per_seed"]["2"]["p_value"] == 1.0
-    assert len(out["pairs"]) == 6 and len(out["verdicts"]) == 6
+    assert len(out["pairs"]) == 6 and len(out["verdicts"]) == 6 + 1  # one per pair, then the power line
+    power = out["detectable_gain_80pct_power"]
+    assert power["test_tasks"] == 10 and power["gain_at_5pct_over_pairs"] > power["gain_at_5pct"] > 0
+    assert out["verdicts"][-1].startswith("Power: with 10 test tasks")
     assert any("not significant" in v for v in out["verdicts"])
 
 
@@ -183,3 +186,15 @@ def test_learning_proof_side_by_side_plan_is_the_same_plan(tmp_path) -> None:
 
     one, two = plan(1), plan(2)
     assert one == two and len(one) == 1 + 2 + 18 + 12  # 3 SFT, 18 train runs, 12 test evaluations
+
+
+def test_detectable_gain_matches_the_textbook_sample_size() -> None:
+    """Textbook: 50% vs 60% needs about 388 per arm (two-sided 5%, 80% power); 10% vs 15% about 686."""
+    from perf.stats_util import detectable_gain
+
+    assert detectable_gain(0.5, 388) == pytest.approx(0.10, abs=0.002)
+    assert detectable_gain(0.10, 686) == pytest.approx(0.05, abs=0.002)
+    assert detectable_gain(0.10, 686, alpha=0.05 / 6) > detectable_gain(0.10, 686)  # stricter test, larger gain
+    assert detectable_gain(0.05, 2) == float("inf")
+    with pytest.raises(ValueError):
+        detectable_gain(1.0, 10)
