@@ -64,6 +64,7 @@ CONFIG = "agents/configs/learning-proof-game24-multiturn.toml"
 ENV_ID = ""
 ENV_KWARGS: dict[str, Any] = {}
 MAX_TOKENS = 64
+RETRY_DEMOS = "agents.policies.baselines:ScriptedGameOf24RetryPlanner"
 
 
 def _configure(config: str) -> None:
@@ -147,9 +148,15 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="phases run side by side (independent SFT, train and eval runs); default: CPU cores / --threads",
     )
-    p.add_argument("--work", default="", help="scratch folder (default runs/learning_proof_multiturn[_quick])")
+    p.add_argument("--work", default="", help="scratch folder (default runs/NAME)")
     p.add_argument("--out", default=str(ROOT / "perf" / "results"), help="where the JSON and PNG go")
     p.add_argument("--name", default="", help="file stem (default learning_proof_multiturn[_quick])")
+    p.add_argument(
+        "--demo-policy",
+        default=RETRY_DEMOS,
+        help="planner of the SFT demonstrations (default: checks a wrong guess first on half the tasks, then "
+        "retries, so the SFT model has seen the calculator's reply matter; 'scripted': always checks the right one)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan, the commands and the estimate; run nothing")
     p.add_argument("--evaluate", nargs=3, metavar=("MODEL", "SPLIT", "OUT"), help=argparse.SUPPRESS)
     p.add_argument("--eval-tasks", type=int, default=0, help=argparse.SUPPRESS)
@@ -232,6 +239,8 @@ def _sft_cmd(p: Profile, args: argparse.Namespace, work: Path, seed: int) -> tup
         "--no-progress",
         "--json",
     ]
+    if args.demo_policy != "scripted":
+        cmd[-2:-2] = ["--demo-policy", args.demo_policy]
     return out, cmd
 
 
@@ -432,6 +441,11 @@ def _turn_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_tool_calls": sum(r["tool_calls"] for r in rows) / max(len(rows), 1),
         "share_multi_turn": sum(r["turns"] >= 2 for r in rows) / max(len(rows), 1),
         "share_successes_multi_turn": sum(r["turns"] >= 2 for r in solved) / len(solved) if solved else None,
+        # a second check follows a first one the calculator refuted: the planner acted on the tool's reply
+        "share_two_checks": sum(r["tool_calls"] >= 2 for r in rows) / max(len(rows), 1),
+        "share_successes_after_two_checks": (
+            sum(r["tool_calls"] >= 2 for r in solved) / len(solved) if solved else None
+        ),
         "turns_histogram": hist,
         # a policy can collapse onto one expression shape that fits a fixed share of puzzles: list them
         "top_answer_shapes": _shapes(rows),
@@ -724,8 +738,8 @@ def main(argv: list[str] | None = None) -> int:
         p = replace(p, steps=args.steps or p.steps, test_tasks=args.test_tasks or p.test_tasks)
     seeds = list(args.seeds or p.seeds)
     suffix = "_quick" if args.quick else ""
-    work = Path(args.work or ROOT / "runs" / f"learning_proof_multiturn{suffix}")
     name = args.name or f"learning_proof_multiturn{suffix}"
+    work = Path(args.work or ROOT / "runs" / name)
     out_dir = Path(args.out)
     est = _estimate(p, seeds, args.jobs)
     sys.stderr.write(
@@ -738,6 +752,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "setup": {
             "quick": args.quick,
+            "demo_policy": args.demo_policy,
             "env_id": ENV_ID,
             "env_kwargs": ENV_KWARGS,
             "config_file": CONFIG,

@@ -107,9 +107,17 @@ class ScriptedGameOf24Planner:
     """Finds a candidate with an exact search, checks it with the calculator, then answers.
 
     If the calculator does not confirm 24 (or no candidate exists) it answers its best guess.
+    ``retry_share`` > 0 makes demonstrations of acting on the tool's reply: on that share of the questions
+    (chosen by a hash of the question, so reproducibly) the first check is of a wrong expression over the
+    same numbers, and the planner retries with the right one after the calculator refutes it.
     """
 
     tool = "Calculator_Tool"
+
+    def __init__(self, retry_share: float = 0.0) -> None:
+        if not 0.0 <= retry_share <= 1.0:
+            raise ValueError(f"retry_share must be in [0, 1], got {retry_share}")
+        self.retry_share = retry_share
 
     def act(self, observations: Sequence[Observation]) -> list[str]:
         return [self._one(obs) for obs in observations]
@@ -123,14 +131,48 @@ class ScriptedGameOf24Planner:
         candidate = solve_24(nums, target) if nums else None
         if candidate is None:
             return final_answer("no solution")
-        for _tool, command, result in memory_results(obs["memory"]):
+        checks = memory_results(obs["memory"])
+        for _tool, command, result in checks:
             if command.strip() == candidate and re.search(rf"=\s*{target}\s*$", result.strip()):
                 return final_answer(candidate)
         if "last turn" in obs["prompt"]:
             return final_answer(candidate)
+        if self.retry_share:  # a wrong guess and the right one read the same: the reply tells them apart
+            decoy = None if checks else self._decoy(obs["question"], nums, target)
+            return tool_call(
+                self.tool,
+                decoy or candidate,
+                sub_goal=f"Check whether {decoy or candidate} equals {target}.",
+                justification="Check this candidate with the calculator before answering.",
+            )
         return tool_call(
             self.tool,
             candidate,
             sub_goal=f"Check that {candidate} equals {target}.",
             justification="An exact search found this candidate; verify it before answering.",
         )
+
+    def _decoy(self, question: str, nums: list[int], target: int) -> str | None:
+        """A wrong first guess in the shape ``(a o b) o (c o d)`` for ``retry_share`` of the questions."""
+        import zlib
+        from fractions import Fraction
+
+        rng = np.random.default_rng(zlib.crc32(question.encode("utf-8")))
+        if len(nums) != 4 or rng.random() >= self.retry_share:
+            return None
+        ops = {"+": Fraction.__add__, "-": Fraction.__sub__, "*": Fraction.__mul__}
+        for _ in range(20):
+            a, b, c, d = (nums[i] for i in rng.permutation(4))
+            o1, o2, o3 = rng.choice(list(ops), size=3)
+            value = ops[o2](ops[o1](Fraction(a), Fraction(b)), ops[o3](Fraction(c), Fraction(d)))
+            if value != target:
+                return f"({a}{o1}{b}){o2}({c}{o3}{d})"
+        return None
+
+
+class ScriptedGameOf24RetryPlanner(ScriptedGameOf24Planner):
+    """The scripted Game of 24 planner whose first check is wrong on half the questions, then retried:
+    demonstrations that read the calculator's reply (``agentflow-env sft --demo-policy`` takes it)."""
+
+    def __init__(self) -> None:
+        super().__init__(retry_share=0.5)

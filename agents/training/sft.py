@@ -76,6 +76,9 @@ class SFTConfig:
     """stop training after this many optimizer steps"""
     successful_only: bool = True
     """keep only demonstrations from episodes the scripted planner solved"""
+    demo_policy: str = "scripted"
+    """the planner that plays the demonstration episodes: ``scripted`` (the env's scripted planner) or any
+    policy spec, e.g. ``agents.policies.baselines:ScriptedGameOf24RetryPlanner`` (checks that fail, then a retry)"""
     max_prompt_tokens: int = 4096
     """longer prompts keep their last tokens; the default is HFPlanner's, so training sees what evaluation sees"""
     eval_episodes: int = 0
@@ -145,6 +148,12 @@ def _scripted_planner(env_id: str) -> Policy:
             raise ConfigError(f"no scripted planner for {env_id}; only Game of 24 is available here") from None
         return ScriptedGameOf24Planner()
     return scripted_planner_for(env_id)
+
+
+def _demo_policy(spec: str, env_id: str) -> Policy:
+    from agents.policies.registry import make_policy
+
+    return make_policy(spec, env_id)
 
 
 def split_task_ids(
@@ -350,6 +359,7 @@ def train_sft(
             for d in make_demonstrations(
                 env_id,
                 config.episodes,
+                planner=None if config.demo_policy == "scripted" else _demo_policy(config.demo_policy, env_id),
                 seed=config.seed,
                 successful_only=config.successful_only,
                 env_kwargs=config.env_kwargs,
@@ -463,6 +473,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps")
     parser.add_argument("--all-demos", action="store_true", help="keep demonstrations of unsolved episodes too")
     parser.add_argument(
+        "--demo-policy",
+        default=d.demo_policy,
+        help="planner that plays the demonstrations: scripted (default) or a policy spec such as "
+        "agents.policies.baselines:ScriptedGameOf24RetryPlanner",
+    )
+    parser.add_argument(
         "--eval-episodes",
         type=int,
         default=d.eval_episodes,
@@ -515,6 +531,7 @@ def _run(args: argparse.Namespace) -> int:
         max_minutes=args.max_minutes,
         max_steps=args.max_steps,
         successful_only=not args.all_demos,
+        demo_policy=args.demo_policy,
         eval_episodes=args.eval_episodes,
         eval_max_tokens=args.eval_max_tokens,
         max_prompt_tokens=args.max_prompt_tokens,
