@@ -3,7 +3,9 @@ Game of 24 over 1..20 with up to 3 planner turns (calculator check, retry, answe
 
 Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so any number can be redone by hand):
 
-1. per seed: ``agentflow-env sft`` on scripted check-then-answer demonstrations (train split);
+1. per seed: ``agentflow-env sft`` on scripted demonstrations (train split): by default the planner checks a
+   wrong guess first on half the tasks and retries after the calculator refutes it, so the SFT model has seen
+   the tool's reply change what comes next (``--demo-policy scripted``: it always checks the right one);
 2. tuning, on the validation split only: each RL method (RFT, Flow-GRPO with ``trajectory`` aggregation,
    Flow-GRPO with ``turn`` aggregation) gets the same grid (learning rate x rollout temperature) from seed 0's
    SFT model; a method's setting is the one with the best final validation success (ties: the better mean
@@ -15,14 +17,16 @@ Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so a
 5. statistics: success per seed, mean and Student-t 95% interval over seeds, Wilson intervals; paired
    per-task McNemar exact tests between methods, on the per-task majority vote over seeds (primary, with
    Holm's adjustment over the 6 pairs) and per seed; a paired bootstrap interval of each difference;
-   turns per episode; the validation curve; clip fractions.
+   turns and checks per episode; the validation curve; clip fractions; the gain over SFT the primary test
+   could detect (80% power).
 
 Resumable: finished phases are skipped (SFT: its sft_metrics.json; train: metrics reach the step count; eval:
 its JSON), train runs resume from their checkpoints, and the result JSON is rewritten after every phase.
 Every call has a wall-clock budget (``--max-minutes``); a train run cut by it is recorded as incomplete and
 continues on the next call.
 
-Run: python perf/learning_proof.py            (full: 3 seeds, all 551 test tasks; about 1.5 h on 2 cores)
+Run: python perf/learning_proof.py            (full: 3 seeds, all 551 test tasks; about 40 min on 2 idle cores)
+     python perf/learning_proof.py --demo-policy scripted --name learning_proof_multiturn_checkonly
      python perf/learning_proof.py --quick    (1 seed, 40 steps, 100 test tasks, 2-setting grid)
 """
 
@@ -103,10 +107,11 @@ class Profile:
     eval_every: int
     sft_episodes: int
     sft_steps: int
-    # seconds on this project's 2-core CPU, for the up-front estimate (measured by the quick run)
-    sft_step_s: float = 0.2  # one SFT step (batch 16)
-    step_s: float = 2.5  # 8 questions x 8 rollouts x up to 3 turns, and the update
-    eval_task_s: float = 0.1  # one greedy episode
+    # seconds on one idle core of this project's 2-core CPU, for the up-front estimate (measured by the full
+    # check-only proof: SFT 143 s for 1500 steps; RFT 0.4 s and Flow-GRPO 1.3-1.9 s a step; 6 s per 551 tasks)
+    sft_step_s: float = 0.1  # one SFT step (batch 16)
+    step_s: float = 1.2  # 8 questions x 8 rollouts x up to 3 turns, and the update (mean over the methods)
+    eval_task_s: float = 0.02  # one greedy episode, 32 side by side
 
 
 FULL = Profile(
@@ -590,7 +595,12 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     bx.set_title(f"held-out test ({ci_kind})")
     bx.grid(alpha=0.3, axis="y")
     label = "QUICK run (short, 1 seed): " if results["setup"]["quick"] else ""
-    fig.suptitle(f"{label}{ENV_ID.split('/')[-1]} {ENV_KWARGS}, tiny LM on {results['setup']['threads']} CPU threads")
+    demos = "retry demos" if results["setup"].get("demo_policy") == RETRY_DEMOS else "check-only demos"
+    threads = results["setup"]["threads"]
+    fig.suptitle(
+        f"{label}{ENV_ID.split('/')[-1]} {ENV_KWARGS}, tiny LM after SFT on {demos}, "
+        f"{threads} CPU thread{'s' if threads != 1 else ''} per run"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

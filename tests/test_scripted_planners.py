@@ -152,3 +152,38 @@ def test_scripted_planner_for_names():
     assert isinstance(scripted_planner_for("agentflow/Gen-Math-v1"), ScriptedMathPlanner)
     with pytest.raises(ConfigError, match="no scripted planner"):
         scripted_planner_for("agentflow/HotpotQA-v1")
+
+
+def test_retry_planner_reads_the_calculator_reply_before_answering():
+    """On about half the tasks the first check is a wrong guess the calculator refutes; the planner then
+    checks the right expression and answers it, within 3 turns; the choice is reproducible per question."""
+    import re
+
+    from agents.policies.baselines import ScriptedGameOf24RetryPlanner, memory_results
+
+    env = _make("Gen-GameOf24", split="test", max_turns=3, max_number=20)
+    planner = ScriptedGameOf24RetryPlanner()
+
+    def play(index: int) -> tuple[float, list[tuple[str, str, str]], str]:
+        obs, _ = env.reset(options={"index": index})
+        while True:
+            action = planner.act([obs])[0]
+            if action.startswith("Final Answer:"):
+                checks = memory_results(obs["memory"])
+                _, reward, _, _, _ = env.step(action)
+                return float(reward), checks, action.removeprefix("Final Answer:").strip()
+            obs, *_ = env.step(action)
+
+    retried = 0
+    for index in range(40):
+        reward, checks, answer = play(index)
+        assert reward == 1.0 and 1 <= len(checks) <= 2
+        assert checks[-1][1].strip() == answer and re.search(r"=\s*24\s*$", checks[-1][2])
+        if len(checks) == 2:
+            retried += 1
+            assert not re.search(r"=\s*24\s*$", checks[0][2])  # the first guess was refuted
+    assert 10 <= retried <= 30  # retry_share 0.5 of 40 tasks
+    assert [len(play(i)[1]) for i in range(10)] == [len(play(i)[1]) for i in range(10)]
+    assert ScriptedGameOf24Planner(retry_share=0.0)._decoy("q", [1, 2, 3, 4], 24) is None
+    with pytest.raises(ValueError):
+        ScriptedGameOf24Planner(retry_share=1.5)

@@ -167,3 +167,27 @@ def test_several_envs_must_differ():
         SFTConfig(env_id=["agentflow/Gen-Math-v1", "agentflow/Gen-Math-v1"])
     with pytest.raises(ConfigError, match="no env"):
         SFTConfig(env_id=[])
+
+
+def test_sft_demo_policy_plays_the_demonstrations(lm_path, tmp_path):
+    """--demo-policy SPEC: the retry planner's demonstrations hold a refuted check followed by another check."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", "agentflow/Gen-GameOf24-v1"]
+    cmd += ["--env-kwargs", '{"max_turns": 3, "max_number": 20}', "--output-dir", str(out), "--base", str(lm_path)]
+    cmd += ["--episodes", "12", "--max-steps", "1", "--batch-size", "2", "--threads", "1", "--json"]
+    cmd += ["--demo-policy", "agents.policies.baselines:ScriptedGameOf24RetryPlanner"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    demos = [json.loads(line) for line in (out / "demonstrations.jsonl").read_text().splitlines()]
+    third_turns = [d for d in demos if d["turn"] == 3]
+    assert third_turns and all(d["action"].startswith("Final Answer:") for d in third_turns)
+    assert all("Step 2: Calculator_Tool" in d["prompt"] for d in third_turns)  # two checks, then the answer
+    recorded = json.loads((out / "sft_metrics.json").read_text())["config"]
+    assert recorded["demo_policy"] == "agents.policies.baselines:ScriptedGameOf24RetryPlanner"
+    bad = subprocess.run(
+        [*cmd[:-1], "no_such_module:Planner", "--output-dir", str(tmp_path / "bad")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode != 0 and "no_such_module" in bad.stderr and "Traceback" not in bad.stderr
