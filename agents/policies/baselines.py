@@ -142,8 +142,8 @@ class ScriptedGameOf24Planner:
             return tool_call(
                 self.tool,
                 decoy or candidate,
-                sub_goal=f"Check whether {decoy or candidate} equals {target}.",
-                justification="Check this candidate with the calculator before answering.",
+                sub_goal=f"Check that {decoy or candidate} equals {target}.",
+                justification="A candidate; verify it before answering.",  # short: actions fit 48 tokens
             )
         return tool_call(
             self.tool,
