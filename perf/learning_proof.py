@@ -817,8 +817,15 @@ def main(argv: list[str] | None = None) -> int:
         if (folder / "sft_metrics.json").is_file():
             metrics = json.loads((folder / "sft_metrics.json").read_text(encoding="utf-8"))
             losses = metrics.get("losses") or [None]
-            results["sft"][str(s)] = {k: metrics.get(k) for k in ("steps", "examples", "seconds")}
+            results["sft"][str(s)] = {
+                k: metrics.get(k) for k in ("steps", "examples", "seconds", "max_response_tokens")
+            }
             results["sft"][str(s)]["final_loss"] = losses[-1]
+            if (metrics.get("max_response_tokens") or 0) > MAX_TOKENS:  # the policy could not say its demos
+                sys.stderr.write(
+                    f"warning: seed {s}'s demonstrations reach {metrics['max_response_tokens']} tokens but "
+                    f"rollouts stop at max_new_tokens={MAX_TOKENS}; raise it in {CONFIG}\n"
+                )
 
     # 3. final runs at equal rollouts; 4. the test split
     final_runs, final_models = _final_runs(p, args, work, seeds, sft, chosen, results)

@@ -182,8 +182,10 @@ def test_sft_demo_policy_plays_the_demonstrations(lm_path, tmp_path):
     third_turns = [d for d in demos if d["turn"] == 3]
     assert third_turns and all(d["action"].startswith("Final Answer:") for d in third_turns)
     assert all("Step 2: Calculator_Tool" in d["prompt"] for d in third_turns)  # two checks, then the answer
-    recorded = json.loads((out / "sft_metrics.json").read_text())["config"]
-    assert recorded["demo_policy"] == "agents.policies.baselines:ScriptedGameOf24RetryPlanner"
+    metrics = json.loads((out / "sft_metrics.json").read_text())
+    assert metrics["config"]["demo_policy"] == "agents.policies.baselines:ScriptedGameOf24RetryPlanner"
+    # the learning proof samples 48 new tokens: every demonstrated action (and its EOS) must fit
+    assert 20 < metrics["max_response_tokens"] <= 48
     bad = subprocess.run(
         [*cmd[:-1], "no_such_module:Planner", "--output-dir", str(tmp_path / "bad")],
         capture_output=True,

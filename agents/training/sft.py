@@ -122,6 +122,8 @@ class SFTResult:
     losses: list[float] = field(default_factory=list)
     eval_before: dict[str, float] | None = None
     eval_after: dict[str, float] | None = None
+    max_response_tokens: int = 0
+    """the longest demonstrated action in tokens, EOS included: sample with at least this many new tokens"""
     eval_per_env: dict[str, dict[str, dict[str, float]]] | None = None
     """with several envs: ``{env_id: {"before": ..., "after": ...}}``; eval_before/after then pool all envs"""
 
@@ -370,6 +372,8 @@ def train_sft(
             fh.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
     examples = tokenize_demonstrations(tokenizer, demos, config.max_prompt_tokens)
     result = SFTResult(out=str(out), examples=len(examples))
+    # with EOS: a sampler needs max_new_tokens >= this to reproduce every demonstrated action in full
+    result.max_response_tokens = max((len(r) for _, r in examples), default=0)
     eval_ids = (
         {
             env_id: split_task_ids(env_id, config.eval_split, config.eval_episodes, config.env_kwargs)
