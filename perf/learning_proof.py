@@ -3,9 +3,9 @@ Game of 24 over 1..20 with up to 3 planner turns (calculator check, retry, answe
 
 Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so any number can be redone by hand):
 
-1. per seed: ``agentflow-env sft`` on scripted demonstrations (train split): by default the planner checks a
-   wrong guess first on half the tasks and retries after the calculator refutes it, so the SFT model has seen
-   the tool's reply change what comes next (``--demo-policy scripted``: it always checks the right one);
+1. per seed: ``agentflow-env sft`` on scripted demonstrations (train split): the planner checks the right
+   expression with the calculator, then answers; with ``--demo-policy`` set to the retry planner it checks a
+   wrong guess first on half the tasks and retries after the calculator refutes it;
 2. tuning, on the validation split only: each RL method (RFT, Flow-GRPO with ``trajectory`` aggregation,
    Flow-GRPO with ``turn`` aggregation) gets the same grid (learning rate x rollout temperature) from seed 0's
    SFT model; a method's setting is the one with the best final validation success (ties: the better mean
@@ -26,7 +26,8 @@ Every call has a wall-clock budget (``--max-minutes``); a train run cut by it is
 continues on the next call.
 
 Run: python perf/learning_proof.py            (full: 3 seeds, all 551 test tasks; about 40 min on 2 idle cores)
-     python perf/learning_proof.py --demo-policy scripted --name learning_proof_multiturn_checkonly
+     python perf/learning_proof.py --demo-policy agents.policies.baselines:ScriptedGameOf24RetryPlanner \
+         --name learning_proof_multiturn_retry     (the variant with retry demonstrations)
      python perf/learning_proof.py --quick    (1 seed, 40 steps, 100 test tasks, 2-setting grid)
 """
 
@@ -158,9 +159,9 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--name", default="", help="file stem (default learning_proof_multiturn[_quick])")
     p.add_argument(
         "--demo-policy",
-        default=RETRY_DEMOS,
-        help="planner of the SFT demonstrations (default: checks a wrong guess first on half the tasks, then "
-        "retries, so the SFT model has seen the calculator's reply matter; 'scripted': always checks the right one)",
+        default="scripted",
+        help="planner of the SFT demonstrations: 'scripted' (default: checks the right expression, then answers) "
+        f"or a policy spec, e.g. {RETRY_DEMOS} (checks a wrong guess first on half the tasks, then retries)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, the commands and the estimate; run nothing")
     p.add_argument("--evaluate", nargs=3, metavar=("MODEL", "SPLIT", "OUT"), help=argparse.SUPPRESS)
