@@ -162,3 +162,12 @@ def test_stop_strings_end_the_response(lm, observations):
     assert stop not in sample.text and free[0].startswith(sample.text)
     assert sample.finished and len(sample.logprobs) == len(sample.response_ids)
     assert planner.pad_id not in sample.response_ids or planner.pad_id in planner.eos_ids
+
+
+def test_pad_left_and_right_place_tokens_and_masks():
+    from agents.policies.hf_policy import pad_left, pad_right
+
+    ids, mask = pad_left([[1, 2], [3], []], 0)
+    assert ids.tolist() == [[1, 2], [0, 3], [0, 0]] and mask.tolist() == [[1, 1], [0, 1], [0, 0]]
+    ids, mask = pad_right([[1, 2], [3], []], 9)
+    assert ids.tolist() == [[1, 2], [3, 9], [9, 9]] and mask.tolist() == [[1, 1], [1, 0], [0, 0]]

@@ -85,30 +85,27 @@ def format_prompt(tokenizer: Any, prompt: str) -> str:
     return prompt + "\n\n"
 
 
-def pad_left(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    """``(input_ids, attention_mask)`` long tensors, padded on the left (for generation)."""
+def _pad(rows: Sequence[Sequence[int]], pad_id: int, *, left: bool) -> tuple[Any, Any]:
     torch = _torch()
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         if r:
-            ids[i, width - len(r) :] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, width - len(r) :] = 1
+            cols = slice(width - len(r), width) if left else slice(0, len(r))
+            ids[i, cols] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, cols] = 1
     return ids, mask
+
+
+def pad_left(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """``(input_ids, attention_mask)`` long tensors, padded on the left (for generation)."""
+    return _pad(rows, pad_id, left=True)
 
 
 def pad_right(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
     """``(input_ids, attention_mask)`` long tensors, padded on the right (for teacher forcing)."""
-    torch = _torch()
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, : len(r)] = 1
-    return ids, mask
+    return _pad(rows, pad_id, left=False)
 
 
 def sequence_logprobs(
