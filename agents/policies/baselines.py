@@ -155,18 +155,18 @@ class ScriptedGameOf24Planner:
     def _decoy(self, question: str, nums: list[int], target: int) -> str | None:
         """A wrong first guess in the shape ``(a o b) o (c o d)`` for ``retry_share`` of the questions."""
         import zlib
-        from fractions import Fraction
+
+        from agentflow_env.arith import evaluate
 
         rng = np.random.default_rng(zlib.crc32(question.encode("utf-8")))
         if len(nums) != 4 or rng.random() >= self.retry_share:
             return None
-        ops = {"+": Fraction.__add__, "-": Fraction.__sub__, "*": Fraction.__mul__}
         for _ in range(20):
             a, b, c, d = (nums[i] for i in rng.permutation(4))
-            o1, o2, o3 = rng.choice(list(ops), size=3)
-            value = ops[o2](ops[o1](Fraction(a), Fraction(b)), ops[o3](Fraction(c), Fraction(d)))
-            if value != target:
-                return f"({a}{o1}{b}){o2}({c}{o3}{d})"
+            o1, o2, o3 = rng.choice(["+", "-", "*"], size=3)
+            guess = f"({a}{o1}{b}){o2}({c}{o3}{d})"
+            if evaluate(guess) != target:
+                return guess
         return None
 
 
