@@ -447,7 +447,7 @@ def _turn_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_tool_calls": sum(r["tool_calls"] for r in rows) / max(len(rows), 1),
         "share_multi_turn": sum(r["turns"] >= 2 for r in rows) / max(len(rows), 1),
         "share_successes_multi_turn": sum(r["turns"] >= 2 for r in solved) / len(solved) if solved else None,
-        # a second check follows a first one the calculator refuted: the planner acted on the tool's reply
+        # two checks or more: the planner checked again instead of answering after the first reply
         "share_two_checks": sum(r["tool_calls"] >= 2 for r in rows) / max(len(rows), 1),
         "share_successes_after_two_checks": (
             sum(r["tool_calls"] >= 2 for r in solved) / len(solved) if solved else None
