@@ -56,7 +56,8 @@ HEDGES = [
     ("２０５ or ２０４", ["204"], ""),  # full-width digits read as digits
     ("２０５, ２０４", ["204"], ""),
     ("20\u200b5 o\u200br 204", ["204"], ""),  # zero-width characters are dropped
-    ("The answer is 204, not 205.", ["204"], ""),
+    ("The answer is 204, maybe 205.", ["204"], ""),
+    ("204, not 205, or maybe 206", ["204"], ""),  # the negated clause goes; "or maybe 206" stays
     ("Paris, London", ["Paris"], ""),
     ("Paris and London", ["Paris"], ""),
     ("Paris/London", ["Paris"], ""),
@@ -71,6 +72,7 @@ HEDGES = [
 # one candidate each, often with numbers, commas or "and" that belong to the gold
 SINGLE = [
     ("204", ["204"], ""),
+    ("The answer is 204, not 205.", ["204"], ""),  # a negated alternative is not a candidate (issue 25)
     ("x = 204", ["204"], ""),
     ("The answer is 204.", ["204"], ""),
     ("\\boxed{204}", ["204"], ""),

@@ -27,11 +27,12 @@ import re
 import string
 from collections.abc import Sequence
 
-from agentflow_env.scoring.commitment import FILLER_WORDS, alternative_marker, answer_region
+from agentflow_env.scoring.commitment import FILLER_WORDS, alternative_marker
+from agentflow_env.scoring.extract import AnswerSpan, extract_answer
 from agentflow_env.scoring.qa import normalize_answer
 from agentflow_env.types import Task
 
-__all__ = ["ChoiceScorer", "extract_choice", "option_letters", "render_options"]
+__all__ = ["ChoiceScorer", "choice_span", "extract_choice", "option_letters", "read_choice", "render_options"]
 
 
 def option_letters(n: int) -> str:
@@ -128,49 +129,83 @@ def _quoted_option(text: str, options: Sequence[str]) -> int | None:
     return inside[0] if len(inside) == 1 else None
 
 
+def choice_span(prediction: str, options: Sequence[str]) -> AnswerSpan:
+    """The answer span of a multiple-choice answer (:func:`~agentflow_env.scoring.extract.extract_answer`):
+    option texts are kept whole, and a later line or sentence that is itself an option (its letter, its
+    text, or ``B. text``) is a rival answer."""
+    letters = option_letters(len(options))
+    texts = {_squeeze(o).lower(): letters[i] for i, o in enumerate(options) if len(_squeeze(o)) > 1}
+
+    def named(text: str) -> str | None:
+        text = _EMPHASIS.sub("", text).strip()
+        if _ONLY.fullmatch(text) and text.strip("()[].:").upper() in letters:
+            return text.strip("()[].:").upper()
+        if re.match(r"\s*[\(\[]?[A-Z](?:[\)\]][.:]?|[.:)])(?:\s|$)", text) and text.lstrip("([")[0] in letters:
+            return text.lstrip("([")[0]
+        return texts.get(_squeeze(text).lower())
+
+    def is_candidate(piece: str, span: str) -> bool:
+        option = named(piece)
+        return option is not None and option != named(span)
+
+    return extract_answer(prediction, [o for o in options if len(o.strip()) > 3], is_candidate, generic_rivals=False, normalize=False)
+
+
 def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
     """The letter the prediction commits to among ``options`` (texts without letters), or ``None``
     (nothing, or more than one option; see the module doc)."""
+    return read_choice(prediction, options)[0]
+
+
+def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, str | None]:
+    """``(letter, hedge)``: the letter the prediction commits to (or ``None``), and why it commits to more
+    than one option (``None`` when it does not)."""
     letters = option_letters(len(options))
-    _, raw, hedge = answer_region(prediction)  # the answer, with any text after its box
-    if hedge is not None:
-        return None
-    raw = raw.strip()
+    span = choice_span(prediction, options)
+    if span.hedge is not None:
+        return None, span.hedge
+    raw = span.text.strip()
     text = _EMPHASIS.sub("", raw).strip()
     if not text:
-        return None
+        return None, None
     m = _ONLY.fullmatch(text)
     if m and m.group(1).upper() in letters:
         letter = m.group(1)
         if letter.isupper() or not _bare_label_texts(options, letters):
-            return letter.upper()
+            return letter.upper(), None
         same = [i for i, o in enumerate(options) if o.strip() == letter]
-        return letters[same[0]] if len(same) == 1 else None
+        return (letters[same[0]], None) if len(same) == 1 else (None, None)
     whole = _whole_option(raw, options)
     if whole is None and text != raw:
         whole = _whole_option(text, options)
     if whole is not None:
-        return letters[whole]
+        return letters[whole], None
     lead = _LEAD.fullmatch(text)
     if lead and lead.group(1) in letters:  # "B. 0.7", "B (0.7)": the letter and its option's text
         said = _whole_option(lead.group(2), options)
         if said is not None:
-            return lead.group(1) if letters[said] == lead.group(1) else None
+            if letters[said] == lead.group(1):
+                return lead.group(1), None
+            return None, "its letter names one option and its text another"
     mentioned = _mentioned_letters(text, letters)
     if _bare_label_texts(options, letters):  # lower-case letters name option texts here
         named = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])[\(\[]?([a-z])[\)\]]?(?![A-Za-z'])", text)}
         mentioned |= {letters[i] for i, o in enumerate(options) if o.strip() in named}
     if len(mentioned) > 1:
-        return None
+        return None, "it names several options"
     if len(mentioned) == 1:
         letter = mentioned.pop()
-        if alternative_marker(text, [options[letters.index(letter)]]) is not None:
-            return None
-        return letter
+        marker = alternative_marker(text, [options[letters.index(letter)]])
+        if marker is not None:
+            return None, f"it offers alternatives ({marker})"
+        return letter, None
     quoted = _quoted_option(raw, options)
-    if quoted is None or alternative_marker(text, [options[quoted]]) is not None:
-        return None
-    return letters[quoted]
+    if quoted is None:
+        return None, None
+    marker = alternative_marker(text, [options[quoted]])
+    if marker is not None:
+        return None, f"it offers alternatives ({marker})"
+    return letters[quoted], None
 
 
 class ChoiceScorer:

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from agentflow_env.arith import ArithmeticError_, evaluate
+from agentflow_env.scoring.extract import UNITS, AnswerSpan, extract_answer, normalize_text
 
 __all__ = [
     "FILLER_WORDS",
@@ -70,84 +71,25 @@ __all__ = [
     "normalize_text",
     "number_value",
     "read_commitment",
+    "value_of",
 ]
 
 MAX_ANSWER_CHARS = 20_000  # the checked answer (after its tag or box); longer is no single commitment
 _GOLD = "\x00"  # placeholder for a masked gold span (stripped from inputs first)
-
-
-# ------------------------------------------------------------------ 1. text and where the answer is
-def _char_map() -> dict[int, str]:
-    table: dict[int, str] = {}
-    for code in range(0x80, 0x10000):
-        ch = chr(code)
-        if unicodedata.category(ch) == "Nd":
-            table[code] = str(unicodedata.decimal(ch))
-    for code in range(0xFF01, 0xFF5F):  # full-width ASCII
-        table[code] = chr(code - 0xFEE0)
-    table.update({0x2212: "-", 0x3000: " ", 0x00A0: " ", 0x3001: ",", 0xFF0C: ",", 0xFF1B: ";"})
-    return table
-
-
-_CHARS = _char_map()
-
-
-def normalize_text(text: object) -> str:
-    """Unicode digits and full-width forms as ASCII, no invisible format characters, no NUL."""
-    text = "" if text is None else str(text)
-    text = text.translate(_CHARS).replace(_GOLD, " ")
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-
-
-_ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
-_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_FINAL_PREFIX = re.compile(
-    r"^\s*[*_]*\s*(?:(?:the\s+)?(?:final\s+|correct\s+)?answer\s*[*_]*\s*(?:is\b|would\s+be\b|:)|final\s+answer\s*[*_]*\s*:)"
-    r"\s*[*_]*\s*:?\s*",
-    re.IGNORECASE,
+# look-alike letters (Cyrillic, Greek) read as Latin when looking for alternative markers ("оr")
+_CONFUSABLES = str.maketrans(
+    {"о": "o", "О": "O", "р": "p", "Р": "P", "а": "a", "е": "e", "Е": "E", "с": "c", "С": "C", "х": "x", "у": "y",
+     "і": "i", "ѕ": "s", "ο": "o", "Ο": "O", "ν": "v", "κ": "k", "ԁ": "d", "һ": "h", "ӏ": "l", "ք": "p", "ɑ": "a",
+     "ᴏ": "o", "ʀ": "r", "г": "r"}
 )
 
 
-def _squeeze(text: str) -> str:
-    return "".join(text.split()).lower()
-
-
-def _boxes(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of every balanced ``\\boxed{..}`` in order of start: ``text[start:end]`` is the
-    content (one pass over the text, so a flood of unclosed boxes costs linear time)."""
-    box_braces = {m.end() - 1 for m in _BOX_START.finditer(text)}
-    spans, stack = [], []
-    for j, ch in enumerate(text):
-        if ch == "{":
-            stack.append(j if j in box_braces else -1)
-        elif ch == "}" and stack:
-            opened = stack.pop()
-            if opened >= 0:
-                spans.append((opened + 1, j))
-    return sorted(spans)
-
-
-def answer_region(prediction: object) -> tuple[str, str, str | None]:
-    """``(answer, checked, hedge)``: the committed answer text, the text the hedge rule must check
-    (the answer plus anything after its box), and a reason when tags or boxes already disagree."""
-    text = normalize_text(prediction)
-    tags = list(_ANSWER_TAG.finditer(text))
-    if len({_squeeze(t.group(1)) for t in tags if t.group(1).strip()}) > 1:
-        return tags[-1].group(1).strip(), tags[-1].group(1), "several <answer> blocks with different answers"
-    after_tag = ""
-    if tags:
-        text, after_tag = tags[-1].group(1), text[tags[-1].end() :]
-    spans = _boxes(text)
-    if spans:
-        contents = [text[a:b] for a, b in spans]
-        if len({_squeeze(c) for c in contents}) > 1:
-            return contents[-1].strip(), contents[-1], "several boxed answers"
-        start, end = spans[-1]
-        tail = text[end + 1 :]
-        answer = _FINAL_PREFIX.sub("", contents[-1].strip()).strip()
-        return answer, f"{answer} {tail} {after_tag}", None
-    answer = _FINAL_PREFIX.sub("", text.strip()).strip()
-    return answer, f"{answer} {after_tag}", None
+# ------------------------------------------------------------------ 1. where the answer is
+def answer_region(prediction: object, golds: Iterable[object] = ()) -> tuple[str, str, str | None]:
+    """``(answer, checked, hedge)``: the answer span (:func:`~agentflow_env.scoring.extract.extract_answer`),
+    the text the hedge rule checks (the same span), and a reason when the extraction already found a hedge."""
+    span = extract_answer(prediction, golds)
+    return span.text, span.text, span.hedge
 
 
 # ------------------------------------------------------------------ numbers
@@ -244,7 +186,8 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"<=|>=|(?<![-=<>])[<>](?![-=<>])|[≤≥≠≲≳≪≫]|\\(?:le|ge|leq|geq|lt|gt|neq|ne|leqslant|geqslant)\b",
         ),
         ("comparison", r"\b(?:at\s+(?:least|most)|(?:less|more|greater|fewer)\s+than|up\s+to|no\s+more)\b"),
-        ("disjunction", r"∨|\\lor\b|\\vee\b|\\cup\b|∪|\|\|"),
+        ("disjunction", r"∨|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])|\\cup(?![A-Za-z])|∪|\|\||‖|\\\||\\Vert\b|\\parallel\b|⋁"),
+        ("alternatives", r"(?<=[\w}.)\]])\s*\|\s*(?=[-\w\\{(\[$])|\bou\b|\boder\b|\bo\b(?=\s*[-\d\\$])|\bodér\b|\bili\b|\bили\b|\bאו\b|\boppure\b|\bof\b(?=\s*[-\d\\$])"),
     )
 )
 
@@ -265,8 +208,8 @@ def _between_and(text: str) -> bool:
 def alternative_marker(text: str, golds: Sequence[str] = ()) -> str | None:
     """The first alternative marker (``or``, ``±``, a range, a comparison, ...) in ``text`` that no gold
     contains, or ``None``."""
-    masked = _mask_gold(normalize_text(text), golds)
-    gold_texts = [normalize_text(g) for g in golds]
+    masked = _mask_gold(normalize_text(text), golds).translate(_CONFUSABLES)
+    gold_texts = [normalize_text(g).translate(_CONFUSABLES) for g in golds]
     for name, pattern in _MARKERS:
         if pattern.search(masked) and not any(pattern.search(g) for g in gold_texts):
             return name
@@ -326,27 +269,67 @@ def _gold_parts(gold: str, keep_bracketed: bool) -> int:
 
 
 # ------------------------------------------------------------------ 5. values in one part
-_TIGHTEN = re.compile(r"\s*([-+*/^×÷·_(){}\[\]=])\s*|\s+(?=\\)|(?<=[{(\[])\s+|\s+(?=[})\]])")
-_EDGE_PUNCT = ".,;:!?\"'`*"
+# close spaces around operators and inside brackets (``4\\sqrt{3} / 2`` and ``( x + 1 )`` are one token each),
+# but not between a closing brace and a word: ``\\frac{34}{1} ou \\frac{33}{1}`` is three tokens
+_TIGHTEN = re.compile(r"\s*([-+*/^×÷·_=])\s*|\s+(?=\\(?!text|mbox))|(?<=[{(\[])\s+|\s+(?=[})\]])")
+_EDGE_PUNCT = ".,;:!?\"'`*$"
+_UNIT_TOKEN = re.compile(r"([A-Za-z°µμ]+(?:/[A-Za-z]+)?)(?:\^\{?-?\d\}?|[²³])?")
 
 
-def _value_candidates(value: str, gnums: set[Fraction]) -> set[object]:
+def _token_value(token: str) -> Fraction | None:
+    token = token.strip(_EDGE_PUNCT)
+    if _BARE_NUMBER.fullmatch(token):
+        return number_value(token)
+    if re.fullmatch(r"-?\\[dt]?frac\{-?\d+(?:\.\d+)?\}\{-?\d+(?:\.\d+)?\}", token):
+        return number_value(token)
+    if re.fullmatch(r"[\d\s.()+\-*/]+", token) and re.search(r"\d", token):
+        try:
+            return evaluate(token)
+        except (ArithmeticError_, ValueError, ZeroDivisionError, TypeError):
+            return None
+    return None
+
+
+def _value_candidates(value: str, golds: Sequence[str], gnums: set[Fraction]) -> set[object]:
+    """The candidates one value names: every token holding a digit, and inside a token that holds the gold,
+    every other number (``\\frac{34}{1}?\\frac{33}{1}`` names 34 and 33)."""
     found: set[object] = set()
     for token in _TIGHTEN.sub(r"\1", value).split():
         token = token.strip(_EDGE_PUNCT)
         while len(token) > 2 and token[0] in "([" and token[-1] in ")]":
             token = token[1:-1].strip(_EDGE_PUNCT)
-        if _GOLD in token:
-            found.add(_GOLD)
+        if not token or (not re.search(r"\d", token) and _GOLD not in token):
+            masked_word = _mask_gold(token, golds)
+            if _GOLD in masked_word:
+                found.add(_GOLD)
             continue
-        if not re.search(r"\d", token):
+        unit = _UNIT_TOKEN.fullmatch(token)
+        if unit and (unit.group(1) in UNITS or unit.group(1).lower() in UNITS):
             continue
-        number = number_value(token) if _BARE_NUMBER.fullmatch(token) else None
+        number = _token_value(token)
         if number is not None:
             found.add(_GOLD if number in gnums else number)
+            continue
+        masked = _mask_gold(token, golds) if _GOLD not in token else token
+        if _GOLD in masked and golds:
+            whole = _token_value(masked.replace(_GOLD, golds[0].strip()))
+            if whole is not None:  # one number after all (``\\frac{34}{1}``, ``204/205``)
+                found.add(_GOLD if whole in gnums else whole)
+                continue
+        if _GOLD in masked:
+            found.add(_GOLD)
+            for m in _NUM_TOKEN.finditer(masked.replace(_GOLD, " ")):
+                other = number_value(m.group(0))
+                if other is not None and other not in gnums and -other not in gnums:
+                    found.add(other)
         else:
             found.add(token.lower())
     return found
+
+
+def value_of(text: str) -> Fraction | None:
+    """The value of an arithmetic expression or one number, or ``None``."""
+    return _value_of(text)
 
 
 def _value_of(text: str) -> Fraction | None:
@@ -399,7 +382,8 @@ def hedge_reason(answer: str, golds: Sequence[str] = (), question: str = "") -> 
         right = _value_of(value.replace(_GOLD, golds[0] if golds else "")) if len(segments) > 1 else None
         if not all(_working_ok(s, right, qnums) for s in segments[:-1]):
             return "a working step states another value"
-        if len(_value_candidates(value, gnums)) > 1:
+        value = value.replace(_GOLD, f" {_GOLD} ")
+        if len(_value_candidates(value, golds, gnums)) > 1:
             return "it names several values"
     if weight > max(1, gold_width):
         return "it lists several candidates"
@@ -420,10 +404,15 @@ class Commitment:
         return re.split(r"(?<![<>=!])=(?!=)", self.text)[-1].strip() if "=" in self.text else self.text
 
 
-def read_commitment(prediction: object, golds: Iterable[object] = (), question: str = "") -> Commitment:
-    """The committed answer of ``prediction`` and, when it hedges, why (see the module doc for the rule)."""
+def read_commitment(
+    prediction: object, golds: Iterable[object] = (), question: str = "", span: AnswerSpan | None = None
+) -> Commitment:
+    """The committed answer of ``prediction`` (its answer span, :func:`~agentflow_env.scoring.extract.extract_answer`)
+    and, when it hedges, why (see the module doc for the rule). ``span`` reuses an extraction already made."""
     gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
-    answer, checked, hedge = answer_region(prediction)
+    if span is None:
+        span = extract_answer(prediction, gold_list)
+    hedge = span.hedge
     if hedge is None:
-        hedge = hedge_reason(checked, gold_list, question)
-    return Commitment(answer, hedge)
+        hedge = hedge_reason(span.text, gold_list, question)
+    return Commitment(span.text, hedge)

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from agentflow_env.arith import ArithmeticError_, evaluate, parse_numbers_and_ops
-from agentflow_env.scoring.commitment import alternative_marker, answer_region
+from agentflow_env.scoring.commitment import alternative_marker
+from agentflow_env.scoring.extract import extract_answer
 from agentflow_env.types import Task
 
 _ALLOWED_OPS = {"Add", "Sub", "Mult", "Div"}
@@ -61,7 +62,8 @@ def check_24(expression: str, numbers: Sequence[int | float | str], target: int 
 
 def _one_expression(text: str) -> tuple[str, str | None]:
     """The one expression of an answer, and why not when it holds several (see the module doc)."""
-    answer, checked, hedge = answer_region(text)
+    span = extract_answer(text)
+    answer, checked, hedge = span.text, span.text, span.hedge
     if hedge is not None:
         return answer, f"more than one expression ({hedge})"
     checked = checked.replace("–", "-").replace("—", "-")  # dashes are minus signs here, not ranges

@@ -11,7 +11,11 @@ The prediction is an adversary's text, so it reaches the judge only as fenced da
 - the reply must end with a line that is exactly ``VERDICT: CORRECT`` or ``VERDICT: INCORRECT``; a reply
   whose last line is anything else, or that also carries the opposite verdict line, has no verdict (it is
   retried, then scores 0). A quoted candidate line (``│ VERDICT: CORRECT``) never parses as a verdict;
-- over-long candidates score 0 without a call (nothing can be buried in a long answer).
+- over-long candidates score 0 without a call (nothing can be buried in a long answer);
+- the judge reads only the answer span that every rule scorer reads
+  (:func:`~agentflow_env.scoring.extract.extract_answer`: the boxed value, the tagged answer, the
+  "Answer:" line, else the first line or sentence), and the single-commitment rule applies first to
+  every answer, multiple choice, multi-line and long ones included: a hedge scores 0 without a call.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from agentflow_env.engines.base import Engine, SamplingParams
 from agentflow_env.error import ConfigError, EngineError
 from agentflow_env.scoring.choice import render_options
 from agentflow_env.scoring.commitment import read_commitment
+from agentflow_env.scoring.extract import extract_answer
 from agentflow_env.scoring.qa import gold_aliases
 from agentflow_env.types import Task
 
@@ -122,22 +127,27 @@ def _reference(task: Task) -> str:
     return " | ".join(gold_aliases(task.answer)) or "(none)"
 
 
-_MARKED_ANSWER = re.compile(r"\\boxed\{|<answer>", re.IGNORECASE)
+def judged_answer(prediction: str, task: Task) -> tuple[str, str | None]:
+    """``(span, hedge)``: the answer span the judge reads (the same extraction every rule scorer uses,
+    :func:`~agentflow_env.scoring.extract.extract_answer`), and why it hedges under the single-commitment
+    rule (``None`` when it commits to one answer). The rule applies to every judged answer: multiple
+    choice (several options named), Game of 24 (several expressions), and multi-line or long answers."""
+    options = task.metadata.get("options")
+    if options:
+        from agentflow_env.scoring.choice import choice_span, read_choice
 
+        span = choice_span(prediction, list(options))
+        _, hedge = read_choice(prediction, list(options))
+        return span.text, hedge
+    if task.metadata.get("numbers") is not None and task.metadata.get("target") is not None:
+        from agentflow_env.scoring.game24 import _one_expression
 
-def _hedges(prediction: str, task: Task) -> bool:
-    """The rule every scorer applies (``scoring.commitment``), before the judge is asked.
-
-    It runs where the committed answer can be located without a model: a ``\\boxed{}`` or
-    ``<answer>`` block, or a short one-line answer. A long free-form output (AgentFlow's full final
-    output) is left to the judge, whose instructions mark a hedge INCORRECT.
-    """
-    text = prediction.strip()
-    if not (_MARKED_ANSWER.search(text) or ("\n" not in text and len(text) <= 200)):
-        return False
-    if task.metadata.get("options"):  # option texts hold commas and numbers: the judge reads these
-        return False
-    return read_commitment(text, gold_aliases(task.answer), task.question).hedge is not None
+        span = extract_answer(prediction)
+        _, hedge = _one_expression(prediction)
+        return span.text, hedge
+    golds = gold_aliases(task.answer)
+    span = extract_answer(prediction, golds)
+    return span.text, read_commitment(prediction, golds, task.question, span=span).hedge
 
 
 def build_judge_prompt(prediction: str, task: Task) -> list[dict[str, str]]:
@@ -225,8 +235,9 @@ class JudgeScorer:
                 self.max_candidate_chars,
             )
             return False
-        if _hedges(prediction, task):
-            self.hedged += 1
+        span, hedge = judged_answer(prediction, task)
+        if hedge is not None or not span.strip():
+            self.hedged += hedge is not None
             return False
         return True
 
@@ -234,7 +245,7 @@ class JudgeScorer:
         prediction = str(prediction)
         if not self._admissible(prediction, task):
             return 0.0
-        prompt = build_judge_prompt(prediction, task)
+        prompt = build_judge_prompt(judged_answer(prediction, task)[0], task)
         for _ in range(self.retries + 1):
             replies = self.engine.generate([prompt], self.sampling)
             if not replies:
@@ -250,7 +261,7 @@ class JudgeScorer:
         """Judge many predictions with one batched engine call (replies without a verdict score 0)."""
         out = [0.0] * len(predictions)
         todo = [i for i, (p, t) in enumerate(zip(predictions, tasks)) if self._admissible(str(p), t)]
-        prompts = [build_judge_prompt(str(predictions[i]), tasks[i]) for i in todo]
+        prompts = [build_judge_prompt(judged_answer(str(predictions[i]), tasks[i])[0], tasks[i]) for i in todo]
         replies = self.engine.generate(prompts, self.sampling) if prompts else []
         if len(replies) != len(prompts):
             raise EngineError(f"the judge engine returned {len(replies)} completions for {len(prompts)} prompts")

@@ -27,6 +27,7 @@ from typing import Any
 
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agentflow_env.scoring.commitment import read_commitment
+from agentflow_env.scoring.extract import number_with_unit
 from agentflow_env.scoring.qa import gold_aliases, unwrap_answer
 from agentflow_env.types import Task
 
@@ -51,11 +52,15 @@ def _plain_number(text: str) -> Fraction | None:
 
 
 def _fast_verdict(prediction: str, golds: Sequence[str]) -> bool | None:
-    """Decide without math-verify when both sides are plain numbers or identical text; else ``None``."""
+    """Decide without math-verify when both sides are plain numbers (units, thousands separators and
+    scientific notation aside) or identical text; else ``None``."""
     squeeze = "".join(prediction.split())
     if any(squeeze == "".join(g.split()) for g in golds):
         return True
     value = _plain_number(prediction)
+    if value is None:
+        read = number_with_unit(prediction)
+        value = read[0] if read is not None and read[1] not in ("%", "\\%") else None
     gold_values = [_plain_number(g) for g in golds]
     if value is not None and all(v is not None for v in gold_values):
         return any(value == v for v in gold_values)
@@ -75,28 +80,36 @@ def _quiet_math_verify() -> tuple[Any, Any]:
     return math_verify.parse, math_verify.verify
 
 
-def _parse_both_ways(parse: Any, text: str) -> list[Any]:
-    """Parse as given (finds ``\\boxed``/``$..$``), and as LaTeX math when the text has no delimiters."""
-    found = list(parse(text, parsing_timeout=None))
+_PERCENT = re.compile(r"(\d(?:\.\d+)?)\s*\\?%")
+
+
+def _parses(parse: Any, text: str) -> list[list[Any]]:
+    """Every way math-verify reads ``text``: as given (it picks the last value) and, without delimiters,
+    as LaTeX math (it picks the first): one list per reading that found something."""
+    readings = [list(parse(text, parsing_timeout=None))]
     if "$" not in text and "\\boxed" not in text and "\\(" not in text:
-        found += list(parse(f"${text}$", parsing_timeout=None))
-    return found
+        readings.append(list(parse(f"${text}$", parsing_timeout=None)))
+    return [r for r in readings if r]
 
 
 def math_equal(prediction: str, golds: Sequence[str]) -> bool:
-    """Whether ``prediction`` equals any gold answer per math-verify (no signals: runs in any thread).
+    """Whether ``prediction`` equals a gold answer per math-verify in **every** way it parses (no signals:
+    runs in any thread). Two readings of one answer that disagree (``\\frac{34}{1} ou \\frac{33}{1}``
+    reads 34 one way and 33 the other) are two answers, and do not pass.
 
     This call has no time bound of its own; :class:`MathScorer` adds one.
     """
     parse, verify = _quiet_math_verify()
-    pred = _parse_both_ways(parse, prediction)
-    if not pred:
+    # a percent sign is a factor of 1/100 in the answer (one parse drops it, the other keeps it)
+    readings = _parses(parse, _PERCENT.sub(r"\1/100", prediction))
+    if not readings:
         return False
-    for gold in golds:
-        parsed_gold = _parse_both_ways(parse, gold)
-        if parsed_gold and verify(parsed_gold, pred, timeout_seconds=None):
-            return True
-    return False
+    gold_readings = [g for gold in golds for g in _parses(parse, gold)]
+    if not gold_readings:
+        return False
+    return all(
+        any(verify(gold, reading, timeout_seconds=None) for gold in gold_readings) for reading in readings
+    )
 
 
 # ------------------------------------------------------------------ bounded execution

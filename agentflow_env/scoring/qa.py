@@ -15,6 +15,7 @@ from typing import Any
 
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.commitment import FILLER_WORDS, Commitment, read_commitment
+from agentflow_env.scoring.extract import number_with_unit, same_unit
 from agentflow_env.types import Task
 
 __all__ = [
@@ -171,14 +172,27 @@ def gaia_match(prediction: str, gold: str) -> float:
 _METRICS = {"em": exact_match, "f1": token_f1, "cover": cover_match, "gaia": gaia_match}
 
 
+def same_number(prediction: str, gold: str) -> bool:
+    """Both are one number (units, thousands separators, scientific notation aside) with equal values and
+    compatible units (``22 cm^2`` = ``22``; ``5 km`` != ``5 miles``)."""
+    g = number_with_unit(gold)
+    if g is None:
+        return False
+    p = number_with_unit(prediction)
+    return p is not None and p[0] == g[0] and same_unit(p[1], g[1])
+
+
 def best_over(prediction: str, golds: Iterable[str], metric: str = "em") -> float:
     fn = _METRICS[metric]
+    golds = list(golds)
+    if any(same_number(prediction, g) for g in golds):
+        return 1.0
     return max((fn(prediction, g) for g in golds), default=0.0)
 
 
 def _compared_text(committed: Commitment, golds: Sequence[str]) -> str:
     """The committed text, or its last ``=`` side (``x = 204``) when every gold is one number."""
-    if golds and all(_gold_number(g.strip()) is not None for g in golds):
+    if golds and all(number_with_unit(g.strip()) is not None for g in golds):
         return committed.value
     return committed.text
 

@@ -17,6 +17,7 @@ import numpy as np
 from agentflow_env.arith import ArithmeticError_, evaluate
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.commitment import read_commitment
+from agentflow_env.scoring.extract import number_with_unit
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
 from benchmarks.generated.common import GeneratedTasks, check_split, split_of
@@ -86,6 +87,9 @@ class ExactNumberScorer:
         committed = read_commitment(prediction, [str(task.answer)], task.question)
         if gold is None or committed.hedge is not None:
             return 0.0
+        read = number_with_unit(committed.value)
+        if read is not None and read[1] not in ("%", "\\%"):  # "1 234", "1.234e3", "22 cm^2"
+            return float(read[0] == gold)
         pred = parse_number(committed.text)
         return float(pred is not None and gold == pred)
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.commitment import FILLER_WORDS, read_commitment
+from agentflow_env.scoring.extract import number_with_unit, same_unit
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
@@ -588,6 +589,9 @@ class WorldAnswerScorer:
         if committed.hedge is not None:
             return 0.0
         text = committed.value if _as_number(str(task.answer)) is not None else committed.text
+        read, gold_read = number_with_unit(text), number_with_unit(str(task.answer))
+        if read is not None and gold_read is not None:  # "1,879", "1 879", "1.879e3", "1879 cm^2"
+            return float(read[0] == gold_read[0] and same_unit(read[1], gold_read[1]))
         pred, gold = normalize_answer(text), normalize_answer(str(task.answer))
         if not pred:
             return 0.0
