@@ -42,6 +42,12 @@ class EnvEntry:
 #     free-form letters; the generated search/agentic families draw each split from its own world;
 #     the paper loaders shuffle GPQA/MedQA options per seed. v0 ids build the same envs (kept so old
 #     code runs), but scores measured under v0 are not comparable with v1.
+# v2: every rule scorer reads one answer span (agentflow_env/scoring/extract.py): an explanation after the
+#     answer no longer zeroes it, units, thousands separators, scientific notation, quotes and filler
+#     phrases read as the value, a negated alternative is not a candidate; two-candidate LaTeX answers
+#     (\text{ ou }, \mbox{ oder }), \lor, ‖, | and look-alike letters are hedges; math passes only when
+#     every parse agrees; the LLM judge reads the same span. v0 and v1 ids build the same envs as v2
+#     (Gymnasium warns that they are out of date); scores measured under them are not comparable with v2.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -61,7 +67,7 @@ _BENCHMARKS = (
     "Gen-Science",
     "Gen-Agentic",
 )
-LATEST_VERSION = 1
+LATEST_VERSION = 2
 BUILTIN: tuple[EnvEntry, ...] = tuple(
     EnvEntry(name, version=version, kwargs={"benchmark": name})
     for name in _BENCHMARKS

@@ -134,6 +134,7 @@ def value_cases(gold: str, wrong: str, extra: list[str]) -> Iterator[Case]:
     }
     value = _numeric(g)
     if value is not None:
+        del hedges["slash"]  # "0/1" is one number, a fraction
         lo, hi = _like(value - 1, g), _like(value + 1, g)
         hedges.update(
             {

@@ -89,7 +89,10 @@ def _whole_option(text: str, options: Sequence[str]) -> int | None:
     answer = _squeeze(text)
     if not answer:
         return None
-    for key in (lambda t: _squeeze(t), lambda t: _squeeze(t).lower(), normalize_answer):
+    keys = [lambda t: _squeeze(t), lambda t: _squeeze(t).lower()]
+    if not any(len(o.strip()) == 1 for o in options):  # normalising drops "a": "C, A" would read "c"
+        keys.append(normalize_answer)
+    for key in keys:
         want = key(answer)
         if not want:
             continue
@@ -148,7 +151,14 @@ def choice_span(prediction: str, options: Sequence[str]) -> AnswerSpan:
         option = named(piece)
         return option is not None and option != named(span)
 
-    return extract_answer(prediction, [o for o in options if len(o.strip()) > 3], is_candidate, generic_rivals=False, normalize=False)
+    return extract_answer(
+        prediction,
+        (),
+        is_candidate,
+        generic_rivals=False,
+        normalize=False,
+        protect=[o for o in options if len(o.strip()) > 3],
+    )
 
 
 def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
@@ -161,6 +171,14 @@ def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, st
     """``(letter, hedge)``: the letter the prediction commits to (or ``None``), and why it commits to more
     than one option (``None`` when it does not)."""
     letters = option_letters(len(options))
+    for whole in (" ".join(str(prediction).split()), " ".join(_EMPHASIS.sub("", str(prediction)).split())):
+        lead = _LEAD.fullmatch(whole) if len(whole) < 5000 else None
+        if lead and lead.group(1) in letters:  # the letter and a whole option text, over several lines
+            said = _whole_option(whole[lead.start(2) :], options)
+            if said is not None:
+                if letters[said] == lead.group(1):
+                    return lead.group(1), None
+                return None, "its letter names one option and its text another"
     span = choice_span(prediction, options)
     if span.hedge is not None:
         return None, span.hedge
@@ -183,6 +201,8 @@ def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, st
     lead = _LEAD.fullmatch(text)
     if lead and lead.group(1) in letters:  # "B. 0.7", "B (0.7)": the letter and its option's text
         said = _whole_option(lead.group(2), options)
+        if said is None:  # an option text that itself ends in a bracket: "C. f\\left(x\\right)"
+            said = _whole_option(text[lead.start(2) :], options)
         if said is not None:
             if letters[said] == lead.group(1):
                 return lead.group(1), None

@@ -230,15 +230,18 @@ def _gold_intervals(text: str, golds: Sequence[str]) -> list[tuple[int, int]]:
     """Where the golds occur in ``text`` (case- and spacing-insensitive, whole words, quotes and a final
     full stop aside)."""
     out = []
-    for gold in golds:
-        gold = gold.strip().strip(_EDGES).rstrip(".!?").strip(_EDGES).strip()
+    for original in golds:
+        original = original.strip()
+        gold = original.strip(_EDGES).rstrip(".!?").strip(_EDGES).strip()
         if len(gold) < 2:
             continue
+        tail = original[original.find(gold) + len(gold) :] if gold in original else ""
         body = r"\s*".join(re.escape(tok) for tok in gold.split())
         left = r"(?<!\w)" if gold[0].isalnum() else ""
         right = r"(?!\w)" if gold[-1].isalnum() else ""
         for m in re.finditer(left + body + right, text, re.IGNORECASE):
-            out.append((m.start(), m.end()))
+            end = m.end() + len(tail) if tail and text.startswith(tail, m.end()) else m.end()
+            out.append((m.start(), end))
     return out
 
 
@@ -261,7 +264,8 @@ def _sentences(line: str, golds: Sequence[str]) -> list[str]:
         if _inside(m.start(), protected):
             continue
         before = line[start : m.start()]
-        if m.group(0) == "." and _ABBREV.search(before):
+        ends_gold = any(b == m.start() for _a, b in protected)  # "Jayavarman I." ends a sentence
+        if m.group(0) == "." and not ends_gold and _ABBREV.search(before):
             continue
         out.append(line[start : m.end()])
         start = m.end()
@@ -340,9 +344,12 @@ def _split_clauses(span: str, golds: Sequence[str]) -> list[str]:
     return pieces
 
 
-def _drop_negated(span: str, golds: Sequence[str]) -> str:
-    """The span without clauses that negate an alternative ("not 205", "A and B are not")."""
-    pieces = _split_clauses(span, golds)
+def _drop_negated(span: str, golds: Sequence[str], kept: Sequence[str] = ()) -> str:
+    """The span without clauses that negate an alternative ("not 205", "A and B are not"); a clause that
+    holds a gold stays, and ``kept`` texts (option texts) are never split."""
+    if kept and any(a == 0 and b >= len(span.rstrip(".!? ")) for a, b in _gold_intervals(span, kept)):
+        return span  # the whole span is one kept text
+    pieces = _split_clauses(span, list(kept) or list(golds))
     if len(pieces) == 1:
         piece = pieces[0]
         m = re.search(r"(?i)\s+(?:rather\s+than|instead\s+of|as\s+opposed\s+to)\s+", piece)
@@ -446,6 +453,13 @@ def _rival(piece: str, span: str, is_candidate: Callable[[str, str], bool] | Non
 
 
 def _hedge_words(clean: str) -> str | None:
+    from agentflow_env.scoring.commitment import alternative_marker
+
+    marker = alternative_marker(clean)
+    if marker is not None:
+        return f"the text after the answer offers alternatives ({marker})"
+    if re.match(r"(?i)\s*(?:and|&|plus|also|as\s+well\s+as)\s+(?!I\b|we\b|it\b|this\b|that\b|the\s+)\S", clean):
+        return "the text after the answer adds another answer"
     if re.search(
         r"(?i)(?:^|\s)(?:or|maybe|perhaps|possibly|alternatively|otherwise|either)\b|could\s+(?:also\s+)?be|"
         r"might\s+(?:also\s+)?be|\?\s*\S",
@@ -468,14 +482,16 @@ _SIGN_OFF = frozenset(
 )
 
 
-def _clean(span: str, golds: Sequence[str]) -> tuple[str, str]:
-    """``(span, explanation)``: the cleaned span and the explanation cut off its end."""
+def _clean(span: str, golds: Sequence[str], kept: Sequence[str] = ()) -> tuple[str, str]:
+    """``(span, explanation)``: the cleaned span and the explanation cut off its end (``golds`` keep their
+    clauses; ``kept`` texts are never cut)."""
+    kept = list(kept) or list(golds)
     span = _strip_edges(span)
-    span = _strip_filler(span, golds)
-    span = _drop_negated(span, golds)
+    span = _strip_filler(span, kept)
+    span = _drop_negated(span, golds, kept)
     span = _strip_edges(span)
     explanation = ""
-    protected = _gold_intervals(span, golds)
+    protected = _gold_intervals(span, kept)
     for m in _EXPLANATION.finditer(span):
         if m.start() == 0 or any(a <= m.end() and m.start() < b for a, b in protected):
             continue
@@ -484,7 +500,7 @@ def _clean(span: str, golds: Sequence[str]) -> tuple[str, str]:
             continue
         span, explanation = head, span[m.start() :]
         break
-    span = _strip_filler(_strip_edges(span), golds)
+    span = _strip_filler(_strip_edges(span), kept)
     return _strip_edges(span), explanation
 
 
@@ -494,11 +510,15 @@ def extract_answer(
     is_candidate: Callable[[str, str], bool] | None = None,
     generic_rivals: bool = True,
     normalize: bool = True,
+    protect: Iterable[object] = (),
 ) -> AnswerSpan:
     """The one answer span of ``prediction`` (see the module doc). ``golds`` keep their own occurrences
     whole; ``is_candidate`` marks other text that is a bare answer of this task's kind (an option), and
-    ``generic_rivals=False`` makes it the only judge of rivals (besides words that offer an alternative)."""
+    ``generic_rivals=False`` makes it the only judge of rivals (besides words that offer an alternative);
+    ``protect`` are more texts never split or cut (option texts), ``normalize=False`` skips
+    :func:`normalize_span`."""
     gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
+    kept = gold_list + [normalize_text(p) for p in protect if p is not None and str(p).strip()]
     digits = frozenset(d for g in gold_list for d in re.findall(r"\d+", g.replace(",", "").replace(" ", "")))
 
     def norm(value: str) -> str:
@@ -520,22 +540,22 @@ def extract_answer(
         start, end = spans[-1]
         raw = contents[-1]
         tail = text[end + 1 :].split("\n", 1)[0]
-        span, explanation = _clean(norm(raw), gold_list)
+        span, explanation = _clean(norm(raw), gold_list, kept)
         hedge = _check_rest(span, [tail, explanation, after_tag], is_candidate, generic_rivals)
         return _finish(span, reason_prefix + "boxed", hedge, explanation)
-    value, reason, rest = _answer_line(text, gold_list, norm)
+    value, reason, rest = _answer_line(text, gold_list, kept, norm)
     if value is None:
         lines = [ln for ln in text.split("\n") if ln.strip()]
         if not lines:
             return AnswerSpan("", reason_prefix + "empty")
         first = lines[0]
-        sentences = _sentences(first, gold_list)
+        sentences = _sentences(first, kept)
         value = sentences[0] if sentences else first
         reason = "first sentence" if len(sentences) > 1 else "first line"
         rest = sentences[1:] + lines[1:]
     elif isinstance(value, tuple):
         return AnswerSpan(value[0], reason_prefix + reason, value[1])
-    span, explanation = _clean(norm(value), gold_list)
+    span, explanation = _clean(norm(value), gold_list, kept)
     hedge = _check_rest(span, [explanation, after_tag, *rest], is_candidate, generic_rivals)
     return _finish(span, reason_prefix + reason, hedge, explanation)
 
@@ -560,7 +580,9 @@ def _check_rest(
     return None
 
 
-def _answer_line(text: str, golds: Sequence[str], norm: Callable[[str], str]) -> tuple[object, str, list[str]]:
+def _answer_line(
+    text: str, golds: Sequence[str], kept: Sequence[str], norm: Callable[[str], str]
+) -> tuple[object, str, list[str]]:
     """The value of the last answer line or phrase, ``(None, "", [])`` when there is none, or
     ``((span, hedge), reason, [])`` when answer lines disagree."""
     found: list[tuple[int, str, int]] = []  # (position, value, end)
@@ -588,14 +610,14 @@ def _answer_line(text: str, golds: Sequence[str], norm: Callable[[str], str]) ->
     found.sort()
     values = []
     for _pos, value, _end in found:
-        sentences = _sentences(value, golds)
+        sentences = _sentences(value, kept)
         values.append(sentences[0] if sentences else value)
-    cleaned = {_squeeze(_clean(norm(v), golds)[0]) for v in values}
+    cleaned = {_squeeze(_clean(norm(v), golds, kept)[0]) for v in values}
     cleaned.discard("")
     if len(cleaned) > 1:
         return (values[-1].strip(), "several answer lines with different answers"), "answer line", []
     pos, value, end = found[-1]
-    sentences = _sentences(value, golds)
+    sentences = _sentences(value, kept)
     after = [ln for ln in text[end:].split("\n") if ln.strip()]
     rest = sentences[1:] + after
     return (sentences[0] if sentences else value), ("answer line" if line_found else "answer phrase"), rest
