@@ -105,7 +105,9 @@ def value_hedges(gold: str, wrong: str) -> list[str]:
         f"{w_fw}, {g_fw}",
         f"{{{wrong}, {gold}}}",
         f"[{wrong}, {gold}]",
-        f"The answer is {gold}, not {wrong}.",
+        f"The answer is {gold}, or maybe {wrong}.",
+        # "The answer is {gold}, not {wrong}." commits to the gold since v2 (a negated alternative is not a
+        # candidate); tests/test_reward_quality.py scores it as a correct answer
     ]
     value, other = _numeric(gold), _numeric(wrong)
     if value is not None and other is not None:
