@@ -44,7 +44,7 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", required=True, help=f"policy spec. {specs}")
     parser.add_argument(
         "--protocol",
-        default="offline-v1",
+        default="offline-v2",
         help=f"protocol name ({', '.join(list_protocols())}) or path to a .toml file",
     )
     parser.add_argument(

@@ -102,7 +102,7 @@ class WorkUnit:
 
 @dataclass(frozen=True)
 class Protocol:
-    """A parsed protocol file (see ``leaderboards/protocols/offline-v1.toml`` for every field)."""
+    """A parsed protocol file (see ``leaderboards/protocols/offline-v2.toml`` for every field)."""
 
     name: str
     description: str
@@ -214,7 +214,7 @@ def list_protocols(directory: Path = PROTOCOL_DIR) -> list[str]:
 
 
 def load_protocol(name_or_path: str | Path) -> Protocol:
-    """A protocol by name (``offline-v1``) from ``leaderboards/protocols`` or by path to a ``.toml`` file."""
+    """A protocol by name (``offline-v2``) from ``leaderboards/protocols`` or by path to a ``.toml`` file."""
     path = Path(name_or_path)
     if path.suffix != ".toml":
         path = PROTOCOL_DIR / f"{name_or_path}.toml"

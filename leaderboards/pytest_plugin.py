@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 MARKER_HELP = (
-    "leaderboard(policy, protocol='offline-v1', reference=None, fast=True, tolerance=0.0, drop=0.15, power=0.8): "
+    "leaderboard(policy, protocol='offline-v2', reference=None, fast=True, tolerance=0.0, drop=0.15, power=0.8): "
     "score-regression check of a policy against a stored reference, run through the `leaderboard` fixture; "
     "the fast check runs enough tasks to catch a fall of `drop` with probability `power`"
 )
@@ -125,7 +125,7 @@ class LeaderboardGuard:
         policy = policy or kw.get("policy")
         if not policy:
             raise pytest.UsageError("leaderboard check needs a policy: @pytest.mark.leaderboard(policy='scripted')")
-        protocol = str(protocol or kw.get("protocol", "offline-v1"))
+        protocol = str(protocol or kw.get("protocol", "offline-v2"))
         name = load_protocol(protocol).name  # a protocol given by path is stored under its name
         selected = self.config.getoption("--leaderboard-protocol")
         if selected and protocol not in selected and name not in selected:

@@ -45,7 +45,7 @@ class EvalConfig:
     """What ``agentflow-env eval`` runs and where it writes."""
 
     policy: str
-    protocol: str = "offline-v1"
+    protocol: str = "offline-v2"
     out: Path = Path("runs/leaderboard")  # under the current directory; references are written by --leaderboard-record
     name: str | None = None  # run folder name; default from the policy spec
     data_dir: str | None = None

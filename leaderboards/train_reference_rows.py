@@ -1,13 +1,13 @@
-"""The learned reference rows of offline-v1, ``tiny-sft`` and ``tiny-flow-grpo``, by one command.
+"""The learned reference rows of offline-v2, ``tiny-sft`` and ``tiny-flow-grpo``, by one command.
 
 Every phase is one ``agentflow-env`` command (printed, logged and stored in ``reference_rows.json``):
 
-1. ``sft``: the tiny LM (``hf:tiny``) on scripted demonstrations of all five offline-v1 families at once
+1. ``sft``: the tiny LM (``hf:tiny``) on scripted demonstrations of all five offline-v2 families at once
    (train splits, one ``--env-id`` per family), so one model plays every benchmark;
-2. ``train``: Flow-GRPO from that model on ``agentflow/Gen-Science-v1`` (train split). The learner trains on one
+2. ``train``: Flow-GRPO from that model on ``agentflow/Gen-Science-v2`` (train split). The learner trains on one
    env id; Gen-Science is the only family where the SFT model earns any reward (multiple-choice letters), and a
    group whose rollouts all score 0 has a zero advantage, so it is where Flow-GRPO can help;
-3. ``eval --protocol offline-v1`` of both models, runs named ``tiny-sft`` and ``tiny-flow-grpo``.
+3. ``eval --protocol offline-v2`` of both models, runs named ``tiny-sft`` and ``tiny-flow-grpo``.
 
 Training phases have a wall-clock budget (``--max-minutes``), so on another machine they may stop at another step
 and the scores move; the models behind the committed rows ship in ``agents/checkpoints/`` and
@@ -15,7 +15,7 @@ and the scores move; the models behind the committed rows ship in ``agents/check
 
 Run:  python -m leaderboards.train_reference_rows                      (about 30 minutes on 2 busy cores)
       python -m leaderboards.train_reference_rows --from-checkpoints   (evaluation only, a few minutes)
-Results go to OUTPUT_DIR/offline-v1/{tiny-sft,tiny-flow-grpo} (default ./runs/leaderboard, as ``eval`` writes),
+Results go to OUTPUT_DIR/offline-v2/{tiny-sft,tiny-flow-grpo} (default ./runs/leaderboard, as ``eval`` writes),
 models and logs to WORK (default ./runs/reference-rows). Phases already done are skipped; runs resume.
 """
 
@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROTOCOL = "offline-v1"
-RL_ENV_ID = "agentflow/Gen-Science-v1"
+PROTOCOL = "offline-v2"
+RL_ENV_ID = "agentflow/Gen-Science-v2"
 SEED = 0
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "agents" / "checkpoints"
 ROWS = ("tiny-sft", "tiny-flow-grpo")

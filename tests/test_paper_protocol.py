@@ -47,7 +47,10 @@ def test_paper_v1_is_judge_scored_and_paper_v0_is_superseded() -> None:
     assert {b.scorer for b in v1.benchmarks} == {"judge"} and v1.judge_engine().startswith("openai:gpt-4o")
     assert v1.judge_engine("scripted:echo") == "scripted:echo"  # --judge-engine wins
     assert v1.trial_seed_option == "seed" and v1.seeds == (0, 1, 2)
-    assert v0.superseded_by == "paper-v1" and v1.superseded_by is None
+    assert v0.superseded_by == "paper-v1" and v1.superseded_by == "paper-v2"
+    v2 = load_protocol("paper-v2")  # the same measurement on the v2 ids (issue 25)
+    assert v2.superseded_by is None and v2.paper_comparable and v2.hash != v1.hash
+    assert [b.env_id.replace("-v2", "-v1") for b in v2.benchmarks] == [b.env_id for b in v1.benchmarks]
     stored = json.loads((RESULTS_DIR / "paper-v0" / "gpt-4o" / "run.json").read_text(encoding="utf-8"))
     assert stored["protocol_hash"] == v0.hash  # marking v0 superseded did not change what its results mean
     for name in ("gpt-4o", "agentflow-7b-flow-grpo"):

@@ -1,4 +1,4 @@
-"""Tests of ``python -m leaderboards.train_reference_rows``: the offline-v1 rows ``tiny-sft`` and ``tiny-flow-grpo``.
+"""Tests of ``python -m leaderboards.train_reference_rows``: the offline-v2 rows ``tiny-sft`` and ``tiny-flow-grpo``.
 
 The commands are the project's own (sft over every protocol family, train, eval); --smoke runs each phase for real
 with tiny budgets from a temp directory, and the shipped checkpoints are real models that load and act.
@@ -31,9 +31,9 @@ def test_dry_run_names_one_sft_over_every_family_then_flow_grpo_and_two_evals(tm
     families = protocol_env_ids()
     assert len(families) == 5 and all(f"--env-id {env_id}" in sft for env_id in families)
     assert sft.startswith("agentflow-env sft ") and "--seed 0" in sft
-    assert train.startswith("agentflow-env train --env-id agentflow/Gen-Science-v1 --init-from ")
+    assert train.startswith("agentflow-env train --env-id agentflow/Gen-Science-v2 --init-from ")
     assert f"--init-from {tmp_path / 'w' / 'tiny-sft'} " in train and "--seed 0" in train
-    assert "--protocol offline-v1" in eval_sft and f"--output-dir {tmp_path / 'o'}" in eval_sft
+    assert "--protocol offline-v2" in eval_sft and f"--output-dir {tmp_path / 'o'}" in eval_sft
     assert f"--policy hf:{tmp_path / 'w' / 'tiny-sft'} --name tiny-sft" in eval_sft
     assert f"--policy hf:{tmp_path / 'w' / 'tiny-flow-grpo' / 'final'} --name tiny-flow-grpo" in eval_rl
 
@@ -50,7 +50,7 @@ def test_smoke_runs_every_phase_into_the_default_folders(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(proc.stdout)["rows"]
     for name in ROWS:
-        run = tmp_path / "runs" / "leaderboard" / "offline-v1" / name
+        run = tmp_path / "runs" / "leaderboard" / "offline-v2" / name
         assert rows[name]["run"] == str(run)
         assert json.loads((run / "run.json").read_text())["policy"].startswith("hf:")
         assert set(rows[name]) >= {"overall", *protocol_env_ids()}

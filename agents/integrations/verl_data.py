@@ -1,7 +1,7 @@
 """verl's parquet rows for ``agentflow/*`` envs, from env ids or a leaderboard protocol file.
 
     python -m agents.integrations.verl_data --env-id agentflow/Gen-GameOf24-v1 --split train --out data/train.parquet
-    python -m agents.integrations.verl_data --protocol leaderboards/protocols/offline-v1.toml --out data/test.parquet
+    python -m agents.integrations.verl_data --protocol leaderboards/protocols/offline-v2.toml --out data/test.parquet
 
 Each row is one task: ``prompt`` (the env's first planner prompt as a chat), ``data_source`` (the env
 id), ``agent_name`` (``agentflow_agent``, the loop in :mod:`agents.integrations.verl_agent_loop`) and
