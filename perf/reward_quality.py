@@ -29,7 +29,9 @@ import agentflow_env  # noqa: E402,F401  (registers the ids)
 from agentflow_env.registration import registered_ids  # noqa: E402
 from tests.reward_cases import golds_of, kind_of, spread, task_cases  # noqa: E402
 
-DEFAULT_TESTSETS = Path(os.environ.get("AGENTFLOW_TESTSETS", ROOT.parent.parent / "shared" / "data" / "agentflow-testsets"))
+DEFAULT_TESTSETS = Path(
+    os.environ.get("AGENTFLOW_TESTSETS", ROOT.parent.parent / "shared" / "data" / "agentflow-testsets")
+)
 HEDGE_TARGET, RECALL_TARGET = 0.001, 0.01
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 from agentflow_env.types import Task
 
@@ -53,7 +53,11 @@ def _numeric(gold: str) -> Fraction | None:
 def _like(value: Fraction, gold: str) -> str:
     if value.denominator == 1:
         return str(value.numerator)
-    return f"{float(value):.{max(1, len(gold.split('.')[-1]))}f}" if "." in gold else f"{value.numerator}/{value.denominator}"
+    return (
+        f"{float(value):.{max(1, len(gold.split('.')[-1]))}f}"
+        if "." in gold
+        else f"{value.numerator}/{value.denominator}"
+    )
 
 
 def _spaced(n: int) -> str:
@@ -242,7 +246,9 @@ def choice_cases(task: Task) -> Iterator[Case]:
         "letter": gold,
         "paren": f"({gold})",
         "answer-line": f"Answer: {gold}",
-        "answer-explanation": f"Answer: {gold}\nExplanation: the option fits every fact in the question; the others do not.",
+        "answer-explanation": (
+            f"Answer: {gold}\nExplanation: the option fits every fact in the question; the others do not."
+        ),
         "rejects-others": f"{gold} is correct; {o1} and {o2} are not.",
         "answer-is": f"The answer is {gold}.",
         "boxed": f"\\boxed{{{gold}}}",
@@ -305,7 +311,7 @@ def game24_cases(task: Task, solution: str) -> Iterator[Case]:
 
 
 # ------------------------------------------------------------------ per task
-@lru_cache(maxsize=None)
+@cache
 def _solve(numbers: tuple[int, ...]) -> str | None:
     from benchmarks.generated.game24 import solve_24
 

@@ -19,8 +19,8 @@ import pytest
 
 pytest.importorskip("math_verify")
 
-from agentflow_env.scoring.math import WALL_CAP, MathScorer  # noqa: E402
-from agentflow_env.types import Task  # noqa: E402
+from agentflow_env.scoring.math import WALL_CAP, MathScorer
+from agentflow_env.types import Task
 
 BUSY = "import time\nend = time.time() + 90\nwhile time.time() < end:\n    pass\n"
 # answers that math-verify must decide (no plain-number shortcut), with their golds

@@ -304,7 +304,8 @@ def test_paper_v1_runs_the_paper_flow_with_the_judge_on_every_benchmark(
     assert len(result.outcomes) == 10 and result.record.scoring == "judge"
     assert result.record.paper_settings["flow"] == "paper" and result.record.env["flow"] == "paper"
     assert result.record.paper_settings["planner_sends"] == dict.fromkeys(("sampling", "extra_body", "system_prompt"))
-    # the commitment rule settles some echoed outputs (their <answer> block is located) before any judge call
-    assert 5 <= len(prompts) <= sum(1 for o in result.outcomes if o.answer.strip())
+    # the commitment rule settles echoed outputs before any judge call: since v2 it reads every answer's span
+    # (the echoed template's "**Answer:** ..." line, its rival lines), so most echoes are settled without one
+    assert 1 <= len(prompts) <= sum(1 for o in result.outcomes if o.answer.strip())
     assert all("⟦BEGIN CANDIDATE" in p and "⟦BEGIN REFERENCE" in p for p in prompts)
-    assert any("Game-of-24" in p for p in prompts)  # the judge is told any valid expression counts
+    # (that the judge is told any valid 24 expression counts: tests/test_judge.py; the echo here is settled first)

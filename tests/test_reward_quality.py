@@ -16,7 +16,7 @@ Targets (issue 25): hedges that pay <= 0.1% and correct answers scored 0 <= 1%, 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import gymnasium as gym
 import pytest
@@ -38,7 +38,7 @@ def _is_paper(env_id: str) -> bool:
     return gym.spec(env_id).kwargs.get("benchmark") in BENCHMARKS
 
 
-@lru_cache(maxsize=None)
+@cache
 def _base(benchmark: str, paper: bool):
     """One env per benchmark name: every version of a name builds the same env (see registration.py)."""
     kwargs = {"data_dir": str(TESTSETS)} if paper else {}
@@ -81,7 +81,9 @@ def test_hedges_do_not_pay_and_correct_answers_score_one(env_id, request):
             if score < 1:
                 zeroed.append((case.template, golds_of(task)[:1], case.answer))
     assert hedges > 100 and correct > 100
-    assert len(paid) <= math.floor(0.001 * hedges), f"{len(paid)}/{hedges} hedges paid:\n" + "\n".join(map(repr, paid[:20]))
+    assert len(paid) <= math.floor(0.001 * hedges), f"{len(paid)}/{hedges} hedges paid:\n" + "\n".join(
+        map(repr, paid[:20])
+    )
     assert len(zeroed) <= math.floor(0.01 * correct), f"{len(zeroed)}/{correct} correct scored 0:\n" + "\n".join(
         map(repr, zeroed[:20])
     )
@@ -96,7 +98,10 @@ def test_the_env_pays_what_its_scorer_says(env_id, request):
     env = gym.make(env_id, **kwargs)
     picked = {}
     for _base_env, index, case in _cases(env_id):
-        if case.template in ("text-ou", "five-text-ou", "bar", "lines", "rejects-others", "or") and case.kind == "hedge":
+        if (
+            case.template in ("text-ou", "five-text-ou", "bar", "lines", "rejects-others", "or")
+            and case.kind == "hedge"
+        ):
             picked.setdefault(("hedge", case.template), (index, case))
         if case.kind == "correct" and case.template in ("answer-explanation", "because", "rejects-others", "sentence"):
             picked.setdefault(("correct", case.template), (index, case))

@@ -319,11 +319,14 @@ def test_math_time_bound_thread(monkeypatch):
 
 
 def test_math_time_bound_process_kills_and_recovers():
-    # far below the helper's start-up time: the request overruns, the helper is killed
-    fast_fail = MathScorer(timeout_s=0.001, isolation="process")
-    assert fast_fail("\\sqrt{8}", Task("m", "q", "2\\sqrt{2}")) == 0.0
-    assert fast_fail.overruns == 1
-    # the next scorer gets a fresh helper
+    # the helper's start-up is not on the check's clock (issue 25): a budget far below it still passes
+    quick = MathScorer(timeout_s=0.2, isolation="process")
+    assert quick("\\sqrt{8}", Task("m", "q", "2\\sqrt{2}")) == 1.0 and quick.overruns == 0
+    # a check that needs minutes overruns and its helper is killed ...
+    hostile = MathScorer(timeout_s=0.5, isolation="process")
+    assert hostile("(x+1)^{100000}", Task("m", "q", "(x+1)^{2}")) == 0.0
+    assert hostile.overruns == 1
+    # ... and the next check gets a fresh helper
     assert MathScorer(timeout_s=30, isolation="process")("\\sqrt{8}", Task("m", "q", "2\\sqrt{2}")) == 1.0
 
 

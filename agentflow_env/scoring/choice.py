@@ -167,18 +167,27 @@ def extract_choice(prediction: str, options: Sequence[str]) -> str | None:
     return read_choice(prediction, options)[0]
 
 
-def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, str | None]:
-    """``(letter, hedge)``: the letter the prediction commits to (or ``None``), and why it commits to more
-    than one option (``None`` when it does not)."""
-    letters = option_letters(len(options))
+def _letter_and_text(prediction: str, options: Sequence[str], letters: str) -> tuple[str | None, str | None] | None:
+    """The whole answer is a letter and a whole option text (over several lines, too): that letter when the
+    text is its own option's, a hedge when it is another's; ``None`` when the answer is not of that form."""
     for whole in (" ".join(str(prediction).split()), " ".join(_EMPHASIS.sub("", str(prediction)).split())):
         lead = _LEAD.fullmatch(whole) if len(whole) < 5000 else None
-        if lead and lead.group(1) in letters:  # the letter and a whole option text, over several lines
+        if lead and lead.group(1) in letters:
             said = _whole_option(whole[lead.start(2) :], options)
             if said is not None:
                 if letters[said] == lead.group(1):
                     return lead.group(1), None
                 return None, "its letter names one option and its text another"
+    return None
+
+
+def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, str | None]:
+    """``(letter, hedge)``: the letter the prediction commits to (or ``None``), and why it commits to more
+    than one option (``None`` when it does not)."""
+    letters = option_letters(len(options))
+    labelled = _letter_and_text(prediction, options, letters)
+    if labelled is not None:
+        return labelled
     span = choice_span(prediction, options)
     if span.hedge is not None:
         return None, span.hedge
@@ -207,6 +216,11 @@ def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, st
             if letters[said] == lead.group(1):
                 return lead.group(1), None
             return None, "its letter names one option and its text another"
+    return _by_mention(text, raw, options, letters)
+
+
+def _by_mention(text: str, raw: str, options: Sequence[str], letters: str) -> tuple[str | None, str | None]:
+    """Steps 4 and 5 of the module doc: letters mentioned anywhere in the span, else one quoted option."""
     mentioned = _mentioned_letters(text, letters)
     if _bare_label_texts(options, letters):  # lower-case letters name option texts here
         named = {m.group(1) for m in re.finditer(r"(?<![A-Za-z'])[\(\[]?([a-z])[\)\]]?(?![A-Za-z'])", text)}

@@ -52,7 +52,6 @@ own one-expression rule (:mod:`agentflow_env.scoring.game24`).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -78,9 +77,33 @@ MAX_ANSWER_CHARS = 20_000  # the checked answer (after its tag or box); longer i
 _GOLD = "\x00"  # placeholder for a masked gold span (stripped from inputs first)
 # look-alike letters (Cyrillic, Greek) read as Latin when looking for alternative markers ("оr")
 _CONFUSABLES = str.maketrans(
-    {"о": "o", "О": "O", "р": "p", "Р": "P", "а": "a", "е": "e", "Е": "E", "с": "c", "С": "C", "х": "x", "у": "y",
-     "і": "i", "ѕ": "s", "ο": "o", "Ο": "O", "ν": "v", "κ": "k", "ԁ": "d", "һ": "h", "ӏ": "l", "ք": "p", "ɑ": "a",
-     "ᴏ": "o", "ʀ": "r", "г": "r"}
+    {
+        "о": "o",
+        "О": "O",
+        "р": "p",
+        "Р": "P",
+        "а": "a",
+        "е": "e",
+        "Е": "E",
+        "с": "c",
+        "С": "C",
+        "х": "x",
+        "у": "y",
+        "і": "i",
+        "ѕ": "s",
+        "ο": "o",
+        "Ο": "O",
+        "ν": "v",
+        "κ": "k",
+        "ԁ": "d",
+        "һ": "h",
+        "ӏ": "l",
+        "ք": "p",
+        "ɑ": "a",
+        "ᴏ": "o",
+        "ʀ": "r",
+        "г": "r",
+    }
 )
 
 
@@ -186,8 +209,14 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"<=|>=|(?<![-=<>])[<>](?![-=<>])|[≤≥≠≲≳≪≫]|\\(?:le|ge|leq|geq|lt|gt|neq|ne|leqslant|geqslant)\b",
         ),
         ("comparison", r"\b(?:at\s+(?:least|most)|(?:less|more|greater|fewer)\s+than|up\s+to|no\s+more)\b"),
-        ("disjunction", r"∨|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])|\\cup(?![A-Za-z])|∪|\|\||‖|\\\||\\Vert\b|\\parallel\b|⋁"),
-        ("alternatives", r"(?<=[\w}.)\]])\s*\|\s*(?=[-\w\\{(\[$])|\bou\b|\boder\b|\bo\b(?=\s*[-\d\\$])|\bodér\b|\bili\b|\bили\b|\bאו\b|\boppure\b|\bof\b(?=\s*[-\d\\$])"),
+        (
+            "disjunction",
+            r"∨|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])|\\cup(?![A-Za-z])|∪|\|\||‖|\\\||\\Vert\b|\\parallel\b|⋁",
+        ),
+        (
+            "alternatives",
+            r"(?<=[\w}.)\]])\s*\|\s*(?=[-\w\\{(\[$])|\bou\b|\boder\b|\bo\b(?=\s*[-\d\\$])|\bodér\b|\bili\b|\bили\b|\bאו\b|\boppure\b|\bof\b(?=\s*[-\d\\$])",
+        ),
     )
 )
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = [
-    "AnswerSpan",
     "UNITS",
+    "AnswerSpan",
     "extract_answer",
     "normalize_span",
     "normalize_text",
@@ -200,7 +200,8 @@ def same_unit(a: str, b: str) -> bool:
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _ANSWER_LINE = re.compile(
-    r"(?im)^[ \t>*_#-]*(?:\d{1,2}[.)]\s*)?[*_]*\s*(?:my\s+|the\s+)?(?:final\s+|correct\s+)?answer\s*(?:\*\*)?\s*(?:[:：]|-\s)\s*(?:\*\*)?(.*)$"
+    r"(?im)^[ \t>*_#-]*(?:\d{1,2}[.)]\s*)?[*_]*\s*(?:my\s+|the\s+)?(?:final\s+|correct\s+)?answer"
+    r"\s*(?:\*\*)?\s*(?:[:：]|-\s)\s*(?:\*\*)?(.*)$"
 )
 _ANSWER_HEADING = re.compile(r"(?im)^[ \t]*#{1,6}[ \t]*(?:\*\*)?(?:final\s+)?answer(?:\*\*)?[ \t:]*$")
 _ANSWER_PHRASE = re.compile(
@@ -415,7 +416,9 @@ def _rival(piece: str, span: str, is_candidate: Callable[[str, str], bool] | Non
         return None
     if _LABEL.match(clean) and not re.match(r"(?i)^\s*(?:the|a|an|it|i|this|that)\s*$", clean):
         if _HEDGE_WORDS.search(clean) and re.search(r"(?i)\b(?:or|maybe|perhaps|possibly|could|might)\b", clean):
-            if re.search(r"(?i)\b(?:or|maybe|perhaps|possibly|could\s+(?:also\s+)?be|might\s+(?:also\s+)?be)\s+\S", clean):
+            if re.search(
+                r"(?i)\b(?:or|maybe|perhaps|possibly|could\s+(?:also\s+)?be|might\s+(?:also\s+)?be)\s+\S", clean
+            ):
                 return "the explanation offers another answer"
         return None
     if is_candidate is not None and is_candidate(clean, span):
@@ -433,14 +436,7 @@ def _rival(piece: str, span: str, is_candidate: Callable[[str, str], bool] | Non
     tight = re.sub(r"\s*([-+*/^×÷=])\s*", r"\1", clean)
     words = tight.split()
     if "=" in tight:
-        from agentflow_env.scoring.commitment import value_of
-
-        last, first_value = value_of(tight.split("=")[-1]), value_of(span.split("=")[-1])
-        if last is not None and first_value is not None and last == first_value:
-            return None
-        if last is not None and first_value is not None:
-            return "a later line states another value"
-        return None
+        return _working_line(tight, span)
     if len(words) > 3:
         return None
     if any(re.search(r"\d", w) for w in words):
@@ -449,6 +445,16 @@ def _rival(piece: str, span: str, is_candidate: Callable[[str, str], bool] | Non
     content = [w for w in all_words if w not in _SIGN_OFF]
     if content and len(all_words) <= 4 and not any(w in _FUNCTION_WORDS for w in all_words):
         return "another line or sentence names another answer"
+    return None
+
+
+def _working_line(tight: str, span: str) -> str | None:
+    """A later ``a = b`` line is working when its value equals the span's ("204\\n12*17 = 204")."""
+    from agentflow_env.scoring.commitment import value_of
+
+    last, first_value = value_of(tight.split("=")[-1]), value_of(span.split("=")[-1])
+    if last is not None and first_value is not None and last != first_value:
+        return "a later line states another value"
     return None
 
 

@@ -95,9 +95,7 @@ def _parses(parse: Any, text: str) -> list[list[Any]]:
     readings = [r for r in readings if r]
     texts = ["".join(str(r[-1]).split()) for r in readings]
     # a reading that read only part of another's text (``2`` of ``2^{10}``, ``10`` of ``10\\%``) misread it
-    return [
-        r for i, r in enumerate(readings) if not any(t != texts[i] and texts[i] in t for t in texts)
-    ]
+    return [r for i, r in enumerate(readings) if not any(t != texts[i] and texts[i] in t for t in texts)]
 
 
 def math_equal(prediction: str, golds: Sequence[str]) -> bool:
@@ -115,9 +113,7 @@ def math_equal(prediction: str, golds: Sequence[str]) -> bool:
     gold_readings = [g for gold in golds for g in _parses(parse, gold)]
     if not gold_readings:
         return False
-    return all(
-        any(verify(gold, reading, timeout_seconds=None) for gold in gold_readings) for reading in readings
-    )
+    return all(any(verify(gold, reading, timeout_seconds=None) for gold in gold_readings) for reading in readings)
 
 
 # ------------------------------------------------------------------ bounded execution
