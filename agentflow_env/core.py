@@ -11,7 +11,7 @@ import gymnasium as gym
 
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import Memory, shorten
-from agentflow_env.modes import build_modes
+from agentflow_env.modes import DirectExecutor, RuleVerifier, build_modes
 from agentflow_env.parsing import ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
@@ -116,6 +116,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
             if key in self._tools_by_key:
                 raise ConfigError(f"two tools are both named {tool.name!r}; tool names must differ")
             self._tools_by_key[key] = tool
+        self._tools_by_name = {tool.name: tool for tool in self.tools}  # the exact name: no normalising
         if isinstance(engine, str):
             from agentflow_env.engines import make_engine
 
@@ -144,20 +145,25 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self.memory = Memory()
         self.task: Task | None = None
         self.turn = 0
-        self._trajectory: list[dict[str, Any]] = []
+        # the turns of this episode; their dicts are built only when asked for (``_trajectory``, the final info)
+        self._records: list[tuple[TurnRecord, ParsedAction]] = []
+        self._record_dicts: list[dict[str, Any]] = []
         self._started = 0.0
         self._done = True
-        self._memory_cache: tuple[Any, str] = (None, "")
+        self._memory_cache: tuple[int, str] = (-1, "")
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
+        self._rule_verifier = type(self._verifier) is RuleVerifier
+        self._direct_executor = type(self._executor) is DirectExecutor
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         super().reset(seed=seed)
         self.task = self._choose_task(options or {})
         self.memory.clear()
-        self._memory_cache = (None, "")
+        self._memory_cache = (-1, "")
         self.turn = 0
-        self._trajectory = []
+        self._records = []
+        self._record_dicts = []
         self._signals.reset()
         self._done = False
         for tool in self.tools:
@@ -198,7 +204,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         record = TurnRecord(
             turn=self.turn,
             action=shorten(action_text, self.max_action_chars),
-            parsed=parsed.to_dict(),
+            parsed={},  # filled from ``parsed`` when the trajectory is read
             tool=None,
             command=None,
             result=None,
@@ -213,6 +219,8 @@ class AgentFlowEnv(gym.Env[dict, str]):
             self._run_tool(parsed, record)
             if self._time_left() <= 0:
                 pass  # no verifier call past the budget: the episode is truncated below
+            elif self._rule_verifier:
+                record.verifier = "CONTINUE"  # the rule verifier never stops: no memory rendering for it
             elif self._verifier.verify(self.task.question, self._memory_text(), self.turn) == "STOP":
                 record.verifier = "STOP"
                 terminated = True
@@ -227,7 +235,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
                 truncated = True
                 record.error = (record.error or "") + " (time budget exhausted)"
         record.seconds = time.perf_counter() - started
-        self._trajectory.append(record.to_dict())
+        self._records.append((record, parsed))
         reward = self._signals.shaping(signals)  # 0.0 unless turn_rewards= asks for penalties
         info = self._info()
         info["turn_signals"] = signals
@@ -267,7 +275,9 @@ class AgentFlowEnv(gym.Env[dict, str]):
             else:
                 # tool names are short; a long one is unknown without going through the name cache
                 name = parsed.tool_name
-                tool = self._tools_by_key.get(normalize_tool_name(name)) if len(name) <= 200 else None
+                tool = self._tools_by_name.get(name)
+                if tool is None and len(name) <= 200:
+                    tool = self._tools_by_key.get(normalize_tool_name(name))
                 if tool is None:
                     problem = f"unknown tool {parsed.tool_name[:80]!r}"
         command = None
@@ -276,7 +286,10 @@ class AgentFlowEnv(gym.Env[dict, str]):
             return
         if problem is None:
             assert tool is not None
-            command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
+            if self._direct_executor:  # the planner's command as it is: no memory rendering for it
+                command, problem = self._executor.command(parsed, tool, self.task.question, "")
+            else:
+                command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
         if problem is not None or tool is None or command is None:
             message = self._invalid_message(problem or "invalid action")
             record.error = problem
@@ -370,12 +383,23 @@ class AgentFlowEnv(gym.Env[dict, str]):
             info["generator_note"] = generator_note
         return score
 
+    @property
+    def _trajectory(self) -> list[dict[str, Any]]:
+        """This episode's turns as dicts (:meth:`TurnRecord.to_dict`), each built once, on first read."""
+        dicts, records = self._record_dicts, self._records
+        for record, parsed in records[len(dicts) :]:
+            record.parsed = parsed.to_dict()
+            dicts.append(record.to_dict())
+        return dicts
+
     def _memory_text(self) -> str:
-        # memory only grows within an episode, so its length keys the cached rendering
-        key = (id(self.task), len(self.memory))
-        if self._memory_cache[0] != key:
-            self._memory_cache = (key, self.memory.render(self.memory_budget))
-        return self._memory_cache[1]
+        # memory only grows within an episode (reset clears the cache), so its length keys the rendering
+        n, text = self._memory_cache
+        if n != len(self.memory.steps):
+            n = len(self.memory.steps)
+            text = self.memory.render(self.memory_budget)
+            self._memory_cache = (n, text)
+        return text
 
     def _observation(self) -> dict[str, str]:
         assert self.task is not None

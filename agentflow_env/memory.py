@@ -94,6 +94,8 @@ class Memory:
         # newline after each, so any run of short blocks is measured in O(1)
         self._short_prefix: list[int] = [0]
         self._short_blocks: list[str] = []  # each block with its result shortened to _MIN_RESULT
+        self._joined = ""  # the whole text of the first _joined_n steps, extended while it fits the budget
+        self._joined_n = 0
         for step in steps:
             self.add(step)
 
@@ -108,6 +110,7 @@ class Memory:
         self._sum_full = 0
         self._short_prefix = [0]
         self._short_blocks.clear()
+        self._joined, self._joined_n = "", 0
 
     def add(self, step: MemoryStep) -> None:
         header = _header(step)
@@ -135,8 +138,12 @@ class Memory:
             return "(no steps yet)"
         last = n - 1
         total = self._sum_full + last  # the blocks and the newlines between them
-        if total <= budget:
-            return "\n".join(self._block(i, self.steps[i].result) for i in range(n))
+        if total <= budget:  # every step whole: extend the text of the steps already joined
+            if self._joined_n != n:
+                new = "\n".join(self._block(i, self.steps[i].result) for i in range(self._joined_n, n))
+                self._joined = f"{self._joined}\n{new}" if self._joined_n else new
+                self._joined_n = n
+            return self._joined
         prefix, newest = self._short_prefix, self._full[last]
         if prefix[last] + newest <= budget:  # fits once every older result is short
             # 1. shorten older results, oldest first, just enough (every step fits: n is small here)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 
 import pytest
@@ -170,3 +171,28 @@ def test_long_keys_stay_out_of_the_key_cache():
     for i in range(50):
         assert parse_action(json.dumps({"k" * 10_000 + str(i): 1, "command": "x"})).command == "x"
     assert parsing._cached_key_to_field.cache_info().currsize == 1  # "command" only
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="possessive quantifiers need Python 3.11")
+def test_native_and_emulated_header_patterns_find_the_same_headers():
+    import random
+
+    flags = re.IGNORECASE | re.MULTILINE
+    native = re.compile(parsing._NATIVE_HEADER_PATTERN, flags)
+    emulated = re.compile(parsing._EMULATED_HEADER_PATTERN, flags)
+    rng = random.Random(0)
+    pieces = [
+        *" \t\n#>-*+1.):_`",
+        "12.",
+        "tool",
+        "Tool Name",
+        "command",
+        "final answer",
+        "sub-goal",
+        "x",
+        "\u017fub goal",
+    ]
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        spans = [[(m.span(), m.group("name")) for m in p.finditer(text)] for p in (native, emulated)]
+        assert spans[0] == spans[1], text
