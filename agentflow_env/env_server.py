@@ -346,10 +346,10 @@ class EnvServer:
             )
         return ep
 
-    def _public(self, info: dict[str, Any]) -> Any:
-        if not self.reveal_gold:
+    def _public(self, info: dict[str, Any]) -> dict[str, Any]:
+        if not self.reveal_gold and ("gold" in info or "task" in info):
             info = {k: v for k, v in info.items() if k not in HIDDEN_INFO_KEYS}
-        return to_jsonable(info)
+        return info
 
     def reset(self, episode_id: str, body: dict[str, Any]) -> dict[str, Any]:
         seed, options = body.get("seed"), body.get("options")
@@ -476,31 +476,34 @@ class EnvServer:
         writer.close()
 
     async def _serve_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Read, answer and write one request; True when the connection is to be closed."""
+        """Read, answer and write one request; True when the connection is to be closed.
+
+        Timeouts are timers on the loop (no task per read): an idle connection is closed after
+        ``idle_connection_s``; once a request has begun it must arrive whole within ``read_timeout_s``.
+        """
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self.idle_connection_s, writer.transport.abort)
         try:
-            first = await asyncio.wait_for(reader.read(1), self.idle_connection_s)
-        except asyncio.TimeoutError:
-            return True
+            first = await reader.read(1)
+        finally:
+            timer.cancel()
         if not first:
-            return True  # the client closed it
+            return True  # the client closed it, or it idled out
+        timer = loop.call_later(self.read_timeout_s, self._too_slow, writer)
         try:
-            head = first + await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.read_timeout_s)
+            head = first + await reader.readuntil(b"\r\n\r\n")
             method, path, close, length = self._parse_head(head)
-            raw = await asyncio.wait_for(reader.readexactly(length), self.read_timeout_s) if length else b""
-        except asyncio.TimeoutError:
-            writer.write(
-                _response(408, _error_body(f"the request did not arrive within {self.read_timeout_s:g} s"), True)
-            )
-            return True
+            raw = await reader.readexactly(length) if length else b""
         except (asyncio.LimitOverrunError, ValueError):
             writer.write(_response(431, _error_body(f"request headers over {MAX_HEADER_BYTES} bytes"), True))
             return True
         except _HTTPError as exc:
             writer.write(_response(int(exc.status), _error_body(str(exc)), True))
             return True
+        finally:
+            timer.cancel()
         try:
-            status, payload = 200, await self._route(method, path, raw)
-            data = json.dumps(payload).encode("utf-8")
+            status, data = 200, await self._route(method, path, raw)
         except _HTTPError as exc:
             status, data = int(exc.status), _error_body(str(exc))
         except Exception as exc:  # an env bug answers 500 and leaves the server up
@@ -508,8 +511,16 @@ class EnvServer:
             status, data = 500, _error_body(f"{type(exc).__name__}: {exc}")
         close = close or 400 <= status < 500  # after a 4xx the rest of the stream cannot be trusted
         writer.write(_response(status, data, close))
-        await writer.drain()
+        if writer.transport.get_write_buffer_size():
+            await writer.drain()
         return close
+
+    def _too_slow(self, writer: asyncio.StreamWriter) -> None:
+        if not writer.transport.is_closing():
+            writer.write(
+                _response(408, _error_body(f"the request did not arrive within {self.read_timeout_s:g} s"), True)
+            )
+            writer.transport.close()  # the pending read ends; the reply is flushed first
 
     def _parse_head(self, head: bytes) -> tuple[str, str, bool, int]:
         try:
@@ -547,27 +558,46 @@ class EnvServer:
         close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
         return method, path, close, length
 
-    async def _route(self, method: str, path: str, raw: bytes) -> dict[str, Any]:
+    async def _route(self, method: str, path: str, raw: bytes) -> bytes:
+        """The reply body of one request; env work (and JSON) runs on the pool, never on the loop."""
         parts = [p for p in path.split("?")[0].split("/") if p]
         if parts[:1] != ["v1"]:
             raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {path[:200]}; the API lives under /v1/")
         rest = parts[1:]
         loop = asyncio.get_running_loop()
+        pool = self._pool
         if method == "GET" and rest == ["health"]:
-            return self.health()
+            return _dumps(self.health())
         if method == "POST" and rest in (["step_many"], ["reset_many"]):
-            body = await loop.run_in_executor(self._pool, _json_body, raw)
+            body = await loop.run_in_executor(pool, _json_body, raw)
             key = "steps" if rest[0] == "step_many" else "resets"
-            return await self._many(self.step if key == "steps" else self.reset, self._items(body, key))
+            results = await self._many(self.step if key == "steps" else self.reset, self._items(body, key))
+            return await loop.run_in_executor(pool, _dumps, results)
         if rest[:1] == ["episodes"]:
             if method == "POST" and len(rest) == 1:
-                return await loop.run_in_executor(self._pool, lambda: self.create(_json_body(raw)))
+                return await loop.run_in_executor(pool, lambda: _dumps(self.create(_json_body(raw))))
             if method == "POST" and len(rest) == 3 and rest[2] in ("reset", "step"):
                 fn = self.reset if rest[2] == "reset" else self.step
-                return await loop.run_in_executor(self._pool, lambda: fn(rest[1], _json_body(raw)))
+                return await loop.run_in_executor(pool, lambda: _dumps(fn(rest[1], _json_body(raw))))
             if method == "DELETE" and len(rest) == 2:
-                return await loop.run_in_executor(self._pool, self.delete, rest[1])
+                return await loop.run_in_executor(pool, lambda: _dumps(self.delete(rest[1])))
         raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {method[:20]} {path[:200]}")
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return value.tolist()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return str(value)
+
+
+def _dumps(payload: Any) -> bytes:
+    """JSON of a reply: numpy values, tuples and ``to_dict`` objects as :func:`to_jsonable` gives them."""
+    try:
+        return json.dumps(payload, default=_json_default).encode("utf-8")
+    except (TypeError, ValueError):  # e.g. keys that JSON cannot take: the slow walk makes them strings
+        return json.dumps(to_jsonable(payload)).encode("utf-8")
 
 
 def _json_body(raw: bytes) -> dict[str, Any]:

@@ -36,7 +36,8 @@ class RemoteEnvError(AgentFlowError):
 
 
 class _Transport:
-    """One keep-alive connection to the server, with timeouts, the token, and stale-connection checks."""
+    """One keep-alive connection to the server: each request is one write (headers and body together) and the
+    reply is read straight off the socket, with a timeout, the token, and a check for stale connections."""
 
     def __init__(self, url: str, timeout_s: float, token: str | None):
         parts = urlsplit(url)
@@ -46,38 +47,39 @@ class _Transport:
         self.url = f"http://{self.host}:{self.port}"
         self.timeout_s = float(timeout_s)
         token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-        self._headers = {"Content-Type": "application/json"}
+        host_header = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        self._headers = f"Host: {host_header}\r\nContent-Type: application/json\r\n"
         if token:
-            self._headers["Authorization"] = f"Bearer {token}"
-        self._conn: http.client.HTTPConnection | None = None
+            self._headers += f"Authorization: Bearer {token}\r\n"
+        self._sock: socket.socket | None = None
+        self._buffer = b""
 
-    def _connection(self) -> http.client.HTTPConnection:
-        conn = self._conn
-        if conn is not None and conn.sock is not None:
+    def _connection(self) -> socket.socket:
+        sock = self._sock
+        if sock is not None:
             try:  # readable while idle: the server closed it (idle timeout, restart); reopen before sending
-                if select.select([conn.sock], [], [], 0)[0]:
-                    conn.close()
+                if select.select([sock], [], [], 0)[0]:
+                    self.close()
             except (OSError, ValueError):
-                conn.close()
-        if conn is None:
-            conn = self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
-        if conn.sock is None:
-            conn.connect()
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn
+                self.close()
+        if self._sock is None:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock, self._buffer = sock, b""
+        return self._sock  # type: ignore[return-value]
 
     def request(self, method: str, path: str, body: Any, retry: bool = False) -> dict[str, Any]:
-        payload = None if body is None else json.dumps(body).encode("utf-8")
+        payload = b"" if body is None else json.dumps(body).encode("utf-8")
+        head = f"{method} {path} HTTP/1.1\r\n{self._headers}Content-Length: {len(payload)}\r\n\r\n"
+        message = head.encode("latin-1") + payload
         tries = 2 if retry else 1
         for attempt in range(tries):
             try:
-                conn = self._connection()
-                conn.request(method, path, body=payload, headers=self._headers)
-                response = conn.getresponse()
-                data = response.read()
-                status = response.status
-                if response.will_close:
-                    conn.close()
+                sock = self._connection()
+                sock.sendall(message)
+                status, data, close = self._read_response(sock)
+                if close:
+                    self.close()
                 break
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
@@ -95,16 +97,57 @@ class _Transport:
                 f"the env server at {self.url} answered {status} with a body that is not JSON"
             ) from None
         if status != 200:
-            message = out.get("error") if isinstance(out, dict) else None
-            raise RemoteEnvError(f"env server at {self.url} refused {method} {path} ({status}): {message or out}")
+            message_text = out.get("error") if isinstance(out, dict) else None
+            raise RemoteEnvError(f"env server at {self.url} refused {method} {path} ({status}): {message_text or out}")
         if not isinstance(out, dict):
             raise RemoteEnvError(f"the env server at {self.url} answered with {type(out).__name__}, not an object")
         return out
 
+    def _read_response(self, sock: socket.socket) -> tuple[int, bytes, bool]:
+        buffer = self._buffer
+        while (end := buffer.find(b"\r\n\r\n")) < 0:
+            if len(buffer) > _MAX_HEAD:
+                raise http.client.HTTPException("reply headers too long")
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise http.client.RemoteDisconnected("the server closed the connection without a reply")
+            buffer += chunk
+        lines = buffer[:end].decode("latin-1").split("\r\n")
+        try:
+            status = int(lines[0].split(" ", 2)[1])
+        except (IndexError, ValueError):
+            raise http.client.BadStatusLine(lines[0][:100]) from None
+        length, close = None, False
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name = name.strip().lower()
+            if name == "content-length":
+                length = int(value.strip())
+            elif name == "connection":
+                close = value.strip().lower() == "close"
+        if length is None or length < 0:
+            raise http.client.HTTPException("a reply without a Content-Length")
+        buffer = buffer[end + 4 :]
+        chunks, have = [buffer], len(buffer)
+        while have < length:
+            chunk = sock.recv(max(length - have, 65536))
+            if not chunk:
+                raise http.client.IncompleteRead(b"".join(chunks), length - have)
+            chunks.append(chunk)
+            have += len(chunk)
+        data = b"".join(chunks)
+        self._buffer = data[length:]
+        return status, data[:length], close
+
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock, self._buffer = None, b""
+
+
+_MAX_HEAD = 64 * 1024
 
 
 def _step_tuple(out: dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
