@@ -48,12 +48,40 @@ def _stop(server: subprocess.Popen) -> None:
     server.wait(30)
 
 
+_ECHO = r"""
+import asyncio, socket, sys
+async def handle(reader, writer):
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
+            body = await reader.readexactly(n)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    except Exception:
+        writer.close()
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+def _start_echo() -> tuple[subprocess.Popen, int]:
+    """A stdlib asyncio HTTP echo with TCP_NODELAY in its own process: the floor of a loopback request here."""
+    echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    return echo, int(echo.stdout.readline())
+
+
 def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(xs) * 1000, q)), 3) if xs else float("nan")
 
 
 # ------------------------------------------------------------------ one client vs in-process
 def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, Any]:
+    import socket
+
     import gymnasium as gym
 
     import agentflow_env  # noqa: F401
@@ -62,8 +90,20 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
 
     planner = scripted_planner_for(env_id)
     envs = {"remote": RemoteEnv(env_id, url, split="test", timeout_s=60), "local": gym.make(env_id, split="test")}
-    lat: dict[str, list[float]] = {"remote": [], "local": []}
-    ratios = []
+    lat: dict[str, list[float]] = {"remote": [], "local": [], "echo": []}
+    ratios, echo_ratios = [], []
+    echo, echo_port = _start_echo()
+    echo_sock = socket.create_connection(("127.0.0.1", echo_port))
+    echo_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def echo_once(payload: bytes) -> float:
+        t0 = time.perf_counter()
+        echo_sock.sendall(b"POST /x HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+        need, got = len(payload), b""
+        while b"\r\n\r\n" not in got or len(got.split(b"\r\n\r\n", 1)[1]) < need:
+            got += echo_sock.recv(65536)
+        return time.perf_counter() - t0
+
     for r in range(-1, rounds):  # round -1 warms up (imports, pools, the calculator's helper) and is not kept
         medians = {}
         for name in ("remote", "local") if r % 2 else ("local", "remote"):
@@ -80,16 +120,24 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
             if r >= 0:
                 lat[name] += xs
                 medians[name] = statistics.median(xs)
+        payload = json.dumps({"observation": obs, "reward": 0.0, "info": {}}).encode()  # a step reply's size
+        xs = [echo_once(payload) for _ in range(len(lat["remote"]) // max(r + 1, 1) or 50)]
         if r >= 0:
+            lat["echo"] += xs
             ratios.append(medians["remote"] / medians["local"])
+            echo_ratios.append(medians["remote"] / statistics.median(xs))
     for env in envs.values():
         env.close()
+    echo_sock.close()
+    _stop(echo)
     return {
         "steps_each": len(lat["remote"]),
         "remote_step_ms": {"p50": _pct(lat["remote"], 50), "p99": _pct(lat["remote"], 99)},
         "in_process_step_ms": {"p50": _pct(lat["local"], 50), "p99": _pct(lat["local"], 99)},
+        "stdlib_echo_ms": {"p50": _pct(lat["echo"], 50), "p99": _pct(lat["echo"], 99)},
         "http_hop_ms_p50": round(_pct(lat["remote"], 50) - _pct(lat["local"], 50), 3),
         "paired_ratio_remote_over_in_process_p50": round(statistics.median(ratios), 2),
+        "paired_ratio_remote_over_stdlib_echo_p50": round(statistics.median(echo_ratios), 2),
         "goal": "remote p50 <= 2 ms",
     }
 
