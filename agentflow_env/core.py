@@ -174,28 +174,29 @@ class AgentFlowEnv(TaskEnv):
             result=None,
             seconds=0.0,
         )
-        terminated = truncated = False
+        terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
         if parsed.is_final:
             answer = parsed.final_answer
             terminated = True
         else:
             self._run_tool(parsed, record)
-            if self._time_left() <= 0:
+            out_of_time = self._time_left() <= 0
+            if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
-                record.verifier = "CONTINUE"  # the rule verifier never stops: no memory rendering for it
-            elif self._verifier.verify(self.task.question, self._memory_text(), self.turn) == "STOP":
-                record.verifier = "STOP"
-                terminated = True
+                record.verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
             else:
-                record.verifier = "CONTINUE"
+                verdict = self._verifier.verify(self.task.question, self._memory_text(), self.turn)
+                record.verifier = "STOP" if verdict == "STOP" else "CONTINUE"
+                terminated = verdict == "STOP"
+                out_of_time = self._time_left() <= 0  # the verifier's own time counts
             verifier_note = getattr(self._verifier, "last_note", None) if record.verifier else None
         signals = self._signals.observe(record, parsed.is_final)
         if not terminated:
             if self.turn >= self.max_turns:
                 truncated = True
-            elif self._time_left() <= 0:
+            elif out_of_time:
                 truncated = True
                 record.error = (record.error or "") + " (time budget exhausted)"
         record.seconds = time.perf_counter() - started
@@ -238,15 +239,17 @@ class AgentFlowEnv(TaskEnv):
                 if tool is None:
                     problem = f"unknown tool {parsed.tool_name[:80]!r}"
         command = None
-        if problem is None and self._time_left() <= 0:
+        remaining = self._time_left() if problem is None else 0.0
+        if problem is None and remaining <= 0:
             self._out_of_time(parsed, record)
             return
         if problem is None:
             assert tool is not None
-            if self._direct_executor:  # the planner's command as it is: no memory rendering for it
+            if self._direct_executor:  # the planner's command as it is: no memory rendering, no time taken
                 command, problem = self._executor.command(parsed, tool, self.task.question, "")
             else:
                 command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
+                remaining = self._time_left()
         if problem is not None or tool is None or command is None:
             message = self._invalid_message(problem or "invalid action")
             record.error = problem
@@ -263,7 +266,6 @@ class AgentFlowEnv(TaskEnv):
                 )
             )
             return
-        remaining = self._time_left()
         if remaining <= 0:  # the executor used up the rest
             self._out_of_time(parsed, record)
             return

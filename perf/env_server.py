@@ -91,7 +91,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
     planner = scripted_planner_for(env_id)
     envs = {"remote": RemoteEnv(env_id, url, split="test", timeout_s=60), "local": gym.make(env_id, split="test")}
     lat: dict[str, list[float]] = {"remote": [], "local": [], "echo": []}
-    ratios, echo_ratios = [], []
+    ratios, echo_ratios, per_round = [], [], []
     echo, echo_port = _start_echo()
     echo_sock = socket.create_connection(("127.0.0.1", echo_port))
     echo_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -125,6 +125,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
         if r >= 0:
             lat["echo"] += xs
             ratios.append(medians["remote"] / medians["local"])
+            per_round.append(round(medians["remote"] * 1000, 3))
             echo_ratios.append(medians["remote"] / statistics.median(xs))
     for env in envs.values():
         env.close()
@@ -134,6 +135,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
         "steps_each": len(lat["remote"]),
         "remote_step_ms": {"p50": _pct(lat["remote"], 50), "p99": _pct(lat["remote"], 99)},
         "in_process_step_ms": {"p50": _pct(lat["local"], 50), "p99": _pct(lat["local"], 99)},
+        "remote_step_p50_ms_per_round": per_round,
         "stdlib_echo_ms": {"p50": _pct(lat["echo"], 50), "p99": _pct(lat["echo"], 99)},
         "http_hop_ms_p50": round(_pct(lat["remote"], 50) - _pct(lat["local"], 50), 3),
         "paired_ratio_remote_over_in_process_p50": round(statistics.median(ratios), 2),
