@@ -235,6 +235,19 @@ _NAME_GROUP = _HEADER_RE.groupindex["name"]
 
 def _parse_text(action: str, parsed: ParsedAction) -> bool:
     # a field's value runs to the next header; the last occurrence of a field wins, so only that one is cleaned
+    if _HEADER_RE.groups == 1:  # the native pattern: split gives [prefix, name, value, name, value, ...]
+        parts = _HEADER_RE.split(action)
+        if len(parts) == 1:
+            return False
+        values: dict[str | None, str] = {}
+        for i in range(1, len(parts), 2):
+            key = parts[i]
+            # None for a name matched only through a Unicode case fold ("ſub goal"): still a header
+            values[_COMMON_HEADERS.get(key) or _key_to_field(key)] = parts[i + 1]
+        values.pop(None, None)
+        for field_name, raw in values.items():
+            setattr(parsed, field_name, _clean_value(raw))
+        return True
     spans: dict[str | None, tuple[int, int]] = {}
     name: str | None = None
     start = -1

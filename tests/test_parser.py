@@ -196,3 +196,17 @@ def test_native_and_emulated_header_patterns_find_the_same_headers():
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         spans = [[(m.span(), m.group("name")) for m in p.finditer(text)] for p in (native, emulated)]
         assert spans[0] == spans[1], text
+
+
+def test_the_emulated_pattern_path_parses_as_the_native_one(monkeypatch):
+    actions = [
+        "Justification: j\nContext: c\nSub-Goal: s\nTool Name: T\nCommand: x = 1\nquery: y",
+        "**Tool Name:** `Calc`\n1. Command: ```python\nprint(1)\n```\nFinal Answer: no\nanswer: 42",
+        "\u017fub goal: folded\nTool: A\n> command:   b  ",
+        "nothing here",
+    ]
+    native = [parse_action(a) for a in actions]
+    emulated = re.compile(parsing._EMULATED_HEADER_PATTERN, re.IGNORECASE | re.MULTILINE)
+    monkeypatch.setattr(parsing, "_HEADER_RE", emulated)
+    monkeypatch.setattr(parsing, "_NAME_GROUP", emulated.groupindex["name"])
+    assert [parse_action(a) for a in actions] == native
