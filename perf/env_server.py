@@ -145,7 +145,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
 
 
 # ------------------------------------------------------------------ many clients
-def _client(url: str, env_id: str, seed0: int, stop_at: float, out: list) -> None:
+def _client(url: str, env_id: str, seed0: int, ready: Any, go: Any, seconds: float, out: list) -> None:
     from agentflow_env.remote import RemoteEnv
     from agents.policies.scripted import scripted_planner_for
 
@@ -156,9 +156,13 @@ def _client(url: str, env_id: str, seed0: int, stop_at: float, out: list) -> Non
         env = RemoteEnv(env_id, url, split="test", timeout_s=60)
     except Exception as exc:  # counted as a failed client, not hidden
         out.append((0, latencies, f"{type(exc).__name__}: {exc}"))
+        ready.release()
         return
+    ready.release()
+    go.wait()
+    stop_at = time.monotonic() + seconds
     try:
-        while time.time() < stop_at:
+        while time.monotonic() < stop_at:
             obs, _ = env.reset(seed=seed)
             seed += 1000
             done = False
@@ -176,12 +180,12 @@ def _client(url: str, env_id: str, seed0: int, stop_at: float, out: list) -> Non
     out.append((episodes, latencies, error))
 
 
-def _client_proc(url: str, env_id: str, seeds: list[int], start_at: float, stop_at: float, queue: Any) -> None:
+def _client_proc(url: str, env_id: str, seeds: list[int], seconds: float, ready: Any, go: Any, queue: Any) -> None:
+    """Clients in threads of one process: each makes its episode, says it is ready, and plays from ``go``."""
     import agentflow_env  # noqa: F401
 
     out: list = []
-    time.sleep(max(start_at - time.time(), 0))
-    threads = [threading.Thread(target=_client, args=(url, env_id, s, stop_at, out)) for s in seeds]
+    threads = [threading.Thread(target=_client, args=(url, env_id, s, ready, go, seconds, out)) for s in seeds]
     for t in threads:
         t.start()
     for t in threads:
@@ -191,14 +195,20 @@ def _client_proc(url: str, env_id: str, seeds: list[int], start_at: float, stop_
 
 def many_clients(url: str, env_id: str, clients: int, procs: int, seconds: float) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    start_at = time.time() + 3.0  # every process imported and ready
-    stop_at = start_at + seconds
+    queue, ready, go = ctx.Queue(), ctx.Semaphore(0), ctx.Event()
     groups = [list(range(i, clients, procs)) for i in range(procs)]
-    ps = [ctx.Process(target=_client_proc, args=(url, env_id, g, start_at, stop_at, queue)) for g in groups if g]
+    ps = [ctx.Process(target=_client_proc, args=(url, env_id, g, seconds, ready, go, queue)) for g in groups if g]
     for p in ps:
         p.start()
-    out = [row for _ in ps for row in queue.get(timeout=seconds + 180)]
+    deadline = time.monotonic() + 300
+    for _ in range(clients):  # every client imported, connected and holding its episode
+        while not ready.acquire(timeout=1.0):
+            if time.monotonic() > deadline or not all(p.is_alive() for p in ps):
+                for p in ps:
+                    p.kill()
+                raise RuntimeError("a client process died or the clients were not ready within 300 s")
+    go.set()
+    out = [row for _ in ps for row in queue.get(timeout=seconds + 300)]
     for p in ps:
         p.join(30)
     episodes = sum(e for e, _, _ in out)
