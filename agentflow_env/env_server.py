@@ -441,17 +441,11 @@ class EnvServer:
             return
         self._connections += 1
         sock = writer.get_extra_info("socket")
-        raw_sock = None
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            try:  # a second handle on the socket, for pool workers to send replies without a hop through the loop
-                raw_sock = sock.dup()
-                raw_sock.setblocking(False)
-            except OSError:
-                raw_sock = None
         try:
             while True:
-                close = await self._serve_request(reader, writer, raw_sock)
+                close = await self._serve_request(reader, writer)
                 if close:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
@@ -461,8 +455,6 @@ class EnvServer:
         finally:
             self._connections -= 1
             await self._close_writer(reader, writer)
-            if raw_sock is not None:
-                raw_sock.close()
 
     @staticmethod
     async def _close_writer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -483,9 +475,7 @@ class EnvServer:
             pass
         writer.close()
 
-    async def _serve_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw_sock: socket.socket | None = None
-    ) -> bool:
+    async def _serve_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Read, answer and write one request; True when the connection is to be closed.
 
         Timeouts are timers on the loop (no task per read): an idle connection is closed after
@@ -512,18 +502,6 @@ class EnvServer:
             return True
         finally:
             timer.cancel()
-        direct = self._episode_call(method, path)
-        if direct is not None and raw_sock is not None and not writer.transport.get_write_buffer_size():
-            # reset/step: the worker sends the reply itself (nothing else is queued on this connection), so
-            # the client is answered without waiting for the loop to wake up
-            fn, episode_id = direct
-            close, rest = await loop.run_in_executor(
-                self._pool, self._call_and_send, raw_sock, fn, episode_id, raw, close
-            )
-            if rest:
-                writer.write(rest)
-                await writer.drain()
-            return close
         try:
             status, data = 200, await self._route(method, path, raw)
         except _HTTPError as exc:
@@ -536,36 +514,6 @@ class EnvServer:
         if writer.transport.get_write_buffer_size():
             await writer.drain()
         return close
-
-    def _episode_call(self, method: str, path: str) -> tuple[Callable[[str, dict[str, Any]], dict], str] | None:
-        """``(reset or step, episode id)`` for ``POST /v1/episodes/<id>/reset|step``, else None."""
-        if method != "POST":
-            return None
-        parts = [p for p in path.split("?")[0].split("/") if p]
-        if len(parts) == 4 and parts[0] == "v1" and parts[1] == "episodes" and parts[3] in ("reset", "step"):
-            return (self.reset if parts[3] == "reset" else self.step), parts[2]
-        return None
-
-    def _call_and_send(
-        self, sock: socket.socket, fn: Callable[[str, dict[str, Any]], dict], episode_id: str, raw: bytes, close: bool
-    ) -> tuple[bool, bytes]:
-        """Run one reset/step on a pool worker and send its reply; returns (close, what could not be sent yet)."""
-        try:
-            status, data = 200, _dumps(fn(episode_id, _json_body(raw)))
-        except _HTTPError as exc:
-            status, data = int(exc.status), _error_body(str(exc))
-        except Exception as exc:  # an env bug answers 500 and leaves the server up
-            logger.exception("env server: %s failed", getattr(fn, "__name__", "a call"))
-            status, data = 500, _error_body(f"{type(exc).__name__}: {exc}")
-        close = close or 400 <= status < 500  # after a 4xx the rest of the stream cannot be trusted
-        message = _response(status, data, close)
-        try:
-            sent = sock.send(message)
-        except (BlockingIOError, InterruptedError):
-            sent = 0  # the socket buffer is full: the loop writes it all
-        except OSError:
-            sent = len(message)  # the client is gone; the loop notices on its next read
-        return close, message[sent:]
 
     def _too_slow(self, writer: asyncio.StreamWriter) -> None:
         if not writer.transport.is_closing():
