@@ -12,7 +12,11 @@ Three measurements, on one core:
 - ``episode_length``: the median step time over the last turns of episodes of 10 to 5,000 turns,
   and its exponent (0 is flat).
 
-Usage: ``python perf/env_step.py [--quick] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
+- ``paired_tool_turn``: a no-op tool turn of this env, of a 20-line env doing the same job (parse the
+  action, call the tool, append to memory, join the prompt) and of GEM's tool env (``gem-llm``; install it
+  with ``pip install --no-deps gem-llm``, the column is left out without it), in interleaved rounds, CPU time.
+
+Usage: ``python perf/env_step.py [--quick] [--paired-only] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
 """
 
 from __future__ import annotations
