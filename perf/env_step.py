@@ -1,6 +1,6 @@
 """Step time of ``AgentFlowEnv`` with a no-op tool, as JSON: throughput, and how it grows.
 
-Three measurements, on one core:
+Four measurements, on one core:
 
 - ``throughput``: planner turns per second (parse + execute + memory + render + prompt + verify), one
   env and a ``SyncVectorEnv`` of several envs.
