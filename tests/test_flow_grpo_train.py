@@ -120,9 +120,9 @@ def test_cli_train_subprocess(tmp_path):
             "train",
             "--config",
             str(config),
-            "--minibatch_size",
+            "--minibatch-size",
             "4",
-            "--reward_fn",
+            "--reward-fn",
             "tests.test_flow_grpo_train:length_reward",
             "--json",
         ],
@@ -140,7 +140,7 @@ def test_cli_train_subprocess(tmp_path):
 
 def test_cli_rejects_bad_settings_with_a_clear_message(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "agentflow_env.cli", "train", "--scale_rewards", "group", "--eps_low", "1.5"],
+        [sys.executable, "-m", "agentflow_env.cli", "train", "--scale-rewards", "group", "--eps-low", "1.5"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -132,7 +132,7 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
     out = tmp_path / "runs"
     args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{server.url}", "--batch-size", "1"]
     args += ["--engine", f"openai:qwen@{server.url}", "--judge-engine", f"openai:judge@{server.url}"]
-    args += ["--data-dir", str(testsets_dir), "--out", str(out), "--no-progress", "--name", "e2e"]
+    args += ["--data-dir", str(testsets_dir), "--output-dir", str(out), "--no-progress", "--name", "e2e"]
     assert main(args) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     fingerprint = prompt_fingerprint(BuiltinPrompts(), list(builtin_metadata()), builtin_metadata())

@@ -21,7 +21,31 @@ import numpy as np
 
 from agentflow_env.error import IndexCorrupted
 
-__all__ = ["check_structure", "corrupted", "file_checksums", "settings_checksum", "verify_checksums"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "INDEX_FILES",
+    "META_FILE",
+    "check_structure",
+    "corrupted",
+    "file_checksums",
+    "settings_checksum",
+    "verify_checksums",
+]
+
+# the layout of an index folder
+FORMAT_NAME = "agentflow-bm25"
+FORMAT_VERSION = 1
+META_FILE = "agentflow_index.json"
+PASSAGES_FILE = "passages.jsonl"
+OFFSETS_FILE = "passages.offsets.npy"
+# bm25s's own file names, so ``bm25s.BM25.load(dir)`` reads our indexes too
+DATA_FILE, INDICES_FILE, INDPTR_FILE = "data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy"
+VOCAB_FILE, PARAMS_FILE = "vocab.index.json", "params.index.json"
+
+# every file of an index folder but the metadata, which holds their checksums
+INDEX_FILES = (DATA_FILE, INDICES_FILE, INDPTR_FILE, VOCAB_FILE, PARAMS_FILE, PASSAGES_FILE, OFFSETS_FILE)
+ARRAY_FILES = {"data": DATA_FILE, "indices": INDICES_FILE, "indptr": INDPTR_FILE, "offsets": OFFSETS_FILE}
 
 _CHUNK = 1 << 22  # elements per pass over a large array (bounded temporary memory)
 _READ = 1 << 24  # bytes per read when checksumming
@@ -30,7 +54,7 @@ _READ = 1 << 24  # bytes per read when checksumming
 def corrupted(folder: Path, problem: str) -> IndexCorrupted:
     return IndexCorrupted(
         f"the BM25 index {folder} is damaged: {problem}. Rebuild it from its corpus with "
-        f"`agentflow-env build-index --format FORMAT --input CORPUS --out {folder} --force` "
+        f"`agentflow-env build-index --format FORMAT --input CORPUS --output-dir {folder} --force` "
         "(or BM25Index.build(passages, out_dir=...))"
     )
 
