@@ -318,15 +318,15 @@ def test_make_policies_give_llm_planners_the_paper_planner_settings() -> None:
 def test_llm_planner_for_a_paper_env_and_engines_without_extra_fields() -> None:
     from agents.policies.llm_planner import LLMPlanner
     from benchmarks.specs import make_env
-    from tests.test_paper_mode import FakeSearch, _toolbox
+    from tests.helpers import FakeSearch, paper_toolbox
 
     engine = ScriptedEngine(["x"])
     env = make_env(
-        "Gen-GameOf24", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()), sampling="as_stated"
+        "Gen-GameOf24", flow="paper", engine=engine, tools=paper_toolbox(engine, FakeSearch()), sampling="as_stated"
     )
     greedy = LLMPlanner.for_paper_env(ScriptedEngine(["plan"]), env)  # as_stated: nothing beyond SamplingParams
     assert greedy.sampling.temperature == 0.0 and greedy.system_prompt == env.unwrapped.planner_system_prompt
-    coded = make_env("Gen-GameOf24", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()))
+    coded = make_env("Gen-GameOf24", flow="paper", engine=engine, tools=paper_toolbox(engine, FakeSearch()))
     with pytest.raises(ConfigError, match="does not send"):
         LLMPlanner.for_paper_env(ScriptedEngine(["plan"]), coded)
     sends = LLMPlanner.for_paper_env("openai:p@http://127.0.0.1:9/v1", coded)
