@@ -98,22 +98,61 @@ def _is_safe(node: ast.AST) -> bool:
     return True
 
 
-def _text_only_path(body: list[ast.stmt]) -> list[ast.Assign]:
-    """The simple assignments on the text-only path of a function body, in order."""
-    out: list[ast.Assign] = []
+def _text_only_path(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement on the text-only path of a function body, in order (``is_multimodal`` branches resolved)."""
+    out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.If) and "is_multimodal" in ast.unparse(stmt.test):
             out.extend(_text_only_path(stmt.orelse))
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        else:
             out.append(stmt)
     return out
+
+
+def _is_step(stmt: ast.stmt) -> bool:
+    """A statement the reader evaluates: one name assigned from a whitelisted expression."""
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and _is_safe(stmt)
+    )
+
+
+def _changed_names(stmt: ast.stmt) -> set[str]:
+    """Names a statement may rebind or mutate: stored names, the base of stored attributes and items, and
+    the object of every method call (``x.append(...)``, ``x.update(...)``); for ``self`` only its stored
+    attributes count (its methods are AgentFlow's helpers, ``self.get_image_info(image)`` and the like)."""
+    out: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                out.add(base.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = node.func.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id != "self":
+                out.add(base.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+    return out
+
+
+def _loaded_names(stmts: list[ast.stmt]) -> set[str]:
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 @dataclass
 class _Template:
     """The statements that build one prompt, and the variable that ends up holding it."""
 
-    statements: list[ast.Assign]
+    statements: list[ast.stmt]
     target: str
     origin: str
 
@@ -134,18 +173,38 @@ class _Template:
 
 
 def _template(tree: ast.Module, origin: Path, cls: str, method: str) -> _Template:
+    """The statements that build ``cls.method``'s text-only prompt.
+
+    Every other statement on that path is checked: one the reader does not evaluate but that could change
+    the prompt (it rebinds or mutates the prompt variable, or any name the prompt is built from, before the
+    prompt is complete; or it rebinds the prompt variable afterwards) is an :class:`AgentFlowSourceError`
+    naming the file and line, never silently skipped.
+    """
     func = _find_method(_find_class(tree, cls, origin), method, origin)
-    steps = [s for s in _text_only_path(func.body) if _is_safe(s)]
+    path = _text_only_path(func.body)
     prompts = [
         i
-        for i, s in enumerate(steps)
-        if isinstance(s.value, (ast.JoinedStr, ast.Constant)) and "prompt" in s.targets[0].id  # type: ignore[attr-defined]
+        for i, s in enumerate(path)
+        if _is_step(s) and isinstance(s.value, (ast.JoinedStr, ast.Constant)) and "prompt" in s.targets[0].id  # type: ignore[attr-defined]
     ]
     if not prompts:
         raise AgentFlowSourceError(f"{origin}: {cls}.{method} builds no prompt the reader can evaluate")
-    last = prompts[-1]
-    target = steps[last].targets[0].id  # type: ignore[attr-defined]
-    return _Template(steps[: last + 1], target, f"{origin}:{cls}.{method}")
+    target = path[prompts[-1]].targets[0].id  # type: ignore[attr-defined]
+    last = max(i for i, s in enumerate(path) if target in _changed_names(s))
+    steps = [s for s in path[: last + 1] if _is_step(s)]
+    inputs = _loaded_names(steps) | {target}
+    for i, stmt in enumerate(path):
+        if _is_step(stmt) and i <= last:
+            continue
+        touched = _changed_names(stmt) & (inputs if i <= last else {target})
+        if touched:
+            raise AgentFlowSourceError(
+                f"{origin}:{stmt.lineno}: {cls}.{method} has a statement the template reader cannot evaluate "
+                f"that may change the prompt (it changes {', '.join(sorted(touched))}): "
+                f"{ast.unparse(stmt).splitlines()[0][:120]!r}. This reader evaluates assignments of string "
+                "literals and f-strings over names, attributes, memory.get_actions() and .strip()"
+            )
+    return _Template(steps, target, f"{origin}:{cls}.{method}")
 
 
 def _module_constants(tree: ast.Module) -> dict[str, Any]:
