@@ -630,6 +630,8 @@ def rows_to_tasks(
                 f"{origin}: record {rec.get('_row')} cannot become a {bench.name} task "
                 f"({type(exc).__name__}: {str(exc)[:200]}); fix or remove that record"
             ) from None
+        if verbatim_query:  # what AgentFlow's judge reads (judge="agentflow:PATH"): the record as the file has it
+            task.metadata["agentflow_record"] = _judge_record(bench, rows[rec["_row"]])
         if task.metadata.get("data_warnings"):
             flagged.append(f"record {rec['_row']}: " + "; ".join(task.metadata["data_warnings"]))
         if task.id in seen:
@@ -640,6 +642,13 @@ def rows_to_tasks(
     if flagged:
         logger.warning("%s: %d record(s) with suspect options:\n  %s", origin, len(flagged), "\n  ".join(flagged))
     return tasks
+
+
+def _judge_record(bench: PaperBenchmark, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a raw AgentFlow record its scoring script reads, and the task name it is scored under."""
+    record = {k: row[k] for k in ("question", "query", "answer", "choices", "options") if k in row}
+    record["task"] = bench.file
+    return record
 
 
 _BUILDERS = {"qa": _qa_task, "gaia": _qa_task, "math": _math_task, "game24": _game24_task}
