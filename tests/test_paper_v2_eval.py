@@ -46,7 +46,6 @@ class _Server:
                 with lock:
                     log.append(body)
                 content = ENGINE_REPLY
-                message = {"role": "assistant", "content": content}
                 if body["model"] == "judge":
                     schema = (body.get("response_format") or {}).get("json_schema", {}).get("name")
                     if schema == "AnswerExtraction":
@@ -55,6 +54,7 @@ class _Server:
                         content = json.dumps({"analysis": "a", "true_false": True})
                     else:
                         content = "The answer matches.\nVERDICT: CORRECT"
+                message = {"role": "assistant", "content": content}
                 payload = {
                     "id": "x",
                     "object": "chat.completion",
