@@ -162,10 +162,10 @@ def print_result(result: Any) -> None:
     console.print(scoring_note(rec))
     paper = paper_settings_note(rec)
     if paper:
-        console.print(paper)
+        console.print(paper, markup=False)  # fingerprints in [...] are text, not rich markup
     comparable = comparability_note(rec)
     if comparable:
-        console.print(comparable)
+        console.print(comparable, markup=False)
     tokens = result.tokens()
     console.print(
         f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
@@ -185,7 +185,7 @@ def scoring_note(record: Any) -> str:
     scoring = record.scoring
     if scoring == "judge":
         return f"scored by the LLM judge {record.judge_engine or ''}".rstrip() + (
-            " (the paper's metric)" if paper else ""
+            " (the paper's metric)" if paper and getattr(record, "comparability", None) is None else ""
         )
     text = {"rule": "scored by rules (exact match, numeric equality, checkers)", "mixed": "scored partly by rules"}
     note = text.get(scoring, "scorer not recorded")
