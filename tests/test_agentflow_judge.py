@@ -26,7 +26,8 @@ from agentflow_env.error import EngineError
 from agentflow_env.paper_mode.agentflow_judge import AgentFlowJudge, AgentFlowScoring, most_similar_option
 from agentflow_env.paper_mode.agentflow_source import AgentFlowSourceError
 from agentflow_env.types import Task
-from benchmarks.paper import BENCHMARKS, load_paper_tasks
+from benchmarks.paper.catalog import BENCHMARKS
+from benchmarks.paper.loading import load_paper_tasks
 
 SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[2] / "shared" / "data" / "agentflow-src")
 SCORE = SRC / "test" / "calculate_score_unified.py"

@@ -13,7 +13,7 @@ import pytest
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, EngineError
-from benchmarks.paper import BENCHMARKS
+from benchmarks.paper.catalog import BENCHMARKS
 from leaderboards.protocol import PROTOCOL_DIR, load_protocol
 from leaderboards.runner import EvalConfig, evaluate
 from leaderboards.store import RESULTS_DIR, TASKS_FILE, read_jsonl
