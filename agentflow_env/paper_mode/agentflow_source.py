@@ -292,6 +292,39 @@ class _ToolFile:
         return metadata
 
 
+@dataclass(frozen=True)
+class _Text:
+    """An f-string of AgentFlow's over ``{block}`` or ``{str(e)}`` (the exception of its ``except`` clause)."""
+
+    parts: tuple[Any, ...]
+
+    @classmethod
+    def read(cls, node: ast.JoinedStr, origin: Path, exc_name: str | None = None) -> _Text:
+        parts: list[Any] = []
+        for value in node.values:
+            inner = value.value if isinstance(value, ast.FormattedValue) else None
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(inner, ast.Name) and inner.id == "block" and value.format_spec is None:  # type: ignore[union-attr]
+                parts.append(("block",))
+            elif (
+                exc_name is not None
+                and isinstance(inner, ast.Call)
+                and ast.unparse(inner) == f"str({exc_name})"
+                and value.format_spec is None  # type: ignore[union-attr]
+            ):
+                parts.append(("exc",))
+            else:
+                raise AgentFlowSourceError(
+                    f"{origin}:{node.lineno}: a field the reader cannot evaluate: {ast.unparse(value)!r}"
+                )
+        return cls(tuple(parts))
+
+    def render(self, block: str = "", exc: BaseException | None = None) -> str:
+        values = {"block": block, "exc": str(exc)}
+        return "".join(p if isinstance(p, str) else values[p[0]] for p in self.parts)
+
+
 class AgentFlowPrompts:
     """Prompts and tool metadata exactly as the AgentFlow checkout at ``path`` builds them.
 
@@ -316,6 +349,7 @@ class AgentFlowPrompts:
         coder_file = self.package / "tools" / "python_coder" / "tool.py"
         self._code = _template(_parse(coder_file), coder_file, "Python_Coder_Tool", "execute")
         self.missing_tool_command, self.missing_tool_result = self._missing_tool_texts()
+        self._no_result, self._command_error = self._command_texts(executor, executor_file)
         self.system_prompt = self._system_prompt("dashscope.py", "ChatDashScope")
         self.planner_system_prompt = self._system_prompt("vllm.py", "ChatVLLM")
         self._metadata = self._read_toolbox(list(enabled_tools))
@@ -342,6 +376,41 @@ class AgentFlowPrompts:
                     ):
                         found.setdefault(stmt.targets[0].id, stmt.value.value)
         return found.get("command", fallback[0]), found.get("result", fallback[1])
+
+    @staticmethod
+    def _command_texts(tree: ast.Module, origin: Path) -> tuple[_Text, _Text]:
+        """What ``Executor.execute_tool_command`` stores for a block that leaves no ``execution`` (the f-string
+        it appends) and for a command that raised (the f-string its outer ``except`` returns)."""
+        func = _find_method(_find_class(tree, "Executor", origin), "execute_tool_command", origin)
+        no_result = error = None
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append"
+                and node.args
+                and isinstance(node.args[0], ast.JoinedStr)
+            ):
+                no_result = _Text.read(node.args[0], origin)
+        for stmt in func.body:
+            if isinstance(stmt, ast.Try):
+                for handler in stmt.handlers:
+                    for sub in handler.body:
+                        if isinstance(sub, ast.Return) and isinstance(sub.value, ast.JoinedStr):
+                            error = _Text.read(sub.value, origin, handler.name)
+        if no_result is None or error is None:
+            raise AgentFlowSourceError(
+                f"{origin}: Executor.execute_tool_command has no executions.append(f'...') or except-return f'...'"
+            )
+        return no_result, error
+
+    def no_result(self, block: str) -> str:
+        """The result AgentFlow stores for a block after which ``execution`` is ``None``."""
+        return self._no_result.render(block=block)
+
+    def command_error(self, exc: BaseException) -> str:
+        """The result AgentFlow stores for a command whose run raised ``exc``."""
+        return self._command_error.render(exc=exc)
 
     def _system_prompt(self, file: str, cls: str) -> str:
         path = self.package / "engine" / file

@@ -39,8 +39,9 @@ from agentflow_env.core import AgentFlowEnv
 from agentflow_env.engines.base import Engine
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
+from agentflow_env.paper_mode.commands import run_block
 from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
-from agentflow_env.paper_mode.replies import parse_blocks, read_command, read_next_step, read_verdict, split_blocks
+from agentflow_env.paper_mode.replies import read_command, read_next_step, read_verdict, split_blocks
 from agentflow_env.paper_mode.sampling import MODULE_SAMPLING, TOOL_SAMPLING, ModuleSampling, planner_sampling
 from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
@@ -392,12 +393,11 @@ class PaperFlowEnv(AgentFlowEnv):
                     executions.append(f"Not run: {self._no_time(f'the last {len(blocks) - index} block(s)')}.")
                     break
                 tool.timeout = min(self.tool_timeout_s, remaining)
-                call = parse_blocks(block)
-                out = tool.execute(*call.args, **call.kwargs)
-                executions.append(out if out is not None else f"No result came back from this block: {block}")
+                out = run_block(block, tool.execute)  # AgentFlow exec()s the block; this evaluates it
+                executions.append(out if out is not None else self.prompt_source.no_result(block))
             result = executions
         except Exception as exc:  # a bad command costs the step, as in AgentFlow
-            result = f"Error while running the command: {type(exc).__name__}: {exc}"
+            result = self.prompt_source.command_error(exc)
         self._record("tool", step, command, result, None, time.perf_counter() - started)
         self.module_calls[-1]["tool"] = tool_name
         return result
