@@ -404,6 +404,40 @@ class AgentFlowPrompts:
             )
         return no_result, error
 
+    def online_texts(self) -> Any:
+        """The prompts of AgentFlow's Web RAG summary and Wikipedia page selection, for the online tools."""
+        from agentflow_env.paper_mode.online_tools import OnlineTexts
+
+        web_file = self.package / "tools" / "web_search" / "tool.py"
+        summarize = _module_constants(_parse(web_file)).get("SUMMARIZE_PROMPT_TEMPLATE")
+        if not isinstance(summarize, str):
+            raise AgentFlowSourceError(f"{web_file}: no SUMMARIZE_PROMPT_TEMPLATE string")
+        wiki_file = self.package / "tools" / "wikipedia_search" / "tool.py"
+        func = next(
+            (
+                n
+                for n in _parse(wiki_file).body
+                if isinstance(n, ast.FunctionDef) and n.name == "select_relevant_queries"
+            ),
+            None,
+        )
+        prompt = (
+            [s for s in ast.walk(func) if isinstance(s, ast.Assign) and isinstance(s.value, ast.JoinedStr)]
+            if func is not None
+            else []
+        )
+        if len(prompt) != 1:
+            raise AgentFlowSourceError(f"{wiki_file}: select_relevant_queries builds no single f-string prompt")
+        select = _Template([prompt[0]], prompt[0].targets[0].id, f"{wiki_file}:select_relevant_queries")  # type: ignore[attr-defined]
+
+        def select_text(query: str, candidates: str) -> str:
+            text = select.render({"original_query": query, "query_candidates": candidates})
+            return text.format(original_query=query, query_candidates=candidates)  # AgentFlow formats it again
+
+        return OnlineTexts(
+            lambda query, reference: summarize.format(query=query, reference_information=reference), select_text
+        )
+
     def no_result(self, block: str) -> str:
         """The result AgentFlow stores for a block after which ``execution`` is ``None``."""
         return self._no_result.render(block=block)
