@@ -223,7 +223,7 @@ class PaperFlowEnv(TaskEnv):
             "prompt_fingerprint": self.prompt_fingerprint,
             "toolbox": self.toolbox_preset,
             "tools": {
-                name: getattr(tool, "backend", None) or STAND_INS.get(name, type(tool).__name__)
+                name: getattr(tool, "online_backend", None) or STAND_INS.get(name, type(tool).__name__)
                 for name, tool in self.toolbox.items()
             },
             "tool_backends": self.tool_backends,

@@ -124,7 +124,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
 class GeminiGroundingTool(PaperTool):
     """``Ground_Google_Search_Tool``: Gemini answers with Google Search grounding (``google-genai``)."""
 
-    backend = "online: Gemini with Google Search grounding (google-genai)"
+    online_backend = "online: Gemini with Google Search grounding (google-genai)"
 
     def __init__(
         self,
@@ -202,7 +202,7 @@ def _citation_urls(text: str) -> list[str]:
 class WebRagTool(PaperTool):
     """``Web_RAG_Search_Tool``: a page's text, chunked, embedded, the closest chunks summarised by the LLM."""
 
-    backend = "online: URL fetch, embeddings, top-10 chunks summarised by the tool LLM"
+    online_backend = "online: URL fetch, embeddings, top-10 chunks summarised by the tool LLM"
 
     def __init__(
         self,
@@ -249,7 +249,7 @@ class WebRagTool(PaperTool):
 class MediaWikiTool(PaperTool):
     """``Wikipedia_RAG_Search_Tool``: MediaWiki search, the LLM's page selection, Web RAG on the chosen pages."""
 
-    backend = "online: MediaWiki API search, LLM page selection, Web RAG on the selected pages"
+    online_backend = "online: MediaWiki API search, LLM page selection, Web RAG on the selected pages"
 
     def __init__(
         self,
