@@ -37,7 +37,7 @@ HEDGE_TARGET, RECALL_TARGET = 0.001, 0.01
 
 def build(env_id: str, data_dir: Path | None, cache: dict) -> object | None:
     """The env's unwrapped base (one build per benchmark: the versions of one name build the same env)."""
-    from benchmarks.paper import BENCHMARKS
+    from benchmarks.paper.catalog import BENCHMARKS
 
     spec = gym.spec(env_id)
     key = (str(spec.entry_point), json.dumps(spec.kwargs, sort_keys=True, default=str))

@@ -33,7 +33,7 @@ MIN_CASES = 10_000
 
 
 def _is_paper(env_id: str) -> bool:
-    from benchmarks.paper import BENCHMARKS
+    from benchmarks.paper.catalog import BENCHMARKS
 
     return gym.spec(env_id).kwargs.get("benchmark") in BENCHMARKS
 
