@@ -324,7 +324,7 @@ def test_cli_list_shows_registry():
         text=True,
     ).stdout
     rows = json.loads(out)
-    assert "agentflow/Gen-GameOf24-v1" in {r["id"] for r in rows}
+    assert "agentflow/Gen-GameOf24-v2" in {r["id"] for r in rows}
 
 
 def test_llm_kwargs_reach_the_modes_and_notes_reach_info():
