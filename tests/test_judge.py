@@ -267,3 +267,38 @@ def test_hedged_short_answers_score_zero_without_asking_the_judge():
     for single in ("204", "The answer is 204.", "Working: 12*17.\nSo the result is \\boxed{204}"):
         assert scorer(single, task) == 1.0, single
     assert engine.calls == 3
+
+
+def test_the_judge_reads_the_answer_span_and_the_rule_covers_every_answer():
+    """Issue 25: the judge sees only the answer span every rule scorer reads, and the commitment rule runs
+    first on every answer, multiple choice, multi-line and long ones included."""
+
+    class YesJudge:
+        def __init__(self):
+            self.prompts = []
+
+        def generate(self, prompts, sampling=None):
+            self.prompts += prompts
+            return ["VERDICT: CORRECT"] * len(prompts)
+
+    engine = YesJudge()
+    scorer = JudgeScorer(engine)
+    task = Task(id="t", question="What is 12*17?", answer="204")
+    long_working = "I multiply the two numbers step by step. " * 40
+    hedges = (
+        "204\n205",  # multi-line
+        f"{long_working}\nAnswer: 204 or 205",  # long
+        "\\frac{204}{1} \\text{ ou } \\frac{205}{1}",
+        "Answer: 204\nAnswer: 205",
+    )
+    for hedge in hedges:
+        assert scorer(hedge, task) == 0.0, hedge
+    for hedge in ("A or B", "A. 0.9\nB. 0.7\nC. 0.1\nD. 0.3", "B\nC", "\\boxed{B} or C"):
+        assert scorer(hedge, CHOICE) == 0.0, hedge
+    assert engine.prompts == [] and scorer.hedged == len(hedges) + 4
+    assert scorer(f"{long_working}\nAnswer: 204\nExplanation: checked with the calculator.", task) == 1.0
+    assert scorer("B is correct; A and C are not.", CHOICE) == 1.0
+    (first, second) = (engine.prompts[0][1]["content"], engine.prompts[1][1]["content"])
+    candidate = first.split("⟦BEGIN CANDIDATE")[1]
+    assert "│ 204\n" in candidate and "Explanation" not in candidate and "step by step" not in candidate
+    assert "│ B is correct\n" in second.split("⟦BEGIN CANDIDATE")[1]
