@@ -9,6 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentflow_env.clock import EpisodeClock
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import Memory, shorten
 from agentflow_env.modes import build_modes
@@ -62,7 +63,9 @@ class AgentFlowEnv(gym.Env[dict, str]):
     ``time_budget_s`` runs out (with the ``llm`` generator an answer is still produced then).
 
     ## Time budget
-    ``time_budget_s`` counts from ``reset``. A tool runs with ``min(tool_timeout_s, time left)``;
+    ``time_budget_s`` counts the episode's own time from ``reset`` (``self.clock``, an
+    :class:`~agentflow_env.clock.EpisodeClock`: wall time when played by hand; a runner with many episodes in
+    flight pauses it while the episode waits behind others). A tool runs with ``min(tool_timeout_s, time left)``;
     once no time is left, no executor, tool or verifier call starts (the turn is spent and memory
     says so), though a final answer is still accepted. So with offline modules a step ends past the
     budget by at most the parse of one capped action (milliseconds) plus a tool's own overrun of
@@ -145,7 +148,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self.task: Task | None = None
         self.turn = 0
         self._trajectory: list[dict[str, Any]] = []
-        self._started = 0.0
+        self.clock = EpisodeClock()
         self._done = True
         self._memory_cache: tuple[Any, str] = (None, "")
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
@@ -164,7 +167,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
             reset = getattr(tool, "reset", None)
             if callable(reset):
                 reset()
-        self._started = time.monotonic()
+        self.clock.start()
         return self._observation(), self._info()
 
     def _choose_task(self, options: dict[str, Any]) -> Task:
@@ -318,7 +321,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         )
 
     def _time_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._started)
+        return self.time_budget_s - self.clock.elapsed()
 
     def _out_of_time(self, parsed: ParsedAction, record: TurnRecord) -> None:
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"

@@ -15,7 +15,9 @@ does not run (the memory says why), the verdict is CONTINUE, the final output is
 ``info["answer_rejected"]``); its trace entry says why under ``"rejected"``. Every reader is linear in
 the reply's length.
 
-Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does.
+Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does; it counts
+the episode's own time (``self.clock``; a runner with many episodes in flight pauses it while the episode
+waits behind others and charges it the planner's call time, so concurrency does not change the budget).
 Once it is spent nothing new starts: a step that begins past it runs no module and ends the run
 (``truncated``); within a step the tool and the verifier start only while time is left, and each tool
 call runs with ``min(tool_timeout_s, time left)``. So a step ends past the budget by at most an executor
@@ -198,7 +200,6 @@ class PaperFlowEnv(AgentFlowEnv):
         self._planner_prompt = ""
         self._steps: list[dict[str, Any]] = []
         self._finished = True
-        self._t0 = 0.0
 
     # ------------------------------------------------------------------ what a protocol records
     @property
@@ -241,7 +242,7 @@ class PaperFlowEnv(AgentFlowEnv):
         self._raw_analysis = self._call("query_analysis", 0, prompt)
         self.query_analysis = str(self._raw_analysis).strip()
         self._finished = False
-        self._t0 = time.monotonic()  # AgentFlow's step clock starts after the analysis
+        self.clock.start()  # AgentFlow's step clock starts after the analysis
         info = self._info()
         info["paper_mode"] = self.paper_settings
         return self._observation(), info
@@ -430,7 +431,7 @@ class PaperFlowEnv(AgentFlowEnv):
         return score
 
     def _time_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._t0)
+        return self.time_budget_s - self.clock.elapsed()
 
     def _no_time(self, what: str) -> str:
         return f"the time budget of {self.time_budget_s:g} s ran out before {what} could start"
