@@ -70,7 +70,30 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         help='engine spec of the LLM judge for benchmarks with scorer = "judge", overriding the protocol\'s '
         "[judge] engine (recorded in the result), e.g. openai:gpt-4o@https://api.openai.com/v1",
     )
-    parser.add_argument("--batch-size", type=int, default=16, help="episodes stepped together (one act() per turn)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="episodes in flight, each on its own (default: 64 when an HTTP server does the work: an HTTP planner, "
+        "the paper flow or llm modes; else 16). The planner's engine allows as many requests in flight",
+    )
+    parser.add_argument(
+        "--judge-concurrency", type=int, default=16, help="the LLM judge's own limit on requests in flight"
+    )
+    parser.add_argument(
+        "--batch-window",
+        type=float,
+        default=0.005,
+        help="seconds a planner batch waits for more ready episodes (never longer; not a barrier)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the run plan and a time estimate (see --latency), run nothing",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=1.5, help="seconds per LLM call, for the --dry-run estimate (default 1.5)"
+    )
     parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
     parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
     parser.add_argument("--notes", default="", help="free text kept in the result record")
@@ -79,6 +102,7 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     from agentflow_env.cli import add_aliases
 
     add_aliases(parser, "--output-dir", "--out")  # the spelling before the CLI used one style
+    add_aliases(parser, "--concurrency", "--batch-size")  # episodes were stepped in batches before
     parser.set_defaults(func=_run_eval)
 
 
@@ -96,7 +120,9 @@ def _run_eval(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         engine=args.engine,
         judge_engine=args.judge_engine,
-        batch_size=args.batch_size,
+        concurrency=args.concurrency,
+        judge_concurrency=args.judge_concurrency,
+        batch_window_s=args.batch_window,
         fast=args.fast,
         overwrite=args.overwrite,
         progress=not args.no_progress,

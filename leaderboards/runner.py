@@ -6,9 +6,12 @@ outcome line is on disk, so an interrupted evaluation never redoes finished task
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import logging
 import shutil
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -51,7 +54,9 @@ class EvalConfig:
     data_dir: str | None = None
     engine: str | None = None  # overrides the protocol's engine for llm modes or the paper flow (recorded)
     judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
-    batch_size: int = 16
+    concurrency: int | None = None  # episodes in flight; None: 64 with an HTTP planner or env engine, else 16
+    batch_window_s: float = 0.005  # the planner's batch gathers the episodes ready within this window
+    judge_concurrency: int = 16  # the judge's own limit on requests in flight
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
     overwrite: bool = False
     progress: bool = True
@@ -82,13 +87,16 @@ def build_env(
     trial_seed: int | None = None,
     scorer: Any = None,
     judge_engine: str | None = None,
+    shared_engine: Any = None,
 ) -> Any:
     """The env of one protocol benchmark, with the protocol's split, options, modes, turn budget and scorer.
 
     ``tasks`` reuses another instance's task source (loading or generating tasks once per benchmark and
     trial). ``trial_seed`` goes to the loader option the protocol names in ``trial_seed_option``.
     ``scorer`` is a ready scorer object (shared across envs); else one is built from the protocol entry,
-    the judge's engine from ``judge_engine`` or the protocol's ``[judge] engine``.
+    the judge's engine from ``judge_engine`` or the protocol's ``[judge] engine``. ``shared_engine``: an engine
+    object built from the protocol's engine spec, given to the env instead of the spec (one HTTP client for
+    every env of a run: building a client per env costs about 0.2 s of CPU).
     """
     import gymnasium as gym
 
@@ -120,6 +128,8 @@ def build_env(
         kwargs["scorer"] = make_protocol_scorer(protocol, entry.scorer, judge_engine)
     if tasks is not None:
         kwargs["tasks"] = tasks
+    if shared_engine is not None and isinstance(kwargs.get("engine"), str):
+        kwargs["engine"] = shared_engine
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
@@ -205,6 +215,10 @@ class _EnvPool:
 
     def __init__(self, protocol: Protocol, data_dir: str | None, engine: str | None, judge_engine: str | None = None):
         self.protocol, self.data_dir, self.engine, self.judge_engine = protocol, data_dir, engine, judge_engine
+        self.lock = threading.RLock()  # episodes acquire and release envs from their own threads
+        self.judge_concurrency: int | None = None
+        self.concurrency: int | None = None  # set: every env shares one engine allowing that many requests
+        self._engine: Any = None
         self.free: dict[tuple[str, int | None], list[Any]] = {}
         self.all: dict[tuple[str, int | None], list[Any]] = {}
         self.scorers: dict[str, Any] = {}
@@ -221,10 +235,17 @@ class _EnvPool:
             same = [v for e, v in self.scorers.items() if self.protocol.benchmark(e).scorer == entry.scorer]
             if not same:
                 same = [make_protocol_scorer(self.protocol, entry.scorer, self.judge_engine)]
+                engine = getattr(same[0], "engine", None)  # the judge's own connection limit
+                if self.judge_concurrency and callable(getattr(engine, "set_concurrency", None)):
+                    engine.set_concurrency(self.judge_concurrency)
             self.scorers[env_id] = same[0]
         return self.scorers[env_id]
 
     def acquire(self, env_id: str, seed: int | None = None) -> Any:
+        with self.lock:
+            return self._acquire(env_id, seed)
+
+    def _acquire(self, env_id: str, seed: int | None) -> Any:
         key = self._key(env_id, seed)
         free = self.free.setdefault(key, [])
         if free:
@@ -240,22 +261,46 @@ class _EnvPool:
             trial_seed=seed,
             scorer=self.scorer(env_id),
             judge_engine=self.judge_engine,
+            shared_engine=self._shared_engine(),
         )
         siblings.append(env)
         return env
 
+    def _shared_engine(self) -> Any:
+        """One engine for the modules of every env, when it is thread-safe (an HTTP client); else None."""
+        if self.concurrency is None:
+            return None
+        if self._engine is None:
+            spec = self.protocol.env_kwargs(self.engine).get("engine")
+            if not isinstance(spec, str):
+                self._engine = False
+                return None
+            from agentflow_env.engines import make_engine
+
+            engine = make_engine(spec)
+            if getattr(engine, "thread_safe", False) and callable(getattr(engine, "set_concurrency", None)):
+                engine.set_concurrency(max(self.concurrency, getattr(engine, "concurrency", 1)))
+                self._engine = engine
+            else:
+                self._engine = False
+        return self._engine or None
+
     def release(self, env_id: str, env: Any, seed: int | None = None) -> None:
-        self.free.setdefault(self._key(env_id, seed), []).append(env)
+        with self.lock:
+            self.free.setdefault(self._key(env_id, seed), []).append(env)
 
     def close_env_id(self, env_id: str) -> None:
-        for key in [k for k in self.all if k[0] == env_id]:
-            for env in self.all.pop(key, []):
-                env.close()
-            self.free.pop(key, None)
+        with self.lock:
+            for key in [k for k in self.all if k[0] == env_id]:
+                for env in self.all.pop(key, []):
+                    env.close()
+                self.free.pop(key, None)
 
     def close(self) -> None:
         for env_id in {k[0] for k in self.all}:
             self.close_env_id(env_id)
+        if self._engine:
+            self._engine.close()
 
 
 def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord, RunRecord | None]:
@@ -348,12 +393,16 @@ def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRec
 
 def evaluate(config: EvalConfig) -> EvalResult:
     """Run (or resume) ``config.policy`` on ``config.protocol``; returns the stored result."""
-    if config.batch_size < 1:
-        raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
+    if config.concurrency is not None and config.concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {config.concurrency}")
+    if config.batch_window_s < 0:
+        raise ConfigError(f"batch_window_s must be >= 0 seconds, got {config.batch_window_s}")
     protocol = load_protocol(config.protocol)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
     policies = _policies(config, protocol)  # a bad spec fails before anything is written
+    config = dataclasses.replace(config, concurrency=config.concurrency or default_concurrency(protocol, policies))
+    _raise_engine_limits(policies, config.concurrency or 1)
     run_dir = Path(config.out) / protocol.name / config.run_name
     with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
         return _evaluate_locked(config, protocol, policies)
@@ -362,6 +411,8 @@ def evaluate(config: EvalConfig) -> EvalResult:
 def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str, Any]) -> EvalResult:
     run_dir, record, stored = _prepare_run_dir(config, protocol)
     pool = _EnvPool(protocol, config.data_dir, config.engine, config.judge_engine)
+    pool.judge_concurrency = config.judge_concurrency
+    pool.concurrency = config.concurrency
     try:
         units = _plan(protocol, config, pool, record)
         if record.paper_settings is not None:
@@ -390,6 +441,24 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
     finally:
         pool.close()
     return load_run(run_dir)
+
+
+def default_concurrency(protocol: Protocol, policies: dict[str, Any]) -> int:
+    """64 episodes in flight when an HTTP server does the work (an HTTP planner, the paper flow's or the llm
+    modes' engine), else 16 (a local model batches its turns; offline modules are quick)."""
+    http_policy = any(getattr(p, "concurrent_act", False) for p in policies.values())
+    env = protocol.env
+    modules = (env.get("executor"), env.get("verifier"), env.get("generator"))
+    engine_modules = protocol.flow == "paper" or "llm" in modules
+    return 64 if http_policy or engine_modules else 16
+
+
+def _raise_engine_limits(policies: dict[str, Any], concurrency: int) -> None:
+    """An HTTP planner's engine allows as many requests in flight as there are episodes."""
+    for policy in {id(p): p for p in policies.values()}.values():
+        engine = getattr(policy, "engine", None)
+        if callable(getattr(engine, "set_concurrency", None)) and getattr(engine, "concurrency", 0) < concurrency:
+            engine.set_concurrency(concurrency)
 
 
 def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
@@ -439,7 +508,7 @@ def _planner_sends(policies: dict[str, Any], protocol: Protocol) -> dict[str, bo
     return {k: (v.pop() if len(v) == 1 else False if False in v else None) for k, v in found.items()}
 
 
-def _loop(
+def _loop_turns(
     todo: deque[WorkUnit],
     total: int,
     initial: int,
@@ -449,7 +518,15 @@ def _loop(
     traj: JsonlAppender,
     tasks: JsonlAppender,
 ) -> None:
+    """Lock-step turns, for a policy that takes one batch at a time and whose actions depend on the batch (a
+    seeded random planner, a local model sampling with a seed): every episode in flight gets one ``act`` per
+    turn, in the order they started, so a seeded run repeats exactly. The envs' steps run in parallel; each
+    episode's clock is paused between its steps and charged the batch's ``act`` time."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from tqdm.auto import tqdm
+
+    from agentflow_env.scheduler import pause_clock
 
     remaining = {e: 0 for e in policies}
     for u in todo:
@@ -471,17 +548,19 @@ def _loop(
         dynamic_ncols=True,
     )
     scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
+    steps = ThreadPoolExecutor(max_workers=max(1, min(config.concurrency or 1, 64)), thread_name_prefix="env-step")
     try:
         while todo or active:
-            while todo and len(active) < config.batch_size:
+            while todo and len(active) < (config.concurrency or 1):
                 unit = todo.popleft()
                 env = pool.acquire(unit.env_id, unit.seed)
                 obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
+                pause_clock(env)
                 active.append(_Episode(unit, env, obs, time.perf_counter()))
-            finished = _turn(active, policies)
+            finished = _turn(active, policies, steps)
             for ep, reward, info in finished:
-                _check_judged(ep, info, pool)
-                _record(ep, reward, info, traj, tasks)
+                _check_judged(ep.unit, ep.env, info)
+                _record(_Finished.of(ep), reward, info, traj, tasks)
                 active.remove(ep)
                 pool.release(ep.unit.env_id, ep.env, ep.unit.seed)
                 remaining[ep.unit.env_id] -= 1
@@ -492,10 +571,11 @@ def _loop(
                 bar.set_postfix(score=f"{score_sum / scored:.3f}", refresh=False)
                 bar.update(1)
     finally:
+        steps.shutdown(wait=True)
         bar.close()
 
 
-def _turn(active: list[_Episode], policies: dict[str, Any]) -> list[tuple[_Episode, float, dict[str, Any]]]:
+def _turn(active: list[_Episode], policies: dict[str, Any], steps: Any) -> list[tuple[_Episode, float, dict[str, Any]]]:
     """One planner turn for every active episode: one ``act`` call per distinct policy object."""
     groups: dict[int, list[_Episode]] = {}
     for ep in active:
@@ -505,32 +585,201 @@ def _turn(active: list[_Episode], policies: dict[str, Any]) -> list[tuple[_Episo
         policy = policies[eps[0].unit.env_id]
         # trainable policies also return token ids (counted, not stored); plain ones return strings
         act = getattr(policy, "act_with_samples", None) or policy.act
+        t0 = time.perf_counter()
         texts, tokens = normalize_actions(policy, act([ep.obs for ep in eps]), len(eps))
-        for ep, text, count in zip(eps, texts, tokens):
+        seconds = time.perf_counter() - t0
+        for ep, count in zip(eps, tokens):
             ep.turns += 1
             if count is None:
                 ep.token_known = False
             else:
                 ep.tokens = {k: (ep.tokens or {}).get(k, 0) + v for k, v in count.items()}
-            ep.obs, reward, terminated, truncated, info = ep.env.step(text)
+        results = list(steps.map(functools.partial(_step_pair, seconds), zip(eps, texts)))
+        for ep, (obs, reward, terminated, truncated, info) in zip(eps, results):
+            ep.obs = obs
             if terminated or truncated:
                 info["_terminated"] = bool(terminated)
                 finished.append((ep, float(reward), info))
     return finished
 
 
-def _check_judged(ep: _Episode, info: dict[str, Any], pool: _EnvPool) -> None:
+def _batchers(policies: dict[str, Any], config: EvalConfig, stats: Any) -> dict[int, Any]:
+    """One planner batcher per distinct policy object."""
+    from agentflow_env.scheduler import PlannerBatcher
+
+    batchers: dict[int, Any] = {}
+    for policy in policies.values():
+        if id(policy) not in batchers:
+            batchers[id(policy)] = PlannerBatcher(
+                _act_function(policy),
+                window_s=config.batch_window_s,
+                max_batch=config.concurrency or 1,
+                parallel=(config.concurrency or 1) if getattr(policy, "concurrent_act", False) else 1,
+                stats=stats,
+            )
+    return batchers
+
+
+def _show_progress(bar: Any, stats: Any, meter0: dict[str, float], mean_score: float | None) -> None:
+    """Episodes/s, episodes and requests in flight, completion tokens/s and the running mean score."""
+    from agentflow_env.engines.meter import METER
+
+    now = METER.snapshot()
+    seconds = max(now["seconds"] - meter0["seconds"], 1e-9)
+    bar.set_postfix(
+        score=f"{mean_score:.3f}" if mean_score is not None else "-",
+        ep_s=f"{stats.episodes_per_s:.2f}",
+        episodes=stats.in_flight,
+        requests=int(now["in_flight"]),
+        tok_s=f"{(now['completion_tokens'] - meter0['completion_tokens']) / seconds:.0f}",
+        refresh=False,
+    )
+
+
+def _step_pair(seconds: float, pair: tuple[_Episode, str]) -> Any:
+    from agentflow_env.scheduler import timed_step
+
+    return timed_step(pair[0].env, pair[1], seconds)
+
+
+def _act_function(policy: Any) -> Callable[[list[dict[str, str]]], list[tuple[str, dict[str, int] | None]]]:
+    """``act`` of ``policy`` as the batcher calls it: one (action text, token counts) per observation."""
+    # trainable policies also return token ids (counted, not stored); plain ones return strings
+    act = getattr(policy, "act_with_samples", None) or policy.act
+
+    def call(batch: list[dict[str, str]]) -> list[tuple[str, dict[str, int] | None]]:
+        texts, tokens = normalize_actions(policy, act(batch), len(batch))
+        return list(zip(texts, tokens))
+
+    return call
+
+
+def _loop(
+    todo: deque[WorkUnit],
+    total: int,
+    initial: int,
+    policies: dict[str, Any],
+    pool: _EnvPool,
+    config: EvalConfig,
+    traj: JsonlAppender,
+    tasks: JsonlAppender,
+) -> None:
+    """Every unit of ``todo``, ``config.concurrency`` episodes in flight (:func:`agentflow_env.scheduler.run_episodes`).
+
+    A policy that cannot take concurrent ``act`` calls (not ``concurrent_act``) plays in lock-step turns instead
+    (:func:`_loop_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
+    """
+    if not all(getattr(p, "concurrent_act", False) or getattr(p, "batch_free", False) for p in policies.values()):
+        return _loop_turns(todo, total, initial, policies, pool, config, traj, tasks)
+    from tqdm.auto import tqdm
+
+    from agentflow_env.engines.meter import METER
+    from agentflow_env.scheduler import SchedulerStats, run_episodes
+
+    remaining = {e: 0 for e in policies}
+    for u in todo:
+        remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
+    for env_id, count in remaining.items():
+        if count == 0:
+            pool.close_env_id(env_id)
+    if initial:
+        logger.warning(
+            "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
+        )
+    stats = SchedulerStats()
+    batchers = _batchers(policies, config, stats)
+    bar = tqdm(
+        total=total,
+        initial=initial,
+        desc=f"eval {config.policy}",
+        unit="ep",
+        disable=not config.progress,
+        dynamic_ncols=True,
+    )
+    meter0 = METER.snapshot() if config.progress else {}
+    scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
+
+    def start(unit: WorkUnit, slot: int) -> tuple[Any, Any]:
+        env = pool.acquire(unit.env_id, unit.seed)
+        try:
+            obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
+        except BaseException:
+            pool.release(unit.env_id, env, unit.seed)
+            raise
+        return env, obs
+
+    def finish(ep: Any) -> None:
+        pool.release(ep.job.env_id, ep.env, ep.job.seed)
+
+    def done(ep: Any) -> None:
+        nonlocal scored, score_sum
+        info = dict(ep.info)
+        info["_terminated"] = bool(ep.terminated)
+        reward = ep.rewards[-1] if ep.rewards else 0.0
+        _check_judged(ep.job, ep.env, info)
+        _record(ep, reward, info, traj, tasks)
+        remaining[ep.job.env_id] -= 1
+        if remaining[ep.job.env_id] == 0:
+            pool.close_env_id(ep.job.env_id)
+        scored += 1
+        score_sum += reward
+        bar.update(1)
+
+    def tick() -> None:
+        if config.progress:
+            _show_progress(bar, stats, meter0, score_sum / scored if scored else None)
+
+    try:
+        run_episodes(
+            todo,
+            concurrency=config.concurrency,
+            start=start,
+            batcher_for=lambda unit: batchers[id(policies[unit.env_id])],
+            action_of=lambda item: item[0],
+            finish=finish,
+            on_done=done,
+            stats=stats,
+            on_tick=tick,
+        )
+    finally:
+        for batcher in batchers.values():
+            batcher.close()
+        bar.close()
+
+
+@dataclass
+class _Finished:
+    """What ``_record`` reads of a finished episode of the lock-step loop (the scheduler's ``Episode`` shape)."""
+
+    job: WorkUnit
+    turns: int
+    acts: list[tuple[str, dict[str, int] | None]]
+    seconds: float
+
+    @classmethod
+    def of(cls, ep: _Episode) -> _Finished:
+        tokens = ep.tokens if ep.token_known else None
+        acts: list[tuple[str, dict[str, int] | None]] = [("", tokens)] if tokens is not None else [("", None)]
+        return cls(ep.unit, ep.turns, acts, time.perf_counter() - ep.started)
+
+
+def _check_judged(unit: WorkUnit, env: Any, info: dict[str, Any]) -> None:
     """A judge that failed (engine down, no reply) stops the run: storing 0 would blame the policy."""
     from agentflow_env.scoring import scorer_kind
 
     error = info.get("score_error")
-    if error and scorer_kind(ep.env.unwrapped.scorer) == "judge":
-        raise EngineError(f"the judge failed on {ep.unit.key} ({error}); this episode is not stored")
+    if error and scorer_kind(env.unwrapped.scorer) == "judge":
+        raise EngineError(f"the judge failed on {unit.key} ({error}); this episode is not stored")
 
 
-def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppender, tasks: JsonlAppender) -> None:
+def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, tasks: JsonlAppender) -> None:
+    """Append a finished episode (an :class:`agentflow_env.scheduler.Episode` of a unit): trajectory, then outcome."""
     task = info.get("task") or {}
-    unit = ep.unit
+    unit = ep.job
+    counts = [item[1] for item in ep.acts]
+    tokens = None
+    if counts and all(c is not None for c in counts):
+        tokens = {k: sum(c.get(k, 0) for c in counts) for k in ("prompt", "completion")}
     offset, length = traj.append(
         {
             "key": unit.key,
@@ -558,8 +807,8 @@ def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppend
         turns=ep.turns,
         terminated=info["_terminated"],
         truncated=not info["_terminated"],
-        wall_s=round(time.perf_counter() - ep.started, 4),
-        tokens=ep.tokens if ep.token_known else None,
+        wall_s=round(ep.seconds, 4),
+        tokens=tokens,
         trajectory={"file": TRAJECTORIES_FILE, "offset": offset, "length": length},
         error=info.get("score_error"),
         episode_seed=unit.episode_seed(),

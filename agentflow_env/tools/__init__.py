@@ -48,7 +48,8 @@ def _load(path: str) -> Any:
 
 def make_tool(name: str, **kwargs: Any) -> Tool:
     """Build a tool by short name (``calculator``, ``python``, ``search``, ...)."""
-    table = available_tools()
+    # built-in names win over plugins, so they need no scan of the entry points (about 50 ms per call)
+    table = BUILTIN_TOOLS if name in BUILTIN_TOOLS else available_tools()
     if name not in table:
         raise ConfigError(f"unknown tool {name!r}; available: {', '.join(sorted(table))}")
     return _load(table[name])(**kwargs)
