@@ -111,7 +111,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     import json
 
     from agentflow_env.error import AgentFlowError, ConfigError
-    from leaderboards.runner import EvalConfig, evaluate
+    from leaderboards.runner import EvalConfig, dry_run, evaluate
 
     config = EvalConfig(
         policy=args.policy,
@@ -130,6 +130,9 @@ def _run_eval(args: argparse.Namespace) -> int:
         notes=args.notes,
     )
     try:
+        if args.dry_run:
+            sys.stdout.write(dry_run(config, args.latency) + "\n")
+            return 0
         result = evaluate(config)
     except ConfigError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import logging
 import shutil
 import threading
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError, EngineError
-from leaderboards.protocol import Protocol, WorkUnit, load_protocol
+from leaderboards.protocol import PlannerSetup, RunPlan, WorkUnit, load_protocol
 from leaderboards.store import (
     RUN_FILE,
     TASKS_FILE,
@@ -74,60 +73,31 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    params = inspect.signature(fn).parameters.values()
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
-
-
 def build_env(
-    protocol: Protocol,
+    plan: RunPlan,
     env_id: str,
-    data_dir: str | None = None,
-    engine: str | None = None,
-    tasks: Any = None,
     *,
+    tasks: Any = None,
     trial_seed: int | None = None,
     scorer: Any = None,
-    judge_engine: str | None = None,
     shared_engine: Any = None,
 ) -> Any:
-    """The env of one protocol benchmark, with the protocol's split, options, modes, turn budget and scorer.
+    """The env of one benchmark of ``plan``: its split, options, modes, turn budget and scorer.
 
     ``tasks`` reuses another instance's task source (loading or generating tasks once per benchmark and
     trial). ``trial_seed`` goes to the loader option the protocol names in ``trial_seed_option``.
-    ``scorer`` is a ready scorer object (shared across envs); else one is built from the protocol entry,
-    the judge's engine from ``judge_engine`` or the protocol's ``[judge] engine``. ``shared_engine``: an engine
-    object built from the protocol's engine spec, given to the env instead of the spec (one HTTP client for
-    every env of a run: building a client per env costs about 0.2 s of CPU).
+    ``scorer`` is a ready scorer object (shared across envs); else one is built from the plan.
+    ``shared_engine``: an engine object built from the plan's engine spec, given to the env instead of the spec
+    (one HTTP client for every env of a run: building a client per env costs about 0.2 s of CPU).
     """
     import gymnasium as gym
 
-    if env_id not in gym.registry:
-        from agentflow_env.registration import registered_ids
-
-        raise ConfigError(
-            f"protocol {protocol.name} needs {env_id}, which is not registered here; "
-            f"registered: {', '.join(registered_ids())}"
-        )
-    entry = protocol.benchmark(env_id)
-    kwargs: dict[str, Any] = {**entry.options, **protocol.env_kwargs(engine)}
-    kwargs["split"] = entry.split
-    spec_kwargs = gym.spec(env_id).kwargs or {}
-    bench = spec_kwargs.get("benchmark")
-    if data_dir and bench is not None:
-        from benchmarks.specs import get_spec
-
-        if _accepts(get_spec(bench).load_tasks, "data_dir"):
-            kwargs["data_dir"] = data_dir
-    if protocol.trial_seed_option and trial_seed is not None and bench is not None:
-        from benchmarks.specs import get_spec
-
-        if _accepts(get_spec(bench).load_tasks, protocol.trial_seed_option):
-            kwargs[protocol.trial_seed_option] = trial_seed
+    planned = plan.benchmark(env_id)
+    kwargs = plan.make_kwargs(env_id, trial_seed)
     if scorer is not None:
         kwargs["scorer"] = scorer
-    elif entry.scorer != "default":
-        kwargs["scorer"] = make_protocol_scorer(protocol, entry.scorer, judge_engine)
+    elif planned.entry.scorer != "default":
+        kwargs["scorer"] = make_protocol_scorer(plan, planned.entry.scorer)
     if tasks is not None:
         kwargs["tasks"] = tasks
     if shared_engine is not None and isinstance(kwargs.get("engine"), str):
@@ -135,20 +105,18 @@ def build_env(
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
-def make_protocol_scorer(protocol: Protocol, name: str, judge_engine: str | None = None) -> Any:
-    """The scorer a protocol entry names; ``"judge"`` takes its engine from ``judge_engine`` or ``[judge]``."""
+def make_protocol_scorer(plan: RunPlan, name: str) -> Any:
+    """The scorer a protocol entry names; ``"judge"`` takes the plan's judge engine and ``[judge]`` options."""
     from agentflow_env.scoring import make_scorer
 
     if name != "judge":
         return make_scorer(name)
-    spec = protocol.judge_engine(judge_engine)
-    if not spec:
+    if not plan.judge_engine:
         raise ConfigError(
-            f'protocol {protocol.name} scores with scorer = "judge" but names no judge engine: '
+            f'protocol {plan.name} scores with scorer = "judge" but names no judge engine: '
             '`--judge-engine SPEC` (e.g. openai:gpt-4o@https://api.openai.com/v1) or [judge] engine = "SPEC"'
         )
-    options = {k: v for k, v in protocol.judge.items() if k != "engine"}
-    return make_scorer("judge", judge_engine=spec, **options)
+    return make_scorer("judge", judge_engine=plan.judge_engine, **plan.judge_options)
 
 
 def describe_scorer(scorer: Any) -> str:
@@ -215,8 +183,8 @@ class _EnvPool:
     order differs per trial); otherwise every trial shares one. Scorers are built once per env id.
     """
 
-    def __init__(self, protocol: Protocol, data_dir: str | None, engine: str | None, judge_engine: str | None = None):
-        self.protocol, self.data_dir, self.engine, self.judge_engine = protocol, data_dir, engine, judge_engine
+    def __init__(self, plan: RunPlan):
+        self.plan = plan
         self.lock = threading.RLock()  # episodes acquire and release envs from their own threads
         self.judge_concurrency: int | None = None
         self.concurrency: int | None = None  # set: every env shares one engine allowing that many requests
@@ -226,17 +194,17 @@ class _EnvPool:
         self.scorers: dict[str, Any] = {}
 
     def _key(self, env_id: str, seed: int | None) -> tuple[str, int | None]:
-        return env_id, (seed if self.protocol.trial_seed_option else None)
+        return env_id, self.plan.trial_key(env_id, seed)
 
     def scorer(self, env_id: str) -> Any:
         """The protocol entry's scorer, shared by every env of ``env_id`` (``None``: the benchmark's own)."""
-        entry = self.protocol.benchmark(env_id)
-        if entry.scorer == "default":
+        name = self.plan.benchmark(env_id).entry.scorer
+        if name == "default":
             return None
         if env_id not in self.scorers:
-            same = [v for e, v in self.scorers.items() if self.protocol.benchmark(e).scorer == entry.scorer]
+            same = [v for e, v in self.scorers.items() if self.plan.benchmark(e).entry.scorer == name]
             if not same:
-                same = [make_protocol_scorer(self.protocol, entry.scorer, self.judge_engine)]
+                same = [make_protocol_scorer(self.plan, name)]
                 engine = getattr(same[0], "engine", None)  # the judge's own connection limit
                 if self.judge_concurrency and callable(getattr(engine, "set_concurrency", None)):
                     engine.set_concurrency(self.judge_concurrency)
@@ -255,25 +223,17 @@ class _EnvPool:
         siblings = self.all.setdefault(key, [])
         tasks = siblings[0].unwrapped.tasks if siblings else None
         env = build_env(
-            self.protocol,
-            env_id,
-            self.data_dir,
-            self.engine,
-            tasks=tasks,
-            trial_seed=seed,
-            scorer=self.scorer(env_id),
-            judge_engine=self.judge_engine,
-            shared_engine=self._shared_engine(),
+            self.plan, env_id, tasks=tasks, trial_seed=seed, scorer=self.scorer(env_id), shared_engine=self._engine_()
         )
         siblings.append(env)
         return env
 
-    def _shared_engine(self) -> Any:
+    def _engine_(self) -> Any:
         """One engine for the modules of every env, when it is thread-safe (an HTTP client); else None."""
         if self.concurrency is None:
             return None
         if self._engine is None:
-            spec = self.protocol.env_kwargs(self.engine).get("engine")
+            spec = self.plan.engine
             if not isinstance(spec, str):
                 self._engine = False
                 return None
@@ -314,19 +274,15 @@ def _policy_source(config: EvalConfig) -> dict[str, str] | None:
     return policy_source(config.policy)
 
 
-def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord, RunRecord | None]:
+def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord, RunRecord | None]:
     """The run folder, the record this session will write, and the stored record when resuming."""
     from agentflow_env import __version__
 
+    protocol, planner = plan.protocol, plan.planner
     run_dir = Path(config.out) / protocol.name / config.run_name
     if config.overwrite and run_dir.exists():
         shutil.rmtree(run_dir)
     commit, dirty = git_state(config.code_dir)
-    env = dict(protocol.env)
-    if config.engine:
-        env["engine"] = config.engine
-    judge_engine = protocol.judge_engine(config.judge_engine) if protocol.uses_judge else None
-    planner = protocol.planner()
     fresh = RunRecord(
         name=config.run_name,
         protocol=protocol.name,
@@ -340,14 +296,14 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         seeds=list(protocol.seeds),
         samples_per_task=protocol.samples_per_task,
         max_turns=protocol.max_turns,
-        env=env,
+        env=dict(plan.env),
         sampling={**planner.sampling, **planner.extra_body},  # as the planner sends it (frequency penalty too)
         benchmarks={
             b.env_id: {"label": b.label, "category": b.category, "split": b.split} for b in protocol.benchmarks
         },
         started_at=_now(),
         notes=config.notes,
-        judge_engine=judge_engine,
+        judge_engine=plan.judge_engine,
         trial_seed_option=protocol.trial_seed_option,
     )
     if (run_dir / RUN_FILE).exists():
@@ -375,18 +331,18 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
     return run_dir, fresh, None
 
 
-def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
+def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
     """Every episode of the run; records how each benchmark is scored in ``record.scorers`` and, in the paper
     flow, the env's ``paper_settings`` (prompt source, toolbox, tools, sampling; per benchmark how questions
     were built)."""
     units: list[WorkUnit] = []
-    seed = protocol.seeds[0]
-    for entry in protocol.benchmarks:
+    seed = plan.protocol.seeds[0]
+    for entry in (b.entry for b in plan.benchmarks):
         env = pool.acquire(entry.env_id, seed)
         num = len(env.unwrapped.tasks)
         record.scorers[entry.env_id] = describe_scorer(env.unwrapped.scorer)
         settings = getattr(env.unwrapped, "paper_settings", None)
-        if protocol.flow == "paper" and isinstance(settings, dict):
+        if plan.protocol.flow == "paper" and isinstance(settings, dict):
             settings = dict(settings)
             questions = settings.pop("questions", None)
             if questions is not None:
@@ -395,12 +351,11 @@ def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRec
                 record.paper_settings = settings
             elif settings != record.paper_settings:  # one toolbox and sampling for every benchmark, as in AgentFlow
                 raise ConfigError(
-                    f"{entry.env_id} runs with other paper settings than {protocol.benchmarks[0].env_id}; "
+                    f"{entry.env_id} runs with other paper settings than {plan.env_ids[0]}; "
                     "the paper flow uses one prompt source, toolbox and sampling for all benchmarks"
                 )
         pool.release(entry.env_id, env, seed)
-        limit = (config.fast_tasks or {}).get(entry.env_id)
-        units.extend(protocol.units(entry.env_id, num, fast=config.fast, limit=limit))
+        units.extend(plan.units(entry.env_id, num))
     return units
 
 
@@ -410,26 +365,57 @@ def evaluate(config: EvalConfig) -> EvalResult:
         raise ConfigError(f"concurrency must be at least 1, got {config.concurrency}")
     if config.batch_window_s < 0:
         raise ConfigError(f"batch_window_s must be >= 0 seconds, got {config.batch_window_s}")
+    plan = plan_run(config)
+    policies = _policies(config, plan)  # a bad spec fails before anything is written
+    config = dataclasses.replace(config, concurrency=config.concurrency or default_concurrency(plan, policies))
+    _raise_engine_limits(policies, config.concurrency or 1)
+    run_dir = Path(config.out) / plan.name / config.run_name
+    with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
+        return _evaluate_locked(config, plan, policies)
+
+
+def plan_run(config: EvalConfig) -> RunPlan:
+    """``config.protocol`` resolved with the run's engines, data folder and task selection."""
     protocol = load_protocol(config.protocol)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
-    policies = _policies(config, protocol)  # a bad spec fails before anything is written
-    config = dataclasses.replace(config, concurrency=config.concurrency or default_concurrency(protocol, policies))
-    _raise_engine_limits(policies, config.concurrency or 1)
-    run_dir = Path(config.out) / protocol.name / config.run_name
-    with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
-        return _evaluate_locked(config, protocol, policies)
+    return protocol.resolve(
+        engine=config.engine,
+        judge_engine=config.judge_engine,
+        data_dir=config.data_dir,
+        fast=config.fast,
+        fast_tasks=config.fast_tasks,
+    )
 
 
-def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str, Any]) -> EvalResult:
-    run_dir, record, stored = _prepare_run_dir(config, protocol)
-    pool = _EnvPool(protocol, config.data_dir, config.engine, config.judge_engine)
+def dry_run(config: EvalConfig, latency_s: float) -> str:
+    """The plan of ``config`` and its time estimate at ``latency_s`` per LLM call; runs no episode.
+
+    Builds one env per benchmark to count its tasks (no LLM call: the paper flow's first call is at reset).
+    """
+    plan = plan_run(config)
+    policies = _policies(config, plan)
+    concurrency = config.concurrency or default_concurrency(plan, policies)
+    pool = _EnvPool(plan)
+    try:
+        units = _units(plan, pool, RunRecord(name="", protocol=plan.name, protocol_hash=plan.protocol.hash, policy=""))
+    finally:
+        pool.close()
+    episodes: dict[str, int] = {}
+    for unit in units:
+        episodes[unit.env_id] = episodes.get(unit.env_id, 0) + 1
+    return f"policy {config.policy}\n" + plan.describe(episodes, concurrency, latency_s)
+
+
+def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]) -> EvalResult:
+    run_dir, record, stored = _prepare_run_dir(config, plan)
+    pool = _EnvPool(plan)
     pool.judge_concurrency = config.judge_concurrency
     pool.concurrency = config.concurrency
     try:
-        units = _plan(protocol, config, pool, record)
+        units = _units(plan, pool, record)
         if record.paper_settings is not None:
-            record.paper_settings["planner_sends"] = _planner_sends(policies, protocol)
+            record.paper_settings["planner_sends"] = _planner_sends(policies, plan.planner)
             _check_same_prompts(stored, record, run_dir)
         done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
         todo = deque(u for u in units if u.key not in done)
@@ -456,14 +442,11 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
     return load_run(run_dir)
 
 
-def default_concurrency(protocol: Protocol, policies: dict[str, Any]) -> int:
+def default_concurrency(plan: RunPlan, policies: dict[str, Any]) -> int:
     """64 episodes in flight when an HTTP server does the work (an HTTP planner, the paper flow's or the llm
     modes' engine), else 16 (a local model batches its turns; offline modules are quick)."""
     http_policy = any(getattr(p, "concurrent_act", False) for p in policies.values())
-    env = protocol.env
-    modules = (env.get("executor"), env.get("verifier"), env.get("generator"))
-    engine_modules = protocol.flow == "paper" or "llm" in modules
-    return 64 if http_policy or engine_modules else 16
+    return 64 if http_policy or plan.http_modules else 16
 
 
 def _raise_engine_limits(policies: dict[str, Any], concurrency: int) -> None:
@@ -474,15 +457,15 @@ def _raise_engine_limits(policies: dict[str, Any], concurrency: int) -> None:
             engine.set_concurrency(concurrency)
 
 
-def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
+def _policies(config: EvalConfig, plan: RunPlan) -> dict[str, Any]:
     if config.policy_factory is not None:
-        return {e: config.policy_factory(e) for e in protocol.env_ids}
+        return {e: config.policy_factory(e) for e in plan.env_ids}
     from agents.policies.registry import make_policies
 
-    planner = protocol.planner()  # the paper flow: AgentFlow's planner sampling, penalty and system prompt
+    planner = plan.planner  # the paper flow: AgentFlow's planner sampling, penalty and system prompt
     return make_policies(
         config.policy,
-        protocol.env_ids,
+        plan.env_ids,
         planner.sampling,
         extra_body=planner.extra_body,
         system_prompt=planner.system_prompt,
@@ -500,13 +483,12 @@ def _check_same_prompts(stored: RunRecord | None, record: RunRecord, run_dir: Pa
         )
 
 
-def _planner_sends(policies: dict[str, Any], protocol: Protocol) -> dict[str, bool | None]:
+def _planner_sends(policies: dict[str, Any], planner: PlannerSetup) -> dict[str, bool | None]:
     """Whether the policies send the paper flow's planner sampling, extra fields and system prompt.
 
     A planner with ``sampling`` (LLMPlanner, HFPlanner) and no ``extra_body``/``system_prompt`` sends none
     (``False``); ``None``: a policy the runner cannot inspect (a ``module:attr`` policy may apply them itself).
     """
-    planner = protocol.planner()
     found: dict[str, set[bool | None]] = {"sampling": set(), "extra_body": set(), "system_prompt": set()}
     for policy in {id(p): p for p in policies.values()}.values():
         sampling = getattr(policy, "sampling", None)
