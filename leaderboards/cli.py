@@ -88,6 +88,14 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         help="seconds a planner batch waits for more ready episodes (never longer; not a barrier)",
     )
     parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="spread the episodes' envs over a Ray cluster: auto, an address (ray://HOST:10001), or local; "
+        "the planner and the result files stay here (needs the ray extra, and this package on the workers)",
+    )
+    parser.add_argument("--ray-workers", type=int, default=None, help="Ray env actors (default: the cluster's CPUs)")
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print the run plan and a time estimate (see --latency), run nothing",
@@ -124,6 +132,8 @@ def _run_eval(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         judge_concurrency=args.judge_concurrency,
         batch_window_s=args.batch_window,
+        ray=args.ray,
+        ray_workers=args.ray_workers,
         fast=args.fast,
         overwrite=args.overwrite,
         progress=not args.no_progress,

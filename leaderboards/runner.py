@@ -56,6 +56,8 @@ class EvalConfig:
     concurrency: int | None = None  # episodes in flight; None: 64 with an HTTP planner or env engine, else 16
     batch_window_s: float = 0.005  # the planner's batch gathers the episodes ready within this window
     judge_concurrency: int = 16  # the judge's own limit on requests in flight
+    ray: str | None = None  # spread the episodes over Ray: "auto", an address, or "local" (an in-process Ray)
+    ray_workers: int | None = None  # env actors per benchmark and trial (default: the cluster's CPUs)
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
     fast_tasks: dict[str, int] | None = None  # with ``fast``: tasks per benchmark instead (the sized score guard)
     code_dir: Path | None = None  # whose git state the record names (default: agentflow-env's own checkout)
@@ -189,6 +191,9 @@ class _EnvPool:
         self.judge_concurrency: int | None = None
         self.concurrency: int | None = None  # set: every env shares one engine allowing that many requests
         self._engine: Any = None
+        self.ray: str | None = None  # set: episodes' envs live in Ray actors (agentflow_env.ray_vector)
+        self.ray_workers: int | None = None
+        self._vectors: dict[tuple[str, int | None], Any] = {}
         self.free: dict[tuple[str, int | None], list[Any]] = {}
         self.all: dict[tuple[str, int | None], list[Any]] = {}
         self.scorers: dict[str, Any] = {}
@@ -220,6 +225,8 @@ class _EnvPool:
         free = self.free.setdefault(key, [])
         if free:
             return free.pop()
+        if self.ray:
+            return self._remote(key, env_id, seed)
         siblings = self.all.setdefault(key, [])
         tasks = siblings[0].unwrapped.tasks if siblings else None
         env = build_env(
@@ -227,6 +234,33 @@ class _EnvPool:
         )
         siblings.append(env)
         return env
+
+    def local(self, env_id: str, seed: int | None) -> Any:
+        """An env of this process, to read a benchmark's tasks, scorer and settings (released by ``give_back``)."""
+        if not self.ray:
+            return self.acquire(env_id, seed)
+        return build_env(self.plan, env_id, trial_seed=seed, scorer=self.scorer(env_id))
+
+    def give_back(self, env_id: str, env: Any, seed: int | None) -> None:
+        if self.ray:
+            env.close()
+        else:
+            self.release(env_id, env, seed)
+
+    def _remote(self, key: tuple[str, int | None], env_id: str, seed: int | None) -> Any:
+        """The first of ``concurrency`` envs of ``key`` built in Ray actors (proxies that step them there)."""
+        from agentflow_env.ray_vector import RayVectorEnv
+
+        if key in self._vectors:
+            raise RuntimeError(f"every remote env of {key} is in use; more episodes in flight than envs")
+        n = max(self.concurrency or 1, 1)
+        fns = [functools.partial(_remote_env, self.plan, env_id, seed) for _ in range(n)]
+        workers = min(self.ray_workers or _ray_cpus(self.ray), n)
+        vec = RayVectorEnv(fns, num_workers=workers, autoreset_mode="disabled", ray_init=_ray_init(self.ray))
+        self._vectors[key] = vec
+        self.all.setdefault(key, []).extend(vec.envs)
+        self.free[key] = list(vec.envs[1:])
+        return vec.envs[0]
 
     def _engine_(self) -> Any:
         """One engine for the modules of every env, when it is thread-safe (an HTTP client); else None."""
@@ -257,12 +291,33 @@ class _EnvPool:
                 for env in self.all.pop(key, []):
                     env.close()
                 self.free.pop(key, None)
+                vec = self._vectors.pop(key, None)
+                if vec is not None:
+                    vec.close()
 
     def close(self) -> None:
         for env_id in {k[0] for k in self.all}:
             self.close_env_id(env_id)
         if self._engine:
             self._engine.close()
+
+
+def _remote_env(plan: RunPlan, env_id: str, seed: int | None) -> Any:
+    """Builds one env of ``plan`` inside a Ray actor (with its own scorer and engine there)."""
+    return build_env(plan, env_id, trial_seed=seed)
+
+
+def _ray_init(address: str) -> dict[str, Any]:
+    """``ray.init`` kwargs for ``--ray`` (used only when Ray is not initialised in this process yet)."""
+    return {} if address == "local" else {"address": address}
+
+
+def _ray_cpus(address: str) -> int:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False, **_ray_init(address))
+    return max(int(ray.cluster_resources().get("CPU", 1)), 1)
 
 
 def _policy_source(config: EvalConfig) -> dict[str, str] | None:
@@ -338,7 +393,7 @@ def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
     units: list[WorkUnit] = []
     seed = plan.protocol.seeds[0]
     for entry in (b.entry for b in plan.benchmarks):
-        env = pool.acquire(entry.env_id, seed)
+        env = pool.local(entry.env_id, seed)
         num = len(env.unwrapped.tasks)
         record.scorers[entry.env_id] = describe_scorer(env.unwrapped.scorer)
         settings = getattr(env.unwrapped, "paper_settings", None)
@@ -354,7 +409,7 @@ def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
                     f"{entry.env_id} runs with other paper settings than {plan.env_ids[0]}; "
                     "the paper flow uses one prompt source, toolbox and sampling for all benchmarks"
                 )
-        pool.release(entry.env_id, env, seed)
+        pool.give_back(entry.env_id, env, seed)
         units.extend(plan.units(entry.env_id, num))
     return units
 
@@ -412,6 +467,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
     pool = _EnvPool(plan)
     pool.judge_concurrency = config.judge_concurrency
     pool.concurrency = config.concurrency
+    pool.ray, pool.ray_workers = config.ray, config.ray_workers
     try:
         units = _units(plan, pool, record)
         if record.paper_settings is not None:
@@ -554,7 +610,7 @@ def _loop_turns(
                 active.append(_Episode(unit, env, obs, time.perf_counter()))
             finished = _turn(active, policies, steps)
             for ep, reward, info in finished:
-                _check_judged(ep.unit, ep.env, info)
+                _check_judged(ep.unit, ep.env, info, pool.plan.benchmark(ep.unit.env_id).entry.scorer)
                 _record(_Finished.of(ep), reward, info, traj, tasks)
                 active.remove(ep)
                 pool.release(ep.unit.env_id, ep.env, ep.unit.seed)
@@ -711,7 +767,7 @@ def _loop(
         info = dict(ep.info)
         info["_terminated"] = bool(ep.terminated)
         reward = ep.rewards[-1] if ep.rewards else 0.0
-        _check_judged(ep.job, ep.env, info)
+        _check_judged(ep.job, ep.env, info, pool.plan.benchmark(ep.job.env_id).entry.scorer)
         _record(ep, reward, info, traj, tasks)
         remaining[ep.job.env_id] -= 1
         if remaining[ep.job.env_id] == 0:
@@ -758,12 +814,14 @@ class _Finished:
         return cls(ep.unit, ep.turns, acts, time.perf_counter() - ep.started)
 
 
-def _check_judged(unit: WorkUnit, env: Any, info: dict[str, Any]) -> None:
+def _check_judged(unit: WorkUnit, env: Any, info: dict[str, Any], plan_scorer: str = "default") -> None:
     """A judge that failed (engine down, no reply) stops the run: storing 0 would blame the policy."""
     from agentflow_env.scoring import scorer_kind
 
     error = info.get("score_error")
-    if error and scorer_kind(env.unwrapped.scorer) == "judge":
+    base = getattr(env, "unwrapped", None)  # a Ray proxy has none: the env's scorer lives in the actor
+    judged = scorer_kind(base.scorer) == "judge" if base is not None else plan_scorer == "judge"
+    if error and judged:
         raise EngineError(f"the judge failed on {unit.key} ({error}); this episode is not stored")
 
 

@@ -10,6 +10,11 @@ C/(k*L) episodes per second; ``ratio`` is the measured rate over that bound.
     python perf/eval_throughput.py                       # every case (a few minutes)
     python perf/eval_throughput.py --latency 0.5 --concurrency 64 --cases paper offline_llm rollouts
 
+paper-v1 runs ``--fast`` with more tasks per benchmark (``EvalConfig.fast_tasks``), offline-v1 with the llm
+modes up to 100 tasks per family, rollouts ``collect_group_rollouts`` with G = 4 on Gen-Math, each about
+``--waves`` episodes per slot. ``ratio`` is over the whole run; ``steady_ratio`` leaves out the ramp-up and
+the last wave (from the first episode's end to the end of episode N - C).
+
 Prints one JSON object; ``--out FILE`` also writes it. paper-v1 needs the AgentFlow test sets
 (``--data-dir`` or $AGENTFLOW_DATA_DIR); without them that case is skipped and says so.
 """
@@ -111,6 +116,7 @@ class LatencyServer:
         self.latency_s, self.steps = latency_s, steps
         self.latency_for, self.reply_for = latency_for, reply_for
         self.kinds: Counter[str] = Counter()
+        self.finished: dict[str, list[float]] = {}  # per kind: when each request was answered
         self._lock = threading.Lock()
         self._in_flight = 0
         self.peak = 0
@@ -176,10 +182,12 @@ class LatencyServer:
             self._advance()
             self._in_flight -= 1
             self.kinds[kind] += 1
+            self.finished.setdefault(kind, []).append(self._last)
 
     def reset_counters(self) -> None:
         with self._lock:
             self.kinds.clear()
+            self.finished.clear()
             self.peak = self._in_flight
             self._area = 0.0
             self._last = self._t0 = time.monotonic()
@@ -191,6 +199,7 @@ class LatencyServer:
             return {
                 "requests": sum(self.kinds.values()),
                 "by_kind": dict(self.kinds),
+                "finished": {k: list(v) for k, v in self.finished.items()},
                 "mean_in_flight": self._area / span,
                 "peak_in_flight": self.peak,
             }
@@ -230,6 +239,12 @@ def _measure(server: LatencyServer, latency: float, concurrency: int, run: Calla
     k = counts["requests"] / max(episodes, 1)
     rate = episodes / wall
     bound = concurrency / (k * latency) if k else float("nan")
+    # steady state: from the first episode's end to the end of episode N - C (after it, slots fall idle)
+    ends = sorted(counts["finished"].get("judge") or counts["finished"].get("llm_generator") or [])
+    steady = None
+    if len(ends) == episodes and episodes > concurrency + 1:
+        last = ends[episodes - concurrency - 1]
+        steady = (episodes - concurrency - 1) / (last - ends[0]) if last > ends[0] else None
     return {
         "latency_s": latency,
         "concurrency": concurrency,
@@ -241,15 +256,20 @@ def _measure(server: LatencyServer, latency: float, concurrency: int, run: Calla
         "episodes_per_s": round(rate, 3),
         "bound_episodes_per_s": round(bound, 3),
         "ratio": round(rate / bound, 3),
+        "steady_episodes_per_s": round(steady, 3) if steady else None,
+        "steady_ratio": round(steady / bound, 3) if steady else None,  # without the ramp-up and the last wave
         "wall_s": round(wall, 2),
         "client_cpu_s": round(cpu, 2),
         "client_cpu_share": round(cpu / wall, 2),  # CPU seconds of this process per wall second (cores busy)
     }
 
 
-def run_eval(protocol: str, url: str, concurrency: int, data_dir: str | None, fast: bool) -> int:
+def run_eval(protocol: str, url: str, concurrency: int, data_dir: str | None, tasks: int) -> int:
+    """``tasks`` tasks of each benchmark (a --fast run sized so that many waves of C episodes run)."""
+    from leaderboards.protocol import load_protocol
     from leaderboards.runner import EvalConfig, evaluate
 
+    fast_tasks = {env_id: tasks for env_id in load_protocol(protocol).env_ids}
     with tempfile.TemporaryDirectory() as out:
         result = evaluate(
             EvalConfig(
@@ -260,7 +280,8 @@ def run_eval(protocol: str, url: str, concurrency: int, data_dir: str | None, fa
                 engine=f"openai:modules@{url}",
                 judge_engine=f"openai:judge@{url}",
                 concurrency=concurrency,
-                fast=fast,
+                fast=True,
+                fast_tasks=fast_tasks,
                 progress=False,
             )
         )
@@ -271,30 +292,36 @@ def run_rollouts(url: str, concurrency: int, groups: int, group_size: int) -> in
     import gymnasium as gym
 
     import agentflow_env  # noqa: F401  (registers the envs)
+    from agentflow_env.engines import make_engine
     from agentflow_env.engines.base import SamplingParams
     from agentflow_env.vector import ThreadedVectorEnv
     from agents.policies.llm_planner import LLMPlanner
     from agents.training.rollout import collect_group_rollouts
 
-    kwargs = {"executor": "llm", "verifier": "llm", "generator": "llm", "engine": f"openai:modules@{url}"}
+    engine = make_engine(f"openai:modules@{url}?concurrency={concurrency}")  # one HTTP client for every env
+    kwargs = {"executor": "llm", "verifier": "llm", "generator": "llm", "engine": engine}
     env_id = "agentflow/Gen-Math-v1"
     first = gym.make(env_id, split="train", **kwargs)
     tasks = first.unwrapped.tasks
     ids = [tasks[i].id for i in range(groups)]
     fns = [lambda: gym.make(env_id, split="train", tasks=tasks, **kwargs) for _ in range(concurrency)]
-    planner = LLMPlanner(f"openai:planner@{url}", SamplingParams(temperature=0.0, max_tokens=64))
+    planner = LLMPlanner(
+        f"openai:planner@{url}?concurrency={concurrency}", SamplingParams(temperature=0.0, max_tokens=64)
+    )
     with ThreadedVectorEnv(fns, autoreset_mode="disabled") as vec:
         out = collect_group_rollouts(vec, planner, ids, group_size=group_size, seed=0, env_id=env_id)
     first.close()
+    engine.close()
     return sum(len(g) for g in out)
 
 
 def _case(case: str, url: str, concurrency: int, offline: Path, args: argparse.Namespace) -> int:
-    if case == "paper":
-        return run_eval("paper-v1", url, concurrency, args.data_dir, True)
-    if case == "offline_llm":
-        return run_eval(str(offline), url, concurrency, None, True)
-    return run_rollouts(url, concurrency, args.rollout_groups, 4)
+    waves = args.waves  # about this many episodes per slot, so the ramp-up and the last wave weigh little
+    if case == "paper":  # 10 benchmarks x 3 trials
+        return run_eval("paper-v1", url, concurrency, args.data_dir, max(5, -(-waves * concurrency // 30)))
+    if case == "offline_llm":  # 5 benchmarks
+        return run_eval(str(offline), url, concurrency, None, min(100, max(8, -(-waves * concurrency // 5))))
+    return run_rollouts(url, concurrency, max(8, -(-waves * concurrency // 4)), 4)  # G = 4
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,8 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--cases", nargs="+", default=["paper", "offline_llm", "rollouts"])
     parser.add_argument("--data-dir", default=os.environ.get("AGENTFLOW_DATA_DIR"))
-    parser.add_argument("--offline-fast-tasks", type=int, default=24, help="tasks per benchmark of the offline case")
-    parser.add_argument("--rollout-groups", type=int, default=32, help="tasks of the rollout case (G = 4 each)")
+    parser.add_argument("--waves", type=int, default=8, help="episodes per slot: N = waves x C per case")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     import logging
@@ -315,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for latency in args.latency:
             with LatencyServer(latency) as server:
-                offline = offline_llm_protocol(server.url, Path(tmp), args.offline_fast_tasks)
+                offline = offline_llm_protocol(server.url, Path(tmp))
                 for c in args.concurrency:
                     for case in args.cases:
                         if case == "paper" and not args.data_dir:
