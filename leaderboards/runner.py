@@ -1,4 +1,9 @@
-"""Runs a policy over a protocol: batched episodes across envs, one ``act`` per policy per turn, resumable.
+"""Runs a policy over a protocol: the protocol resolves once into a :class:`~leaderboards.protocol.RunPlan`, then
+``concurrency`` episodes run in flight, each on its own (:mod:`agentflow_env.scheduler`), resumable.
+
+An HTTP planner (``concurrent_act``) gets its observations in batches gathered within ``batch_window_s``, never
+a barrier; a local or stateful policy plays lock-step turns so a seeded run repeats. Each episode's
+``time_budget_s`` clock counts only its own work, so scores do not depend on the concurrency.
 
 Each finished episode appends its trajectory, then its outcome line; a rerun skips every unit whose
 outcome line is on disk, so an interrupted evaluation never redoes finished tasks.
