@@ -436,7 +436,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
             logger.warning(
                 "all %d episodes of this run are already stored: showing them. Pass --overwrite to run "
-                "again, or --out DIR / --name NAME for a separate run",
+                "again, or --output-dir DIR / --name NAME for a separate run",
                 len(units),
             )
             return load_run(run_dir)
