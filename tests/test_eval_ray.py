@@ -51,7 +51,7 @@ def test_eval_and_rollouts_on_a_local_2_worker_ray_cluster_match_the_local_run(t
     from agentflow_env.ray_vector import RayVectorEnv
     from agentflow_env.vector import ThreadedVectorEnv
     from agents.training.rollout import collect_group_rollouts
-    from tests.test_rollout import _ConcurrentScripted, _flat
+    from tests.helpers import ConcurrentScripted, flat_groups
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # this test's own local cluster
     try:
@@ -70,12 +70,12 @@ def test_eval_and_rollouts_on_a_local_2_worker_ray_cluster_match_the_local_run(t
         fns = [lambda: gym.make(env_id, split="train") for _ in range(4)]
         ids = [gym.make(env_id, split="train").unwrapped.tasks[i].id for i in range(3)]
         with ThreadedVectorEnv(fns, autoreset_mode="disabled") as vec:
-            here = collect_group_rollouts(vec, _ConcurrentScripted(), ids, group_size=2, seed=0)
+            here = collect_group_rollouts(vec, ConcurrentScripted(), ids, group_size=2, seed=0)
         remote = RayVectorEnv(fns, num_workers=2, autoreset_mode="disabled")
         try:
-            there = collect_group_rollouts(remote, _ConcurrentScripted(), ids, group_size=2, seed=0)
+            there = collect_group_rollouts(remote, ConcurrentScripted(), ids, group_size=2, seed=0)
         finally:
             remote.close()
-        assert _flat(there) == _flat(here)
+        assert flat_groups(there) == flat_groups(here)
     finally:
         ray.shutdown()
