@@ -103,6 +103,12 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--latency", type=float, default=1.5, help="seconds per LLM call, for the --dry-run estimate (default 1.5)"
     )
+    parser.add_argument(
+        "--agentflow-src",
+        default=None,
+        help="AgentFlow checkout whose prompts and judge a protocol such as paper-v2 reads (default: "
+        "$AGENTFLOW_SRC); without it such a run uses this project's wording and is labelled not comparable",
+    )
     parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
     parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
     parser.add_argument("--notes", default="", help="free text kept in the result record")
@@ -130,6 +136,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         batch_window_s=args.batch_window,
         ray=args.ray,
         ray_workers=args.ray_workers,
+        agentflow_src=args.agentflow_src,
         fast=args.fast,
         overwrite=args.overwrite,
         progress=not args.no_progress,
@@ -191,7 +198,10 @@ def print_result(result: Any) -> None:
     console.print(scoring_note(rec))
     paper = paper_settings_note(rec)
     if paper:
-        console.print(paper)
+        console.print(paper, markup=False)  # fingerprints in [...] are text, not rich markup
+    comparable = comparability_note(rec)
+    if comparable:
+        console.print(comparable, markup=False)
     tokens = result.tokens()
     console.print(
         f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
@@ -211,11 +221,25 @@ def scoring_note(record: Any) -> str:
     scoring = record.scoring
     if scoring == "judge":
         return f"scored by the LLM judge {record.judge_engine or ''}".rstrip() + (
-            " (the paper's metric)" if paper else ""
+            " (the paper's metric)" if paper and getattr(record, "comparability", None) is None else ""
         )
     text = {"rule": "scored by rules (exact match, numeric equality, checkers)", "mixed": "scored partly by rules"}
     note = text.get(scoring, "scorer not recorded")
     return note + (": NOT comparable with the paper's LLM-judged numbers" if paper else "")
+
+
+def comparability_note(record: Any) -> str | None:
+    """One line on whether a paper-v2-style run used AgentFlow's own prompts and judge, or ``None``."""
+    label = getattr(record, "comparability", None)
+    if not label:
+        return None
+    used = getattr(record, "agentflow", None) or {}
+    if used.get("source"):
+        return (
+            f"{label} (from {used['source']}: prompts [{used.get('prompt_fingerprint')}], "
+            f"judge [{used.get('judge_fingerprint')}])"
+        )
+    return label
 
 
 def paper_settings_note(record: Any) -> str | None:

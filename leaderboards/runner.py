@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import shutil
 import threading
 import time
@@ -26,7 +27,7 @@ from typing import Any
 
 from agentflow_env.error import ConfigError
 from leaderboards.episodes import normalize_actions, run_units
-from leaderboards.protocol import PlannerSetup, RunPlan, WorkUnit, load_protocol
+from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
 from leaderboards.store import (
     RUN_FILE,
     TASKS_FILE,
@@ -63,6 +64,8 @@ class EvalConfig:
     judge_concurrency: int = 16  # the judge's own limit on requests in flight
     ray: str | None = None  # spread the episodes over Ray: "auto", an address, or "local" (an in-process Ray)
     ray_workers: int | None = None  # env actors per benchmark and trial (default: the cluster's CPUs)
+    # the AgentFlow checkout a protocol's "agentflow_src" prompts and judge are read from (else $AGENTFLOW_SRC)
+    agentflow_src: str | None = None
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
     fast_tasks: dict[str, int] | None = None  # with ``fast``: tasks per benchmark instead (the sized score guard)
     code_dir: Path | None = None  # whose git state the record names (default: agentflow-env's own checkout)
@@ -123,7 +126,7 @@ def make_protocol_scorer(plan: RunPlan, name: str) -> Any:
             f'protocol {plan.name} scores with scorer = "judge" but names no judge engine: '
             '`--judge-engine SPEC` (e.g. openai:gpt-4o@https://api.openai.com/v1) or [judge] engine = "SPEC"'
         )
-    return make_scorer("judge", judge_engine=plan.judge_engine, **plan.judge_options)
+    return make_scorer("judge", judge_engine=plan.judge_engine, rules=plan.protocol.judge_rules, **plan.judge_options)
 
 
 def describe_scorer(scorer: Any) -> str:
@@ -318,6 +321,7 @@ def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord
         notes=config.notes,
         judge_engine=plan.judge_engine,
         trial_seed_option=protocol.trial_seed_option,
+        comparability=protocol.comparability,
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -329,6 +333,7 @@ def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord
                 ("fast", old.fast, fresh.fast),
                 ("engine", old.env.get("engine"), fresh.env.get("engine")),
                 ("judge_engine", old.judge_engine, fresh.judge_engine),
+                ("comparability", old.comparability, fresh.comparability),
             )
             if a != b
         ]
@@ -369,7 +374,21 @@ def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
                 )
         pool.give_back(entry.env_id, env, seed)
         units.extend(plan.units(entry.env_id, num))
+    if plan.protocol.wants_agentflow_src:
+        record.agentflow = _agentflow_fingerprints(plan.protocol, record, pool)
     return units
+
+
+def _agentflow_fingerprints(protocol: Protocol, record: RunRecord, pool: _EnvPool) -> dict[str, Any]:
+    """Which AgentFlow text this run used: the checkout, the prompts' and the judge's fingerprints."""
+    judges = {getattr(s, "fingerprint", None) for s in pool.scorers.values()} - {None}
+    return {
+        "source": protocol.agentflow_src,
+        "prompts": (record.paper_settings or {}).get("prompts"),
+        "prompt_fingerprint": (record.paper_settings or {}).get("prompt_fingerprint"),
+        "judge": protocol.judge_rules,
+        "judge_fingerprint": judges.pop() if len(judges) == 1 else sorted(judges) or None,
+    }
 
 
 def evaluate(config: EvalConfig) -> EvalResult:
@@ -389,7 +408,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
 
 def plan_run(config: EvalConfig) -> RunPlan:
     """``config.protocol`` resolved with the run's engines, data folder and task selection."""
-    protocol = load_protocol(config.protocol)
+    protocol = _with_agentflow_src(load_protocol(config.protocol), config.agentflow_src)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
     return protocol.resolve(
@@ -399,6 +418,23 @@ def plan_run(config: EvalConfig) -> RunPlan:
         fast=config.fast,
         fast_tasks=config.fast_tasks,
     )
+
+
+def _with_agentflow_src(protocol: Protocol, given: str | None) -> Protocol:
+    """The protocol reading ``"agentflow_src"`` from ``given`` or ``$AGENTFLOW_SRC`` (neither: own wording)."""
+    path = given or os.environ.get("AGENTFLOW_SRC") or None
+    if not protocol.wants_agentflow_src:
+        if given:
+            logger.warning("--agentflow-src is unused: protocol %s reads nothing from a checkout", protocol.name)
+        return protocol
+    if path is None:
+        logger.warning(
+            "protocol %s runs without AgentFlow's checkout (--agentflow-src PATH or $AGENTFLOW_SRC): this project's "
+            "own prompt wording and judge; the run is labelled %r",
+            protocol.name,
+            NOT_COMPARABLE,
+        )
+    return protocol.with_agentflow_src(path)
 
 
 def dry_run(config: EvalConfig, latency_s: float) -> str:
