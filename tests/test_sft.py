@@ -111,7 +111,7 @@ def test_sft_command_runs(lm_path, tmp_path):
         "1",
         "--max-steps",
         "2",
-        "--concurrency",
+        "--batch-size",
         "1",
         "--threads",
         "1",
@@ -157,7 +157,7 @@ def test_one_model_learns_from_several_envs(lm_path, tmp_path):
         "2",
         "--max-steps",
         "1",
-        "--concurrency",
+        "--batch-size",
         "2",
     ]
     cmd += ["--eval-episodes", "1", "--eval-max-tokens", "4", "--threads", "1", "--no-progress", "--json"]
@@ -185,7 +185,7 @@ def test_sft_demo_policy_plays_the_demonstrations(lm_path, tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", "agentflow/Gen-GameOf24-v1"]
     cmd += ["--env-kwargs", '{"max_turns": 3, "max_number": 20}', "--output-dir", str(out), "--base", str(lm_path)]
-    cmd += ["--episodes", "12", "--max-steps", "1", "--concurrency", "2", "--threads", "1", "--json"]
+    cmd += ["--episodes", "12", "--max-steps", "1", "--batch-size", "2", "--threads", "1", "--json"]
     cmd += ["--demo-policy", "agents.policies.baselines:ScriptedGameOf24RetryPlanner"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
