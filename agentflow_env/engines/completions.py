@@ -1,6 +1,8 @@
 """Token-level completions: what an OpenAI-compatible server needs beyond the text.
 
-An engine that can report tokens implements ``complete(prompts, sampling) -> list[list[Completion]]``:
+Transformers engines generate each batch of prompts in one left-padded ``generate`` (``batch_size`` rows
+at a time, ``n`` rows per prompt). An engine that can report tokens implements
+``complete(prompts, sampling) -> list[list[Completion]]``:
 ``sampling.n`` completions per prompt, each with its token ids, raw per-token log-probs, why it ended
 (``"stop"`` or ``"length"``) and the prompt's token ids. A prompt may be text, a chat, or a list of token
 ids (token-exact mode: nothing is re-tokenised). :func:`complete` calls it, runs transformers engines on
@@ -97,24 +99,37 @@ def _transformers_complete(engine: Any, prompts: list[TokenPrompt], sampling: Sa
         if not ids or (vocab and not all(0 <= t < vocab for t in ids)):
             raise ConfigError(f"prompt token ids must be a non-empty list of ints in [0, {vocab})")
         encoded.append(ids)
-    out: list[list[Completion]] = []
     n = int(sampling.n)
-    for ids in encoded:
-        out.append(_transformers_one(engine, ids, sampling, n))
+    rows = max(int(getattr(engine, "batch_size", 32) or 32) // n, 1)  # prompts per generate call
+    out: list[list[Completion]] = []
+    lock = getattr(engine, "_lock", None)  # the engine's own generate holds it too
+    for start in range(0, len(encoded), rows):
+        if lock is not None:
+            with lock:
+                out.extend(_transformers_batch(engine, encoded[start : start + rows], sampling, n))
+        else:
+            out.extend(_transformers_batch(engine, encoded[start : start + rows], sampling, n))
     return out
 
 
-def _transformers_one(engine: Any, ids: list[int], sampling: SamplingParams, n: int) -> list[Completion]:
+def _transformers_batch(
+    engine: Any, prompts: list[list[int]], sampling: SamplingParams, n: int
+) -> list[list[Completion]]:
+    """``n`` completions of each prompt in one ``generate``: the rows left-padded to the longest prompt."""
     import torch
 
     from agentflow_env.engines.transformers_engine import cut_at_stop
 
     tok, model = engine.tokenizer, engine.model
     device = next(model.parameters()).device
-    input_ids = torch.tensor([ids] * n, dtype=torch.long, device=device)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    width = max(len(ids) for ids in prompts)
+    rows = [ids for ids in prompts for _ in range(n)]
+    input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], dtype=torch.long, device=device)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long, device=device)
     kwargs: dict[str, Any] = {
         "max_new_tokens": int(sampling.max_tokens),
-        "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        "pad_token_id": pad,
         "return_dict_in_generate": True,
         "output_logits": True,
     }
@@ -128,33 +143,33 @@ def _transformers_one(engine: Any, ids: list[int], sampling: SamplingParams, n: 
         if sampling.seed is not None:
             torch.manual_seed(int(sampling.seed))
         with torch.inference_mode():
-            gen = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
-    new = gen.sequences[:, len(ids) :]
-    logp = torch.stack(gen.logits, dim=1).float().log_softmax(-1)  # [n, steps, V], raw (unprocessed) logits
+            gen = model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)
+    new = gen.sequences[:, width:]
+    logp = torch.stack(gen.logits, dim=1).float().log_softmax(-1)  # [rows, steps, V], raw (unprocessed) logits
     eos = _eos_ids(model, tok)
-    completions = []
-    for row in range(n):
+    out: list[list[Completion]] = []
+    for row, ids in enumerate(rows):
         tokens = new[row].tolist()
         cut = next((k for k, t in enumerate(tokens) if t in eos), None)
         tokens = tokens if cut is None else tokens[: cut + 1]
-        pad = kwargs["pad_token_id"]
         while cut is None and tokens and tokens[-1] == pad and pad not in eos:  # a row that stopped on a string
             tokens.pop()
         lps = logp[row, torch.arange(len(tokens)), torch.tensor(tokens, dtype=torch.long)].tolist() if tokens else []
         raw = tok.decode(tokens, skip_special_tokens=True)
         text = cut_at_stop(raw, sampling.stop)
         stopped = cut is not None or text != raw or len(tokens) < int(sampling.max_tokens)
-        completions.append(
-            Completion(
-                text=text,
-                finish_reason="stop" if stopped else "length",
-                token_ids=tokens,
-                logprobs=[float(x) for x in lps],
-                prompt_token_ids=list(ids),
-                tokens=[tok.decode([t]) for t in tokens],
-            )
+        completion = Completion(
+            text=text,
+            finish_reason="stop" if stopped else "length",
+            token_ids=tokens,
+            logprobs=[float(x) for x in lps],
+            prompt_token_ids=list(ids),
+            tokens=[tok.decode([t]) for t in tokens],
         )
-    return completions
+        if row % n == 0:
+            out.append([])
+        out[-1].append(completion)
+    return out
 
 
 def _eos_ids(model: Any, tok: Any) -> set[int]:
