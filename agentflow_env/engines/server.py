@@ -267,6 +267,14 @@ class _HTTPServer(ThreadingHTTPServer):
     model_name: str
     poll_s: float
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a client that gave up
+            logger.debug("client %s went away", client_address)
+            return
+        super().handle_error(request, client_address)
+
 
 class EngineServer:
     """Serves ``engine`` on ``http://HOST:PORT/v1`` from a background thread (``port=0``: any free port).
