@@ -138,7 +138,7 @@ def _transformers_batch(
     else:
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     if sampling.stop:
-        kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        kwargs["stopping_criteria"] = [_StopInReply(tok, list(sampling.stop), width)]
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else None, enabled=sampling.seed is not None):
         if sampling.seed is not None:
             torch.manual_seed(int(sampling.seed))
@@ -170,6 +170,26 @@ def _transformers_batch(
             out.append([])
         out[-1].append(completion)
     return out
+
+
+class _StopInReply:
+    """Stops a row once a stop string appears in its reply (the generated text only: transformers'
+    ``stop_strings`` also match across the prompt's end, so a prompt ending in ``:`` with the stop ``::``
+    stopped after one ``:``). Only the tail that can hold a new match is decoded at each step."""
+
+    def __init__(self, tokenizer: Any, stop: list[str], start: int):
+        self.tokenizer, self.stop, self.start = tokenizer, [s for s in stop if s], start
+        self.tail = max((len(s) for s in self.stop), default=1) + 2  # tokens: each spells at least one char
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        new = input_ids[:, self.start :]
+        done = [
+            any(s in self.tokenizer.decode(row[-self.tail :], skip_special_tokens=True) for s in self.stop)
+            for row in new.tolist()
+        ]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 def _eos_ids(model: Any, tok: Any) -> set[int]:
