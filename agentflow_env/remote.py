@@ -57,8 +57,10 @@ class RemoteEnv(gym.Env[dict, str]):
         out = self._request("POST", f"/v1/episodes/{self._id()}/reset", {"seed": seed, "options": options})
         return out["observation"], out["info"]
 
-    def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
-        out = self._request("POST", f"/v1/episodes/{self._id()}/step", {"action": str(action)})
+    def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
+        # a tool-calling assistant message travels as itself (the server's env reads it as the local one does)
+        sent = action if isinstance(action, dict) else str(action)
+        out = self._request("POST", f"/v1/episodes/{self._id()}/step", {"action": sent})
         return out["observation"], float(out["reward"]), bool(out["terminated"]), bool(out["truncated"]), out["info"]
 
     def close(self) -> None:
