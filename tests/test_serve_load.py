@@ -152,3 +152,28 @@ def test_transformers_requests_are_generated_in_batches():
     assert calls == [4]  # one left-padded generate for the four concurrent requests
     alone = {p: engine.generate([p], SamplingParams(max_tokens=6))[0] for p in prompts}
     assert texts == alone  # left padding changes no greedy reply
+
+
+def test_a_generating_request_whose_client_left_stops_early():
+    """A transformers batch stops the rows of clients that went away mid-generation."""
+    pytest.importorskip("transformers")
+    from agentflow_env.engines.transformers_engine import TransformersEngine
+    from agents.tiny_lm import tiny_lm_path
+
+    engine = TransformersEngine(str(tiny_lm_path()), device="cpu", threads=1)
+    generated: list[int] = []
+    generate = engine.model.generate
+
+    def recording(*args, **kwargs):
+        out = generate(*args, **kwargs)
+        generated.append(int(out.sequences.shape[1] - kwargs["input_ids"].shape[1]))
+        return out
+
+    engine.model.generate = recording
+    with EngineServer(engine, model_name="m") as srv:
+        client = openai.OpenAI(base_url=srv.url, api_key="EMPTY", max_retries=0, timeout=0.5)
+        with pytest.raises(openai.APITimeoutError):  # 1,000 tokens take seconds here
+            client.completions.create(model="m", prompt="Final Answer:", max_tokens=1000, temperature=0)
+        client.close()
+        stats = _drained(srv, 30)
+    assert stats["pending"] == 0 and generated and generated[0] < 1000, (stats, generated)

@@ -11,7 +11,7 @@ their own model, and falls back to ``generate`` (text only, no token counts) for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -53,8 +53,16 @@ def reports_tokens(engine: Any) -> bool:
     return callable(getattr(engine, "complete", None)) or _is_transformers(engine)
 
 
-def complete(engine: Any, prompts: Sequence[TokenPrompt], sampling: SamplingParams) -> list[list[Completion]]:
-    """``sampling.n`` completions for each prompt, with tokens where the engine can report them."""
+def complete(
+    engine: Any,
+    prompts: Sequence[TokenPrompt],
+    sampling: SamplingParams,
+    abandoned: Callable[[], Sequence[bool]] | None = None,
+) -> list[list[Completion]]:
+    """``sampling.n`` completions for each prompt, with tokens where the engine can report them.
+
+    ``abandoned()`` (one flag per prompt) lets a transformers engine stop generating, mid-batch, the
+    prompts nobody waits for any more (their completions come back cut short, to be dropped)."""
     prompts = list(prompts)
     n = int(sampling.n)
     if n < 1:
@@ -62,7 +70,7 @@ def complete(engine: Any, prompts: Sequence[TokenPrompt], sampling: SamplingPara
     if callable(getattr(engine, "complete", None)):
         return list(engine.complete(prompts, sampling))
     if _is_transformers(engine):
-        return _transformers_complete(engine, prompts, sampling)
+        return _transformers_complete(engine, prompts, sampling, abandoned)
     if any(is_token_prompt(p) for p in prompts):
         raise ConfigError(f"{type(engine).__name__} takes text prompts only (it reports no tokens)")
     one = _single(sampling)
@@ -82,7 +90,12 @@ def _is_transformers(engine: Any) -> bool:
     return all(hasattr(engine, a) for a in ("model", "tokenizer", "render")) and hasattr(engine.model, "generate")
 
 
-def _transformers_complete(engine: Any, prompts: list[TokenPrompt], sampling: SamplingParams) -> list[list[Completion]]:
+def _transformers_complete(
+    engine: Any,
+    prompts: list[TokenPrompt],
+    sampling: SamplingParams,
+    abandoned: Callable[[], Sequence[bool]] | None = None,
+) -> list[list[Completion]]:
     """Completions from a transformers engine's own model: ``generate`` with its raw logits kept."""
     tok = engine.tokenizer
     encoded: list[list[int]] = []
@@ -104,16 +117,31 @@ def _transformers_complete(engine: Any, prompts: list[TokenPrompt], sampling: Sa
     out: list[list[Completion]] = []
     lock = getattr(engine, "_lock", None)  # the engine's own generate holds it too
     for start in range(0, len(encoded), rows):
+        gone = None if abandoned is None else _Abandoned(abandoned, start, n)
         if lock is not None:
             with lock:
-                out.extend(_transformers_batch(engine, encoded[start : start + rows], sampling, n))
+                out.extend(_transformers_batch(engine, encoded[start : start + rows], sampling, n, gone))
         else:
-            out.extend(_transformers_batch(engine, encoded[start : start + rows], sampling, n))
+            out.extend(_transformers_batch(engine, encoded[start : start + rows], sampling, n, gone))
     return out
 
 
+class _Abandoned:
+    """Stops the rows of prompts nobody waits for (``check()[offset + row // n]``)."""
+
+    def __init__(self, check: Callable[[], Sequence[bool]], offset: int, n: int):
+        self.check, self.offset, self.n = check, offset, n
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        flags = list(self.check())
+        rows = [bool(flags[self.offset + r // self.n]) for r in range(int(input_ids.shape[0]))]
+        return torch.tensor(rows, dtype=torch.bool, device=input_ids.device)
+
+
 def _transformers_batch(
-    engine: Any, prompts: list[list[int]], sampling: SamplingParams, n: int
+    engine: Any, prompts: list[list[int]], sampling: SamplingParams, n: int, gone: Any = None
 ) -> list[list[Completion]]:
     """``n`` completions of each prompt in one ``generate``: the rows left-padded to the longest prompt."""
     import torch
@@ -137,8 +165,11 @@ def _transformers_batch(
         kwargs.update(do_sample=True, temperature=float(sampling.temperature), top_p=float(sampling.top_p), top_k=0)
     else:
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-    if sampling.stop:
-        kwargs["stopping_criteria"] = [_StopInReply(tok, list(sampling.stop), width)]
+    criteria = [_StopInReply(tok, list(sampling.stop), width)] if sampling.stop else []
+    if gone is not None:
+        criteria.append(gone)
+    if criteria:
+        kwargs["stopping_criteria"] = criteria
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else None, enabled=sampling.seed is not None):
         if sampling.seed is not None:
             torch.manual_seed(int(sampling.seed))

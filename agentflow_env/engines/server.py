@@ -10,7 +10,8 @@ generated whole, then sent in token pieces). An unknown model is a 404; a field 
 
 Under load: at most ``max_queue`` requests wait or run; one more is answered 503 with ``Retry-After``. A
 request whose client disconnects (a client-side timeout closes the connection) is cancelled while it waits,
-and its queue slot freed, so a client's retries do not pile up behind its abandoned requests.
+and its queue slot freed, so a client's retries do not pile up behind its abandoned requests; one already
+generating on a transformers engine has its rows stopped at the next token.
 
 Token-exact mode, for trainers in another process: send ``prompt_token_ids`` (or a completions ``prompt``
 that is a list of token ids, or ``return_token_ids: true``) and the reply has ``prompt_token_ids``, each
@@ -32,7 +33,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -60,6 +61,7 @@ class _Job:
     prompt: TokenPrompt
     sampling: SamplingParams
     future: Future[list[Completion]]
+    abandoned: threading.Event = field(default_factory=threading.Event)  # its client left while it ran
 
 
 class _Batcher:
@@ -82,7 +84,7 @@ class _Batcher:
         self.thread = threading.Thread(target=self._loop, name="engine-batcher", daemon=True)
         self.thread.start()
 
-    def submit(self, prompt: TokenPrompt, sampling: SamplingParams) -> Future[list[Completion]]:
+    def submit(self, prompt: TokenPrompt, sampling: SamplingParams) -> _Job:
         with self._lock:
             if self.pending >= self.max_queue:
                 raise HTTPFault(503, f"the server is busy: {self.pending} requests are queued", retry_after=1.0)
@@ -90,7 +92,7 @@ class _Batcher:
         job = _Job(prompt, sampling, Future())
         job.future.add_done_callback(self._done)
         self.jobs.put(job)
-        return job.future
+        return job
 
     def _done(self, future: Future[list[Completion]]) -> None:
         with self._lock:
@@ -129,7 +131,12 @@ class _Batcher:
         for jobs in groups.values():
             try:
                 self.prompts_run += len(jobs)
-                results = complete(self.engine, [j.prompt for j in jobs], jobs[0].sampling)
+                results = complete(
+                    self.engine,
+                    [j.prompt for j in jobs],
+                    jobs[0].sampling,
+                    abandoned=lambda jobs=jobs: [j.abandoned.is_set() for j in jobs],
+                )
                 if len(results) != len(jobs):
                     raise RuntimeError(f"the engine returned {len(results)} results for {len(jobs)} prompts")
             except BaseException as exc:  # the error goes to each waiting request
@@ -245,15 +252,16 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, reply(req, choices))
 
-    def _wait(self, future: Future[list[Completion]]) -> list[Completion] | None:
+    def _wait(self, job: _Job) -> list[Completion] | None:
         """The job's result; ``None`` when the client disconnected first (the job is cancelled if it has not
         started, and a started one's reply is dropped)."""
         while True:
             try:
-                return future.result(timeout=self.server.poll_s)
+                return job.future.result(timeout=self.server.poll_s)
             except FutureTimeout:
                 if _gone(self.connection):
-                    future.cancel()
+                    if not job.future.cancel():  # already generating: a transformers batch drops its rows
+                        job.abandoned.set()
                     self.close_connection = True
                     return None
             except CancelledError:
