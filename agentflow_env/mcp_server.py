@@ -30,7 +30,7 @@ def _tools(names: Sequence[str], env_id: str | None) -> tuple[list[Tool], Any]:
 
         import agentflow_env  # noqa: F401  (registers the env ids)
 
-        env = gym.make(env_id).unwrapped
+        env: Any = gym.make(env_id).unwrapped
         return list(env.tools), env
     from agentflow_env.tools import make_tool
 

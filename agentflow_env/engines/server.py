@@ -23,6 +23,7 @@ Run it: ``agentflow-env serve hf:runs/tiny-lm --port 8000`` (or ``python -m agen
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import queue
@@ -135,7 +136,7 @@ class _Batcher:
                     self.engine,
                     [j.prompt for j in jobs],
                     jobs[0].sampling,
-                    abandoned=lambda jobs=jobs: [j.abandoned.is_set() for j in jobs],
+                    abandoned=functools.partial(_abandoned, jobs),
                 )
                 if len(results) != len(jobs):
                     raise RuntimeError(f"the engine returned {len(results)} results for {len(jobs)} prompts")
@@ -145,6 +146,10 @@ class _Batcher:
                 continue
             for j, result in zip(jobs, results, strict=True):
                 j.future.set_result(result)
+
+
+def _abandoned(jobs: list[_Job]) -> list[bool]:
+    return [j.abandoned.is_set() for j in jobs]
 
 
 def _gone(sock: socket.socket) -> bool:

@@ -176,7 +176,7 @@ class LLMPlanner:
             for k, i in enumerate(idx):
                 replies[i] = json.dumps(got[k], ensure_ascii=False)
                 usage[i] = last[k] if isinstance(last, list) and len(last) == len(idx) else None
-        self.engine.last_usage = usage  # type: ignore[attr-defined]  (read by act, as for generate)
+        self.engine.last_usage = usage  # type: ignore[attr-defined]  # read by act, as after generate
         return replies
 
 
