@@ -72,6 +72,9 @@ class AgentFlowSkyRLEnv(BaseTextEnv):
         self.index = extras.get("index")
         self.seed = extras.get("seed")
         self.tool_calling = bool(config.get("tool_calling", False))
+        if self.tool_calling and not hasattr(self.env.unwrapped, "tool_schemas"):
+            self.env.close()
+            raise ConfigError("tool_calling needs the env's own flow; the paper flow reads AgentFlow's text format")
         self.info: dict[str, Any] = {}
         self._seen = 0
 

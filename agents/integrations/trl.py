@@ -69,7 +69,11 @@ class AgentFlowTRL:
     # ------------------------------------------------------------------ data
     def _env(self, i: int) -> Any:
         while len(self._envs) <= i:
-            self._envs.append(gym.make(self.env_id, split=self.split, **self.env_kwargs))
+            env = gym.make(self.env_id, split=self.split, **self.env_kwargs)
+            if self.tool_calling and not hasattr(env.unwrapped, "tool_schemas"):
+                env.close()
+                raise ConfigError("tool_calling needs the env's own flow; the paper flow reads AgentFlow's text format")
+            self._envs.append(env)
         return self._envs[i]
 
     def dataset(self) -> Any:
