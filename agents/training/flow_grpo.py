@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
+from agents.lm import cache_kwarg, output_cache
 from agents.training.backends import make_backend
 from agents.training.config import FlowGRPOConfig
 from agents.training.data_parallel import DataParallel
-from agents.training.kv_cache import cache_kwarg, output_cache
 from agents.training.rollout_correction import MismatchStats, truncated_importance_weights
 
 if TYPE_CHECKING:

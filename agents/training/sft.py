@@ -238,7 +238,7 @@ def sft_loss(
     """Mean negative log-likelihood of the response tokens only (prompt and padding never count)."""
     import torch
 
-    from agents.policies.hf_policy import sequence_logprobs
+    from agents.lm import sequence_logprobs
 
     logprobs = sequence_logprobs(model, prompt_ids, response_ids, pad_id)
     return -torch.cat(logprobs).mean()
@@ -443,8 +443,6 @@ def train_sft(
 # ---------------------------------------------------------------------------------------------- CLI
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
-    from agentflow_env.cli import add_aliases
-
     d = SFTConfig()
     parser.add_argument(
         "--env-id",
@@ -499,9 +497,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_aliases(parser, "--env-id", "--env")  # the spellings before the CLI used one style
-    add_aliases(parser, "--output-dir", "--out")
-    add_aliases(parser, "--lr", "--learning-rate")
     parser.set_defaults(func=_run)
 
 
