@@ -9,12 +9,12 @@ here, in :meth:`TaskEnv._grade`, for both.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
+from agentflow_env.clock import EpisodeClock
 from agentflow_env.config import RENDER_MODES, FlowLimits
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
@@ -68,7 +68,7 @@ class TaskEnv(gym.Env[dict, str]):
         self.action_space = UnicodeText()
         self.task: Task | None = None
         self.turn = 0
-        self._started = 0.0
+        self.clock = EpisodeClock()  # the episode's own time (a runner pauses it while the episode waits)
 
     # ------------------------------------------------------------------ task choice
     def _choose_task(self, options: dict[str, Any]) -> Task:
@@ -91,10 +91,10 @@ class TaskEnv(gym.Env[dict, str]):
 
     # ------------------------------------------------------------------ clock
     def _start_clock(self) -> None:
-        self._started = time.monotonic()
+        self.clock.start()
 
     def _time_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._started)
+        return self.time_budget_s - self.clock.elapsed()
 
     # ------------------------------------------------------------------ grading
     def _gradable(self, answer: str) -> bool:
