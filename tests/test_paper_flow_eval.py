@@ -57,10 +57,10 @@ def _reply(kind: str, body: dict[str, Any]) -> str:
     user = body["messages"][-1]["content"]
     if kind == "verifier":  # CONTINUE after the first step, STOP after the second: two full steps
         return "Conclusion: STOP" if "'Action Step 2'" in user else "More evidence is needed.\nConclusion: CONTINUE"
-    if kind == "judge":  # graded in full: CORRECT only when the whole final output reached the judge
+    if kind == "judge":  # since v2 the judge reads the answer span (issue 25): CORRECT only when it got "42" alone
         blocks = {m.group(1): m.group(3) for m in _BLOCK.finditer(user)}
-        full = "Process summary" in blocks.get("CANDIDATE", "") and "Answer: 42" in blocks.get("CANDIDATE", "")
-        return "VERDICT: CORRECT" if full else "VERDICT: INCORRECT"
+        span = blocks.get("CANDIDATE", "").strip() == "│ 42"
+        return "VERDICT: CORRECT" if span else "VERDICT: INCORRECT"
     return {
         "query_analysis": "The query needs one fact; the generalist tool can give it.",
         "planner": PLAN,
@@ -190,7 +190,7 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
     assert shuffled == {"agentflow/GPQA-v1", "agentflow/MedQA-v1"}  # per-trial option order (issue 12)
     tasks = [json.loads(line) for line in (run_dir / "tasks.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(tasks) == episodes and all(t["score"] == 1.0 and t["turns"] == 2 and t["terminated"] for t in tasks)
-    assert all(t["answer"] == FINAL for t in tasks)  # the whole final output is the answer, and the judge read it all
+    assert all(t["answer"] == FINAL for t in tasks)  # the whole final output is the answer; the judge read its span
 
     planner_prompts = [b["messages"][1]["content"] for k, b in server.log if k == "planner"]
     analysis_prompts = [b["messages"][-1]["content"] for k, b in server.log if k == "query_analysis"]
