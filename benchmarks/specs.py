@@ -159,8 +159,9 @@ def make_env(
     ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``,
     ``max_action_chars``). For the paper's
     benchmarks each question is AgentFlow's ``query`` field verbatim (``verbatim_query=True``), options
-    are not shuffled unless ``shuffle_options=True`` is given, and the full final output is graded by the
-    LLM judge on ``engine`` unless ``scoring``/``judge_engine`` say otherwise; ``paper_settings["questions"]``
+    are not shuffled unless ``shuffle_options=True`` is given, and the final output is graded by the
+    LLM judge on ``engine`` (the project's judge reads its answer span) unless ``scoring``/``judge_engine``
+    say otherwise; ``paper_settings["questions"]``
     records how questions were built.
     """
     flow = kwargs.pop("flow", "modes")
