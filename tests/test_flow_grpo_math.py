@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from agentflow_env.error import ConfigError  # noqa: E402
 from agents.training.config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
-from agents.training.flow_grpo import (  # noqa: E402
+from agents.training.objectives import (  # noqa: E402
     broadcast_to_turns,
     clipped_surrogate,
     flow_grpo_loss,
