@@ -319,11 +319,49 @@ def _type_name(kind: Any) -> str:
     return getattr(kind, "__name__", str(kind))
 
 
+def packaged_configs_dir() -> Path:
+    """The folder of the configs that ship inside the package (``agents/configs``)."""
+    from importlib.resources import files
+
+    return Path(str(files("agents") / "configs"))
+
+
+def packaged_configs() -> dict[str, Path]:
+    """The shipped configs by short name (the file name without ``.toml``)."""
+    folder = packaged_configs_dir()
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))} if folder.is_dir() else {}
+
+
+def describe_config(path: Path) -> str:
+    """A config's first comment line: what it is for."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+        if line.strip():
+            break
+    return ""
+
+
+def resolve_config(name: str | Path) -> Path:
+    """A config file's path: an existing file as given, else a shipped config by short name
+    (``tiny-cpu-game24`` or ``tiny-cpu-game24.toml``)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = packaged_configs()
+    stem = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
+    if stem in shipped and (path.parent == Path(".") or not path.parent.exists()):
+        return shipped[stem]
+    names = ", ".join(shipped) or "none"
+    raise ConfigError(
+        f"config {str(name)!r} is neither a file nor a shipped config; shipped configs (in "
+        f"{packaged_configs_dir()}): {names}; list them with `agentflow-env train --list-configs`"
+    )
+
+
 def load_config(path: str | Path) -> FlowGRPOConfig:
-    """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist; give the path of a .toml or .json file")
+    """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields), or a shipped config by name."""
+    path = resolve_config(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         data = json.loads(text)
@@ -418,3 +456,19 @@ def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> Flo
         else:
             pairs += [f"--{f.name}", value]
     return apply_overrides(config, [*pairs, *extra])
+
+
+def load_callable(path: str) -> Any:
+    """The function ``module:function`` names (``reward_fn``), with a clear error when it is not one."""
+    import importlib
+
+    from agentflow_env.error import ConfigError
+
+    module, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"reward_fn={path!r} could not be loaded ({exc}); give 'module:function'") from exc
+    if not callable(fn):
+        raise ConfigError(f"reward_fn={path!r} is not callable")
+    return fn
