@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("agents.training.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
     "sft": (
-        "agents.training.sft:configure",
+        "agents.training.sft_cli:configure",
         "fine-tune a planner LM (the tiny LM by default) on scripted demonstrations",
     ),
     "tiny-lm": ("agents.tiny_lm_cli:configure", "build the tiny offline LM or print its folder (hf:tiny)"),

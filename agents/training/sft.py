@@ -1,11 +1,11 @@
 """SFT warm-start: fine-tune a causal LM (the tiny offline LM by default) on scripted-planner demonstrations.
 
-Owns demonstration collection, the response-only loss, the training loop, success evaluation and the ``sft`` command.
+Owns demonstration collection, the response-only loss, the training loop (checkpointed and resumable) and success
+evaluation; the ``sft`` command is in :mod:`agents.training.sft_cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -25,7 +25,6 @@ __all__ = [
     "Demonstration",
     "SFTConfig",
     "SFTResult",
-    "configure",
     "evaluate_planner",
     "make_demonstrations",
     "sft_loss",
@@ -51,7 +50,7 @@ class Demonstration:
 class SFTConfig:
     """Settings of one SFT run (the CLI flags map one to one)."""
 
-    env_id: str | list[str] = "agentflow/Gen-GameOf24-v0"
+    env_id: str | list[str] = "agentflow/Gen-GameOf24-v1"
     """env whose train split gives the demonstrations; a list mixes several envs into one model
     (``episodes`` demonstration episodes from each, shuffled together; evaluation covers each)"""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +88,10 @@ class SFTConfig:
     seed: int = 0
     torch_threads: int | None = None
     """torch intra-op threads (None: torch's default); 1 is much faster on a shared, busy CPU"""
+    checkpoint_every: int = 50
+    """optimizer steps between checkpoints (``out/checkpoint/state.pt``, and the partial model in ``out``)"""
+    resume: bool = True
+    """continue from ``out/checkpoint`` when it holds a run of the same settings (the same command resumes)"""
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.epochs < 1 or self.batch_size < 1:
@@ -97,6 +100,8 @@ class SFTConfig:
             raise ConfigError(f"lr must be positive, got {self.lr}")
         if self.max_minutes is not None and self.max_minutes <= 0:
             raise ConfigError(f"max_minutes must be positive, got {self.max_minutes}")
+        if self.checkpoint_every < 0:
+            raise ConfigError(f"checkpoint_every must be >= 0 (0: never), got {self.checkpoint_every}")
         if self.eval_episodes < 0:
             raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if not self.env_ids:
@@ -392,39 +397,15 @@ def train_sft(
     total = per_epoch * config.epochs if config.max_steps is None else min(per_epoch * config.epochs, config.max_steps)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config.warmup_steps, total))
-    rng = random.Random(config.seed)
+    run = _SFTRun(config, out, model, tokenizer, optimizer, scheduler, result)
+    if config.resume:
+        run.load()
     if on_start is not None:
         on_start(total, len(examples))
-    train_started = time.perf_counter()
-    model.train()
-    stop = False
-    for epoch in range(config.epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        for b in range(per_epoch):
-            batch = [examples[i] for i in order[b * config.batch_size : (b + 1) * config.batch_size]]
-            loss = sft_loss(model, [p for p, _ in batch], [r for _, r in batch], pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            result.steps += 1
-            result.losses.append(float(loss.detach()))
-            result.epochs_done = epoch + (b + 1) / per_epoch
-            if on_step is not None:
-                on_step(result.steps, result.losses[-1])
-            elapsed = (time.perf_counter() - train_started) / 60
-            if (config.max_steps is not None and result.steps >= config.max_steps) or (
-                config.max_minutes is not None and elapsed >= config.max_minutes
-            ):
-                stop = True
-                break
-        if stop:
-            break
+    _train_loop(run, examples, per_epoch, total, pad_id, on_step)
     model.eval()
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    complete = result.steps >= total
+    run.save_model(complete=complete)
     if eval_ids:
         after = _evaluate_model(model, tokenizer, config, eval_ids)
         result.eval_after = _pooled(after)
@@ -435,160 +416,144 @@ def train_sft(
     # a tiny model is only as good as its prompts: record which prompt wording it was trained on
     fingerprint = hashlib.sha1(demos[0].prompt.encode("utf-8")).hexdigest()[:12] if demos else None
     (out / "sft_metrics.json").write_text(
-        json.dumps({"config": asdict(config), "prompt_fingerprint": fingerprint, **result.to_dict()}, indent=2)
+        json.dumps(
+            {"config": asdict(config), "prompt_fingerprint": fingerprint, "complete": complete, **result.to_dict()},
+            indent=2,
+        )
     )
     return result
 
 
-# ---------------------------------------------------------------------------------------------- CLI
-def configure(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
-    from agentflow_env.cli import add_aliases
-
-    d = SFTConfig()
-    parser.add_argument(
-        "--env-id",
-        action="append",
-        default=None,
-        help=f"env id whose train split gives demonstrations (default {d.env_id}); repeat it to train one model "
-        "on several envs (--episodes from each, mixed)",
-    )
-    parser.add_argument(
-        "--env-kwargs",
-        type=_json_object,
-        default={},
-        help='gymnasium.make kwargs of the env as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
-    )
-    parser.add_argument(
-        "--output-dir",
-        default=d.out,
-        help=f"output folder (model, sft_metrics.json, demonstrations.jsonl); default ./{d.out}",
-    )
-    parser.add_argument(
-        "--base", default=None, help="model folder to start from (default: the tiny offline LM, hf:tiny)"
-    )
-    parser.add_argument(
-        "--episodes", type=int, default=d.episodes, help="scripted demonstration episodes (tasks cycle)"
-    )
-    parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size)
-    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW peak learning rate")
-    parser.add_argument("--max-minutes", type=float, default=None, help="training time budget in minutes")
-    parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps")
-    parser.add_argument("--all-demos", action="store_true", help="keep demonstrations of unsolved episodes too")
-    parser.add_argument(
-        "--demo-policy",
-        default=d.demo_policy,
-        help="planner that plays the demonstrations: scripted (default) or a policy spec such as "
-        "agents.policies.baselines:ScriptedGameOf24RetryPlanner",
-    )
-    parser.add_argument(
-        "--eval-episodes",
-        type=int,
-        default=d.eval_episodes,
-        help="test tasks to evaluate (greedy) before and after training; 0 skips",
-    )
-    parser.add_argument("--eval-max-tokens", type=int, default=d.eval_max_tokens)
-    parser.add_argument(
-        "--max-prompt-tokens",
-        type=int,
-        default=d.max_prompt_tokens,
-        help="longer prompts keep their last tokens (default: as hf: policies act)",
-    )
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_aliases(parser, "--env-id", "--env")  # the spellings before the CLI used one style
-    add_aliases(parser, "--output-dir", "--out")
-    add_aliases(parser, "--lr", "--learning-rate")
-    parser.set_defaults(func=_run)
+# the settings that change what a run computes: a checkpoint of other settings is not resumed
+_RESUME_KEYS = (
+    "env_id",
+    "env_kwargs",
+    "base",
+    "episodes",
+    "epochs",
+    "batch_size",
+    "lr",
+    "weight_decay",
+    "warmup_steps",
+    "grad_clip",
+    "max_steps",
+    "successful_only",
+    "demo_policy",
+    "max_prompt_tokens",
+    "seed",
+)
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give an object like '{{\"max_turns\": 1}}'") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object; give one like '{{\"max_turns\": 1}}'")
-    return value
+@dataclass
+class _SFTRun:
+    """The state of one SFT run that a checkpoint holds, and where it is written."""
 
+    config: SFTConfig
+    out: Path
+    model: Any
+    tokenizer: Any
+    optimizer: Any
+    scheduler: Any
+    result: SFTResult
 
-def _run(args: argparse.Namespace) -> int:
-    import sys
+    @property
+    def state_file(self) -> Path:
+        return self.out / "checkpoint" / "state.pt"
 
-    from tqdm.auto import tqdm
+    def settings(self) -> dict[str, Any]:
+        return json.loads(json.dumps({k: getattr(self.config, k) for k in _RESUME_KEYS}))
 
-    from agentflow_env.cli import require_env_id
+    def load(self) -> None:
+        """Continue from the checkpoint when there is one of the same settings; refuse one of others."""
+        import torch
 
-    env_ids = [require_env_id(e) for e in (args.env_id or [SFTConfig().env_id])]
-    config = SFTConfig(
-        env_id=env_ids[0] if len(env_ids) == 1 else env_ids,
-        env_kwargs=args.env_kwargs,
-        out=args.output_dir,
-        base=args.base,
-        episodes=args.episodes,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        max_minutes=args.max_minutes,
-        max_steps=args.max_steps,
-        successful_only=not args.all_demos,
-        demo_policy=args.demo_policy,
-        eval_episodes=args.eval_episodes,
-        eval_max_tokens=args.eval_max_tokens,
-        max_prompt_tokens=args.max_prompt_tokens,
-        seed=args.seed,
-        torch_threads=args.threads,
-    )
-    show = not args.no_progress
-    if show:
-        tqdm.write(
-            f"sft: {config.episodes} scripted episodes on each of {', '.join(config.env_ids)} -> demonstrations",
-            file=sys.stderr,
-        )
-    bar: Any = None
-
-    def on_start(total: int, examples: int) -> None:
-        nonlocal bar
-        bar = tqdm(total=total, desc=f"sft ({examples} turns)", unit="step", dynamic_ncols=True, disable=not show)
-
-    def on_step(step: int, loss: float) -> None:
-        if bar is not None:
-            bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
-            bar.update(1)
-            if bar.total is not None and bar.n >= bar.total:
-                bar.close()  # before saving, so the library's own save bars do not nest under it
-
-    try:
-        result = train_sft(config, on_step=on_step, on_start=on_start)
-    finally:
-        if bar is not None:
-            bar.close()
-    summary = {k: v for k, v in result.to_dict().items() if k != "losses"}
-    summary["first_loss"] = result.losses[0] if result.losses else None
-    summary["final_loss"] = result.losses[-1] if result.losses else None
-    if args.json:
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-        return 0
-    lines = [
-        f"sft: {result.steps} steps on {result.examples} demonstration turns in {result.seconds:.1f} s; "
-        f"loss {summary['first_loss']:.4f} -> {summary['final_loss']:.4f}"
-        if result.losses
-        else f"sft: no training steps ({result.examples} demonstration turns)",
-    ]
-    for label, scores in (("before", result.eval_before), ("after", result.eval_after)):
-        if scores:
-            lines.append(
-                f"  {label}: success {100 * scores['success_rate']:.1f}% over {int(scores['episodes'])} test tasks, "
-                f"well-formed actions {100 * scores['well_formed_rate']:.1f}%"
+        if not self.state_file.is_file():
+            return
+        state = torch.load(self.state_file, map_location="cpu", weights_only=False)
+        if state["settings"] != self.settings():
+            changed = sorted(k for k in _RESUME_KEYS if state["settings"].get(k) != self.settings()[k])
+            raise ConfigError(
+                f"{self.out} holds an SFT checkpoint of other settings ({', '.join(changed)} differ); give another "
+                "--output-dir, or --no-resume to start afresh there"
             )
-    for env_id, scores in (result.eval_per_env or {}).items():
-        lines.append(
-            f"    {env_id}: success {100 * scores['before']['success_rate']:.1f}% -> "
-            f"{100 * scores['after']['success_rate']:.1f}%"
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        self.result.steps = int(state["step"])
+        self.result.losses = list(state["losses"])
+        logger.info("sft: resumed from %s at step %d", self.state_file, self.result.steps)
+
+    def checkpoint(self) -> None:
+        """The state after this step (written to a temporary file, then renamed) and the partial model."""
+        import torch
+
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        torch.save(
+            {
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "step": self.result.steps,
+                "losses": self.result.losses,
+                "settings": self.settings(),
+            },
+            tmp,
         )
-    lines.append(f"model in {result.out}; evaluate it: agentflow-env eval --policy hf:{result.out}")
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+        tmp.replace(self.state_file)
+        self.save_model(complete=False)
+
+    def save_model(self, complete: bool) -> None:
+        """The model in HF format in ``out``: a partial one (``complete: false``) until the run ends."""
+        self.model.save_pretrained(self.out)
+        self.tokenizer.save_pretrained(self.out)
+        if not complete:
+            record = {"complete": False, "steps": self.result.steps, "config": asdict(self.config)}
+            (self.out / "sft_metrics.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+
+
+def _train_loop(
+    run: _SFTRun,
+    examples: Sequence[tuple[list[int], list[int]]],
+    per_epoch: int,
+    total: int,
+    pad_id: int,
+    on_step: Callable[[int, float], None] | None,
+) -> None:
+    """Optimizer steps from the run's current step to ``total`` (or the time budget), checkpointing on the way.
+
+    Each epoch's order is drawn from ``seed`` whatever the start, so a resumed run takes the same batches.
+    """
+    import torch
+
+    config, result, model = run.config, run.result, run.model
+    rng = random.Random(config.seed)
+    model.train()
+    started = time.perf_counter()
+    for epoch in range(config.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for b in range(per_epoch):
+            if epoch * per_epoch + b < result.steps:
+                continue  # done before the resume
+            if result.steps >= total:
+                return
+            batch = [examples[i] for i in order[b * config.batch_size : (b + 1) * config.batch_size]]
+            loss = sft_loss(model, [p for p, _ in batch], [r for _, r in batch], pad_id)
+            run.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            run.optimizer.step()
+            run.scheduler.step()
+            result.steps += 1
+            result.losses.append(float(loss.detach()))
+            result.epochs_done = epoch + (b + 1) / per_epoch
+            if on_step is not None:
+                on_step(result.steps, result.losses[-1])
+            if config.checkpoint_every and result.steps % config.checkpoint_every == 0:
+                run.checkpoint()
+            if config.max_minutes is not None and (time.perf_counter() - started) / 60 >= config.max_minutes:
+                run.checkpoint()
+                return
