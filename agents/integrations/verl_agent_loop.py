@@ -19,9 +19,10 @@ Two ways to hand the episode to verl (``extra_info["emit"]`` of the dataset row)
 How AgentFlow (lupantech/AgentFlow, ``agentflow/verl/daemon.py``) fed turns to verl, and where this
 differs: it also makes one training row per (prompt, response) turn, puts the trajectory's reward on
 each row's last token, and groups rows by the question's id for GRPO. It built the batch in its own
-daemon around an older verl; this loop uses verl's agent-loop API instead. As there, GRPO normalises
-over the turn rows of a group, so a long rollout counts once per turn in the group's mean and std;
-:mod:`agents.training.flow_grpo` normalises over rollouts and weighs turns 1/T_i (``loss_aggregation``).
+daemon around an older verl; this loop uses verl's agent-loop API instead. There, GRPO normalises over
+the turn rows of a group, so a long rollout counts once per turn in the group's mean and std. With
+``algorithm.adv_estimator=flow_grpo`` (the shipped config; :mod:`agents.integrations.verl_flow_grpo`) the
+advantages are normalised over rollouts and each turn row weighs 1/T_i, as in :mod:`agents.training.flow_grpo`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import gymnasium as gym
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agents.integrations.chat import ChatCodec, step_message
+from agents.integrations.verl_flow_grpo import ROLLOUT_KEY, install
 from agents.policies.hf_policy import format_prompt
 
 try:
@@ -46,6 +48,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without verl
     raise DependencyNotInstalled("verl", "verl") from exc
 
 __all__ = ["AgentFlowAgentLoop", "episode_spec"]
+
+install()  # algorithm.adv_estimator=flow_grpo: the paper's 1/T_i weighting (agents.integrations.verl_flow_grpo)
 
 AGENT_NAME = "agentflow_agent"
 _EMIT = ("turns", "trajectory")
@@ -155,6 +159,7 @@ class AgentFlowAgentLoop(AgentLoopBase):
     ) -> list[AgentLoopOutput]:
         outputs: list[AgentLoopOutput] = []
         reward, done = 0.0, False
+        rollout_id = uuid4().hex  # the flow_grpo estimator weighs this rollout's rows 1/T_i
         while not done and not self._turn_limit_reached(len(outputs)):
             prompt_ids = self._prompt_ids(obs["prompt"])
             out = await self._generate(prompt_ids, sampling_params, self.response_length)
@@ -171,7 +176,12 @@ class AgentFlowAgentLoop(AgentLoopBase):
                     response_logprobs=logprobs,
                     num_turns=2,
                     metrics={},
-                    extra_fields={"turn_index": len(outputs), "turn_scores": [], "tool_rewards": []},
+                    extra_fields={
+                        "turn_index": len(outputs),
+                        "turn_scores": [],
+                        "tool_rewards": [],
+                        ROLLOUT_KEY: rollout_id,
+                    },
                 )
             )
         for output in outputs:  # the outcome, broadcast to every turn (Flow-GRPO)
