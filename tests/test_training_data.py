@@ -149,3 +149,22 @@ def test_any_scorer_object_is_the_judge():
         reward(Trajectory(task_id="other", env_id="x", answer="a"))
     with pytest.raises(ConfigError, match="not callable"):
         OutcomeReward(42, [task])
+
+
+def test_verl_rows_play_a_training_set_in_an_envs_flow(tmp_path):
+    pytest.importorskip("pyarrow")
+    from agents.integrations.verl_data import main, make_row_env, verl_rows
+
+    (tmp_path / "nq.json").write_text(json.dumps(NQ_ROWS))
+    train_set = {"name": "nq", "path": str(tmp_path / "nq.json")}
+    rows = verl_rows("agentflow/Gen-Math-v1", "train", train_set=train_set)
+    assert len(rows) == 3 and all("capital of france?" not in str(r["reward_model"]) for r in rows)
+    info = rows[1]["extra_info"]
+    env = make_row_env(info["env_id"], info["split"], json.loads(info["env_kwargs"]), info["train_set"])
+    obs, got = env.reset(options={"task_id": info["task_id"]})
+    assert got["task_id"] == "train_1" and "capital of france?" in obs["prompt"]
+    env.close()
+    out = tmp_path / "rows.parquet"
+    argv = ["--env-id", "agentflow/Gen-Math-v1", "--train-set", "nq", "--train-path", str(tmp_path / "nq.json")]
+    assert main([*argv, "--train-limit", "2", "--out", str(out)]) == 0 and out.is_file()
+    assert main([*argv, "--env-id", "agentflow/Gen-Math-v1", "--out", str(out)]) == 2  # one env only

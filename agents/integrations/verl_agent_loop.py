@@ -34,11 +34,10 @@ from collections import defaultdict
 from typing import Any
 from uuid import uuid4
 
-import gymnasium as gym
-
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agents.integrations.chat import ChatCodec, step_message
+from agents.integrations.verl_data import make_row_env
 from agents.integrations.verl_flow_grpo import ROLLOUT_KEY, install
 from agents.policies.hf_policy import format_prompt
 
@@ -78,6 +77,7 @@ def episode_spec(kwargs: dict[str, Any]) -> dict[str, Any]:
         "env_kwargs": dict(env_kwargs),
         "emit": emit,
         "seed": None if info.get("seed") is None else int(info["seed"]),
+        "train_set": str(info.get("train_set") or ""),
     }
 
 
@@ -90,14 +90,16 @@ class _EnvPool:
 
     @staticmethod
     def _key(spec: dict[str, Any]) -> str:
-        return json.dumps([spec["env_id"], spec["split"], spec["env_kwargs"]], sort_keys=True, default=str)
+        return json.dumps(
+            [spec["env_id"], spec["split"], spec["env_kwargs"], spec["train_set"]], sort_keys=True, default=str
+        )
 
     def take(self, spec: dict[str, Any]) -> Any:
         with self._lock:
             idle = self._idle[self._key(spec)]
             if idle:
                 return idle.pop()
-        return gym.make(spec["env_id"], split=spec["split"], **spec["env_kwargs"])
+        return make_row_env(spec["env_id"], spec["split"], spec["env_kwargs"], spec["train_set"])
 
     def give_back(self, spec: dict[str, Any], env: Any) -> None:
         with self._lock:
