@@ -225,6 +225,7 @@ class FlowGRPOConfig:
             raise ConfigError(f"adam_betas={self.adam_betas} must hold two numbers, e.g. [0.9, 0.999]")
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
+        self.env_kwargs = engine_specs(self.env_kwargs)
 
     def _check_advantage(self) -> None:
         if not 0.0 < self.gamma <= 1.0:
@@ -317,6 +318,26 @@ def _parse_literal(text: str) -> Any:
 
 def _type_name(kind: Any) -> str:
     return getattr(kind, "__name__", str(kind))
+
+
+def engine_specs(value: Any, where: str = "env_kwargs") -> Any:
+    """``value`` with every Engine object replaced by its spec string: a training config is saved as JSON and
+    its env kwargs cross process boundaries (data-parallel ranks, vLLM, verl workers), where a live engine
+    (a model, a client, a lock) cannot go. An engine without a spec is refused with the way out."""
+    if isinstance(value, dict):
+        return {k: engine_specs(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(engine_specs(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, (str, int, float, bool)) or value is None or not callable(getattr(value, "generate", None)):
+        return value
+    spec = getattr(value, "spec", None)
+    if isinstance(spec, str) and spec:
+        return spec
+    raise ConfigError(
+        f"{where} is an Engine object ({type(value).__name__}) with no spec string; training saves its config "
+        "and starts envs in other processes, so give the engine as a spec, e.g. 'openai:gpt-4o-mini' or "
+        "'vllm:Qwen/Qwen2.5-7B-Instruct' (engines built by make_engine carry theirs)"
+    )
 
 
 def packaged_configs_dir() -> Path:
