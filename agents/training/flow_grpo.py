@@ -34,7 +34,7 @@ from agents.training.objectives import (
     turn_weights,
 )
 from agents.training.packing import TurnSample, pack_samples, pad_values, token_logprobs
-from agents.training.rollout import Rollouts, to_rollouts
+from agents.training.rollout import Rollouts, RolloutStats, to_rollouts
 from agents.training.rollout_correction import MismatchStats, tis_enabled, truncated_importance_weights
 from agents.training.runtime import load_policy_model, resolve_device, rng_state, set_rng_state, set_seed
 
@@ -119,6 +119,7 @@ class FlowGRPOLearner:
         self._reward_fn = load_callable(config.reward_fn) if config.reward_fn else None
         self._tasks: dict[str, Any] = {}
         self._runners: dict[tuple[str, int], Any] = {}
+        self.rollout_stats = RolloutStats()  # env vs policy seconds of every collect, summed over the run
         self._metrics_file = self.out / "metrics.jsonl"
         self._tb: Any = None
 
@@ -187,7 +188,13 @@ class FlowGRPOLearner:
             self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)
         try:
             groups = collect_group_rollouts(
-                runner, self.backend, task_ids, group_size=group_size, seed=seed, env_id=self.config.env_id
+                runner,
+                self.backend,
+                task_ids,
+                group_size=group_size,
+                seed=seed,
+                env_id=self.config.env_id,
+                stats=self.rollout_stats,
             )
         finally:
             self.backend.sampling = saved
