@@ -90,3 +90,16 @@ def test_bad_rows_are_refused():
         flow_grpo_row_advantages(token_rewards, mask, group[:-1], rollout)
     with pytest.raises(ValueError, match="two groups"):
         flow_grpo_row_advantages(token_rewards, mask, [0, 1] + group[2:], rollout)  # rollout 1 in groups 0 and 1
+
+
+def test_the_launcher_fills_the_shipped_config(capsys):
+    from agents.integrations.verl_launch import CONFIG_DIR, main
+
+    argv = ["--train-files", "data/train.parquet", "--val-files", "data/val.parquet", "--dry-run"]
+    assert main([*argv, "trainer.total_epochs=1"]) == 0
+    line = capsys.readouterr().out
+    assert "verl.trainer.main_ppo" in line and f"--config-path {CONFIG_DIR}" in line
+    assert "trainer.n_gpus_per_node=8" in line and line.strip().endswith("trainer.total_epochs=1")
+    assert (CONFIG_DIR / "flow_grpo.yaml").is_file()
+    with pytest.raises(SystemExit):
+        main([*argv, "--bogus"])

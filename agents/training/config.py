@@ -382,17 +382,29 @@ def resolve_config(name: str | Path) -> Path:
 
 def load_config(path: str | Path) -> FlowGRPOConfig:
     """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields), or a shipped config by name."""
+    data = _read_config(path)
+    data.pop("sft", None)  # the warm start's settings (see sft_settings), not the learner's
+    return FlowGRPOConfig.from_dict(_flatten_sections(data))
+
+
+def sft_settings(path: str | Path) -> dict[str, Any]:
+    """The config's ``[sft]`` table: the warm start ``agentflow-env sft --config`` runs before this training."""
+    table = _read_config(path).get("sft", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"config {path}: [sft] must be a table of sft settings (episodes, epochs, lr, ...)")
+    return table
+
+
+def _read_config(path: str | Path) -> dict[str, Any]:
     path = resolve_config(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
-        data = json.loads(text)
-    elif path.suffix == ".toml":
+        return json.loads(text)
+    if path.suffix == ".toml":
         import tomllib
 
-        data = tomllib.loads(text)
-    else:
-        raise ConfigError(f"config file {path} must end in .toml or .json")
-    return FlowGRPOConfig.from_dict(_flatten_sections(data))
+        return tomllib.loads(text)
+    raise ConfigError(f"config file {path} must end in .toml or .json")
 
 
 def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import argparse
 import json
 from typing import Any
 
+from agentflow_env.error import ConfigError
 from agents.training.sft import SFTConfig, train_sft
 
 __all__ = ["configure"]
@@ -40,11 +41,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--base", default=None, help="model folder to start from (default: the tiny offline LM, hf:tiny)"
     )
     parser.add_argument(
-        "--episodes", type=int, default=d.episodes, help="scripted demonstration episodes (tasks cycle)"
+        "--episodes",
+        type=int,
+        default=None,
+        help=f"scripted demonstration episodes (tasks cycle; default {d.episodes})",
     )
-    parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size)
-    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW peak learning rate")
+    parser.add_argument("--epochs", type=int, default=None, help=f"passes over the demonstrations (default {d.epochs})")
+    parser.add_argument("--batch-size", type=int, default=None, help=f"default {d.batch_size}")
+    parser.add_argument("--lr", type=float, default=None, help=f"AdamW peak learning rate (default {d.lr})")
     parser.add_argument("--max-minutes", type=float, default=None, help="training time budget in minutes")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps")
     parser.add_argument("--all-demos", action="store_true", help="keep demonstrations of unsolved episodes too")
@@ -93,6 +97,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=_run)
 
 
+_TABLE_KEYS = {"episodes", "epochs", "batch_size", "lr", "max_steps"}
+
+
+def _pick(flag: Any, table: dict[str, Any], key: str) -> Any:
+    """A flag given on the command line, else the config's [sft] value, else SFTConfig's default."""
+    if flag is not None:
+        return flag
+    return table.get(key, getattr(SFTConfig(), key))
+
+
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -113,10 +127,15 @@ def _run(args: argparse.Namespace) -> int:
     env_kwargs = dict(args.env_kwargs)
     threads = args.threads
     default_env = [SFTConfig().env_id]
+    table: dict[str, Any] = {}
     if args.config:
-        from agents.training.config import load_config
+        from agents.training.config import load_config, sft_settings
 
         train_config = load_config(args.config)
+        table = sft_settings(args.config)
+        unknown = sorted(set(table) - _TABLE_KEYS)
+        if unknown:
+            raise ConfigError(f"[sft] of {args.config} has unknown keys {unknown}; use {sorted(_TABLE_KEYS)}")
         default_env = [train_config.env_id]
         env_kwargs = {**train_config.env_kwargs, **env_kwargs}
         threads = threads or train_config.threads or None
@@ -126,12 +145,12 @@ def _run(args: argparse.Namespace) -> int:
         env_kwargs=env_kwargs,
         out=args.output_dir,
         base=args.base,
-        episodes=args.episodes,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
+        episodes=_pick(args.episodes, table, "episodes"),
+        epochs=_pick(args.epochs, table, "epochs"),
+        batch_size=_pick(args.batch_size, table, "batch_size"),
+        lr=_pick(args.lr, table, "lr"),
         max_minutes=args.max_minutes,
-        max_steps=args.max_steps,
+        max_steps=_pick(args.max_steps, table, "max_steps"),
         successful_only=not args.all_demos,
         demo_policy=args.demo_policy,
         eval_episodes=args.eval_episodes,
