@@ -21,7 +21,10 @@ pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parents[1]
 # appended to each README command: the same code path on a budget of seconds
 SMALL = {
-    "sft": ["--episodes", "4", "--epochs", "1", "--batch-size", "2", "--max-steps", "2", "--checkpoint-every", "1", "--no-progress"],
+    "sft": [
+        "--episodes", "4", "--epochs", "1", "--batch-size", "2", "--max-steps", "2", "--checkpoint-every", "1",
+        "--no-progress",
+    ],
     "train": [
         "--steps", "1", "--questions-per-step", "1", "--group-size", "2", "--max-new-tokens", "8",
         "--eval-every", "0", "--eval-on-start", "false", "--minibatch-size", "2", "--progress", "false",
