@@ -77,9 +77,6 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notes", default="", help="free text kept in the result record")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
-    from agentflow_env.cli import add_aliases
-
-    add_aliases(parser, "--output-dir", "--out")  # the spelling before the CLI used one style
     parser.set_defaults(func=_run_eval)
 
 
@@ -215,9 +212,6 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
         help=f"site folder to (re)write (default: ./{default_site()})",
     )
     render.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib needed)")
-    from agentflow_env.cli import add_aliases
-
-    add_aliases(render, "--output-dir", "--out")  # the spelling before the CLI used one style
     render.set_defaults(func=_run_render)
     show = sub.add_parser("show", help="print the stored results as tables")
     show.add_argument("--results", type=Path, action="append", default=None, help=results_help)

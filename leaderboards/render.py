@@ -21,6 +21,7 @@ from leaderboards.store import RESULTS_DIR, EvalResult, iter_runs
 from leaderboards.viewer import viewer_href, write_viewers
 
 __all__ = [
+    "BOARD_FILE",
     "Board",
     "BoardRow",
     "Cell",
@@ -33,6 +34,7 @@ __all__ = [
     "render_html",
     "render_markdown",
     "render_site",
+    "write_board",
 ]
 
 logger = logging.getLogger(__name__)
@@ -597,6 +599,17 @@ def site_json(boards: Sequence[Board], source: str) -> str:
         for b in boards
     ]
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+# the committed board (Markdown, no charts): the HTML site is built, not tracked
+BOARD_FILE = Path(__file__).resolve().parent / "leaderboard.md"
+
+
+def write_board(results_dir: Path | Sequence[Path] = RESULTS_DIR, path: Path = BOARD_FILE) -> Path:
+    """Rewrite the committed Markdown board (``leaderboards/leaderboard.md``) from the stored references."""
+    boards = [board_rows(runs) for runs in group_by_protocol(results_dir).values()]
+    _write_if_changed(Path(path), render_markdown(boards, charts=False, source=describe_source(results_dir)))
+    return Path(path)
 
 
 def render_site(

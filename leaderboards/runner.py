@@ -385,7 +385,7 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
             logger.warning(
                 "all %d episodes of this run are already stored: showing them. Pass --overwrite to run "
-                "again, or --out DIR / --name NAME for a separate run",
+                "again, or --output-dir DIR / --name NAME for a separate run",
                 len(units),
             )
             return load_run(run_dir)

@@ -76,7 +76,7 @@ def lock_run_dir(run_dir: Path) -> Iterator[Path]:
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "pid unknown"
             raise RunFolderBusy(
                 f"{run_dir} is being written by another eval ({holder}); wait for it to finish, or pass "
-                "--name NEW / --out DIR for a separate run"
+                "--name NEW / --output-dir DIR for a separate run"
             ) from None
         stamp = f"pid {os.getpid()}, started {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: {_command()}"
         os.ftruncate(fd, 0)

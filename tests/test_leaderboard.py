@@ -315,7 +315,7 @@ def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
             "random",
             "--protocol",
             str(tiny),
-            "--out",
+            "--output-dir",
             str(tmp_path / "res"),
             "--no-progress",
             "--fast",
@@ -336,7 +336,7 @@ def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
             "render",
             "--results",
             str(tmp_path / "res"),
-            "--out",
+            "--output-dir",
             str(tmp_path / "site"),
             "--no-charts",
         ],
@@ -352,9 +352,9 @@ def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
 def test_cli_reports_bad_input_without_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from agentflow_env.cli import main
 
-    assert main(["eval", "--policy", "random", "--protocol", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["eval", "--policy", "random", "--protocol", "nope", "--output-dir", str(tmp_path)]) == 2
     assert "known:" in capsys.readouterr().err
-    assert main(["eval", "--policy", "bogus", "--protocol", "offline-v0", "--out", str(tmp_path)]) == 2
+    assert main(["eval", "--policy", "bogus", "--protocol", "offline-v0", "--output-dir", str(tmp_path)]) == 2
     assert "unknown policy spec" in capsys.readouterr().err
     assert main(["leaderboard"]) == 2 and "render" in capsys.readouterr().out
     assert main(["leaderboard", "show", "--protocol", "paper-v0"]) == 0
@@ -456,7 +456,7 @@ def test_a_killed_eval_resumes_from_disk(tmp_path: Path) -> None:
         "tests.test_leaderboard:SlowScripted",
         "--protocol",
         str(protocol),
-        "--out",
+        "--output-dir",
         str(tmp_path),
         "--batch-size",
         "1",

@@ -257,7 +257,7 @@ def test_cli_judge_engine_flag(tmp_path: Path, data_dir: Path, capsys: pytest.Ca
         tmp_path, PROTOCOL.replace('[judge]\nengine = "scripted:tests.test_paper_protocol:honest_judge"\n', "")
     )
     base = ["eval", "--policy", "tests.test_paper_protocol:PickRight", "--protocol", str(no_engine), "--fast"]
-    base += ["--out", str(tmp_path / "out"), "--data-dir", str(data_dir), "--no-progress"]
+    base += ["--output-dir", str(tmp_path / "out"), "--data-dir", str(data_dir), "--no-progress"]
     assert main(base) == 2
     assert "--judge-engine" in capsys.readouterr().err
     assert main([*base, "--judge-engine", "scripted:tests.test_paper_protocol:honest_judge"]) == 0

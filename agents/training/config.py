@@ -463,7 +463,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
         metavar = None if choices else _type_name(_field_types()[f.name]).upper()
         group.add_argument(
-            f"--{f.name.replace('_', '-')}",  # kebab-case like every command; the CLI adds --snake_case aliases
+            f"--{f.name.replace('_', '-')}",  # kebab-case like every command
             dest=f"cfg_{f.name}",
             default=None,
             choices=choices,

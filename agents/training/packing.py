@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.training.kv_cache import cache_kwarg, output_cache
+from agents.lm import cache_kwarg, output_cache
 
 if TYPE_CHECKING:
     import torch

@@ -243,7 +243,7 @@ def sft_loss(
     """Mean negative log-likelihood of the response tokens only (prompt and padding never count)."""
     import torch
 
-    from agents.policies.hf_policy import sequence_logprobs
+    from agents.lm import sequence_logprobs
 
     logprobs = sequence_logprobs(model, prompt_ids, response_ids, pad_id)
     return -torch.cat(logprobs).mean()

@@ -16,8 +16,6 @@ __all__ = ["configure"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
-    from agentflow_env.cli import add_aliases
-
     d = SFTConfig()
     parser.add_argument(
         "--env-id",
@@ -91,9 +89,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_aliases(parser, "--env-id", "--env")  # the spellings before the CLI used one style
-    add_aliases(parser, "--output-dir", "--out")
-    add_aliases(parser, "--lr", "--learning-rate")
     parser.set_defaults(func=_run)
 
 
