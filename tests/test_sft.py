@@ -239,7 +239,7 @@ def test_a_killed_run_leaves_a_partial_model_and_resumes_to_the_same_weights(lm_
 def test_a_checkpoint_of_other_settings_is_not_resumed(lm_path, demos, tmp_path):
     base = SFTConfig(out=str(tmp_path / "run"), base=str(lm_path), epochs=1, batch_size=4, checkpoint_every=1)
     train_sft(base, demos=demos)
-    with pytest.raises(ConfigError, match="lr differ.*--no-resume"):
+    with pytest.raises(ConfigError, match=r"lr differ.*--no-resume"):
         train_sft(SFTConfig(**{**base.__dict__, "lr": 1e-4}), demos=demos)
     fresh = train_sft(SFTConfig(**{**base.__dict__, "lr": 1e-4, "resume": False}), demos=demos)
     assert fresh.steps == 2
