@@ -25,8 +25,11 @@ if not torch.distributed.is_available():
     pytest.skip("this torch build has no torch.distributed", allow_module_level=True)
 
 from agents.training.config import FlowGRPOConfig  # noqa: E402
-from agents.training.data_parallel import DataParallel  # noqa: E402
-from agents.training.data_parallel import even_bounds, minibatch_count  # noqa: E402
+from agents.training.data_parallel import (  # noqa: E402
+    DataParallel,
+    even_bounds,
+    minibatch_count,
+)
 from agents.training.flow_grpo import FlowGRPOLearner  # noqa: E402
 from tests.dp_worker import one_step, split_by_question  # noqa: E402
 

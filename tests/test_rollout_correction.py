@@ -14,8 +14,11 @@ from agentflow_env.error import ConfigError  # noqa: E402
 from agents.training.config import FlowGRPOConfig  # noqa: E402
 from agents.training.flow_grpo import FlowGRPOLearner  # noqa: E402
 from agents.training.objectives import flow_grpo_loss  # noqa: E402
-from agents.training.rollout_correction import tis_enabled  # noqa: E402
-from agents.training.rollout_correction import MismatchStats, truncated_importance_weights  # noqa: E402
+from agents.training.rollout_correction import (  # noqa: E402
+    MismatchStats,
+    tis_enabled,
+    truncated_importance_weights,
+)
 
 
 def test_weights_are_the_capped_ratio_and_zero_on_padding():
