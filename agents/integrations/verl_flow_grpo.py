@@ -90,7 +90,12 @@ def install() -> None:
     ``compute_advantage`` hand it each row's rollout id. Safe to call more than once."""
     from verl.trainer.ppo import core_algos, ray_trainer
 
-    if ESTIMATOR not in getattr(core_algos, "ADV_ESTIMATOR_REGISTRY", {}):
+    try:
+        core_algos.get_adv_estimator_fn(ESTIMATOR)
+        registered = True
+    except (ValueError, KeyError):
+        registered = False
+    if not registered:
 
         @core_algos.register_adv_est(ESTIMATOR)
         def _estimator(token_level_rewards, response_mask, index=None, config=None, rollouts=None, **_: Any):
