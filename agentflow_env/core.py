@@ -10,7 +10,7 @@ from typing import Any
 from agentflow_env.base import TaskEnv
 from agentflow_env.config import EnvConfig
 from agentflow_env.memory import Memory, shorten
-from agentflow_env.modes import build_modes
+from agentflow_env.modes import DirectExecutor, RuleVerifier, build_modes
 from agentflow_env.parsing import ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
@@ -106,6 +106,7 @@ class AgentFlowEnv(TaskEnv):
             turn_rewards=turn_rewards,
         )
         super().__init__(tasks, scorer, tools, config, name)
+        self._tools_by_name = {tool.name: tool for tool in self.tools}  # the exact name: no normalising
         if isinstance(engine, str):
             from agentflow_env.engines import make_engine
 
@@ -124,19 +125,24 @@ class AgentFlowEnv(TaskEnv):
             instructions=instructions,
         )
         self.memory = Memory()
-        self._trajectory: list[dict[str, Any]] = []
+        # the turns of this episode; their dicts are built only when asked for (``_trajectory``, the final info)
+        self._records: list[tuple[TurnRecord, ParsedAction]] = []
+        self._record_dicts: list[dict[str, Any]] = []
         self._done = True
-        self._memory_cache: tuple[Any, str] = (None, "")
+        self._memory_cache: tuple[int, str] = (-1, "")
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
+        self._rule_verifier = type(self._verifier) is RuleVerifier
+        self._direct_executor = type(self._executor) is DirectExecutor
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         super().reset(seed=seed)
         self.task = self._choose_task(options or {})
         self.memory.clear()
-        self._memory_cache = (None, "")
+        self._memory_cache = (-1, "")
         self.turn = 0
-        self._trajectory = []
+        self._records = []
+        self._record_dicts = []
         self._signals.reset()
         self._done = False
         self._reset_tools()
@@ -162,36 +168,39 @@ class AgentFlowEnv(TaskEnv):
         record = TurnRecord(
             turn=self.turn,
             action=shorten(action_text, self.max_action_chars),
-            parsed=parsed.to_dict(),
+            parsed={},  # filled from ``parsed`` when the trajectory is read
             tool=None,
             command=None,
             result=None,
             seconds=0.0,
         )
-        terminated = truncated = False
+        terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
         if parsed.is_final:
             answer = parsed.final_answer
             terminated = True
         else:
             self._run_tool(parsed, record)
-            if self._time_left() <= 0:
+            out_of_time = self._time_left() <= 0
+            if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
-            elif self._verifier.verify(self.task.question, self._memory_text(), self.turn) == "STOP":
-                record.verifier = "STOP"
-                terminated = True
+            elif self._rule_verifier:
+                record.verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
             else:
-                record.verifier = "CONTINUE"
+                verdict = self._verifier.verify(self.task.question, self._memory_text(), self.turn)
+                record.verifier = "STOP" if verdict == "STOP" else "CONTINUE"
+                terminated = verdict == "STOP"
+                out_of_time = self._time_left() <= 0  # the verifier's own time counts
             verifier_note = getattr(self._verifier, "last_note", None) if record.verifier else None
         signals = self._signals.observe(record, parsed.is_final)
         if not terminated:
             if self.turn >= self.max_turns:
                 truncated = True
-            elif self._time_left() <= 0:
+            elif out_of_time:
                 truncated = True
                 record.error = (record.error or "") + " (time budget exhausted)"
         record.seconds = time.perf_counter() - started
-        self._trajectory.append(record.to_dict())
+        self._records.append((record, parsed))
         reward = self._signals.shaping(signals)  # 0.0 unless turn_rewards= asks for penalties
         info = self._info()
         info["turn_signals"] = signals
@@ -224,16 +233,23 @@ class AgentFlowEnv(TaskEnv):
             else:
                 # tool names are short; a long one is unknown without going through the name cache
                 name = parsed.tool_name
-                tool = self._tools_by_key.get(normalize_tool_name(name)) if len(name) <= 200 else None
+                tool = self._tools_by_name.get(name)
+                if tool is None and len(name) <= 200:
+                    tool = self._tools_by_key.get(normalize_tool_name(name))
                 if tool is None:
                     problem = f"unknown tool {parsed.tool_name[:80]!r}"
         command = None
-        if problem is None and self._time_left() <= 0:
+        remaining = self._time_left() if problem is None else 0.0
+        if problem is None and remaining <= 0:
             self._out_of_time(parsed, record)
             return
         if problem is None:
             assert tool is not None
-            command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
+            if self._direct_executor:  # the planner's command as it is: no memory rendering, no time taken
+                command, problem = self._executor.command(parsed, tool, self.task.question, "")
+            else:
+                command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
+                remaining = self._time_left()
         if problem is not None or tool is None or command is None:
             message = self._invalid_message(problem or "invalid action")
             record.error = problem
@@ -250,7 +266,6 @@ class AgentFlowEnv(TaskEnv):
                 )
             )
             return
-        remaining = self._time_left()
         if remaining <= 0:  # the executor used up the rest
             self._out_of_time(parsed, record)
             return
@@ -309,12 +324,23 @@ class AgentFlowEnv(TaskEnv):
             info["generator_note"] = generator_note
         return score
 
+    @property
+    def _trajectory(self) -> list[dict[str, Any]]:
+        """This episode's turns as dicts (:meth:`TurnRecord.to_dict`), each built once, on first read."""
+        dicts, records = self._record_dicts, self._records
+        for record, parsed in records[len(dicts) :]:
+            record.parsed = parsed.to_dict()
+            dicts.append(record.to_dict())
+        return dicts
+
     def _memory_text(self) -> str:
-        # memory only grows within an episode, so its length keys the cached rendering
-        key = (id(self.task), len(self.memory))
-        if self._memory_cache[0] != key:
-            self._memory_cache = (key, self.memory.render(self.memory_budget))
-        return self._memory_cache[1]
+        # memory only grows within an episode (reset clears the cache), so its length keys the rendering
+        n, text = self._memory_cache
+        if n != len(self.memory.steps):
+            n = len(self.memory.steps)
+            text = self.memory.render(self.memory_budget)
+            self._memory_cache = (n, text)
+        return text
 
     def _observation(self) -> dict[str, str]:
         assert self.task is not None

@@ -93,7 +93,9 @@ class Memory:
         # _short_prefix[i]: the length of blocks 0..i-1 with results shortened to _MIN_RESULT, a
         # newline after each, so any run of short blocks is measured in O(1)
         self._short_prefix: list[int] = [0]
-        self._short_blocks: list[str] = []  # each block with its result shortened to _MIN_RESULT
+        self._short_blocks: list[str | None] = []  # each block with its result shortened to _MIN_RESULT
+        self._joined = ""  # the whole text of the first _joined_n steps, extended while it fits the budget
+        self._joined_n = 0
         for step in steps:
             self.add(step)
 
@@ -108,6 +110,7 @@ class Memory:
         self._sum_full = 0
         self._short_prefix = [0]
         self._short_blocks.clear()
+        self._joined, self._joined_n = "", 0
 
     def add(self, step: MemoryStep) -> None:
         header = _header(step)
@@ -118,7 +121,7 @@ class Memory:
         self._full.append(base + len(step.result))
         self._sum_full += self._full[-1]
         self._short_prefix.append(self._short_prefix[-1] + base + min(len(step.result), _MIN_RESULT) + 1)
-        self._short_blocks.append(f"{header}{_RESULT_LABEL}{shorten(step.result, _MIN_RESULT)}")
+        self._short_blocks.append(None)  # built when a rendering over budget first needs it
 
     def to_list(self) -> list[dict[str, Any]]:
         """The steps as read-only dicts (:class:`StepDict`), in a new list; the dicts are shared."""
@@ -135,8 +138,12 @@ class Memory:
             return "(no steps yet)"
         last = n - 1
         total = self._sum_full + last  # the blocks and the newlines between them
-        if total <= budget:
-            return "\n".join(self._block(i, self.steps[i].result) for i in range(n))
+        if total <= budget:  # every step whole: extend the text of the steps already joined
+            if self._joined_n != n:
+                new = "\n".join(self._block(i, self.steps[i].result) for i in range(self._joined_n, n))
+                self._joined = f"{self._joined}\n{new}" if self._joined_n else new
+                self._joined_n = n
+            return self._joined
         prefix, newest = self._short_prefix, self._full[last]
         if prefix[last] + newest <= budget:  # fits once every older result is short
             # 1. shorten older results, oldest first, just enough (every step fits: n is small here)
@@ -172,11 +179,18 @@ class Memory:
             # 3. then shorten the newest result itself
             result = shorten(result, max(len(result) - (total - budget), 0))
         parts = [_fold_marker(folded)] if folded else []
-        parts.extend(self._short_blocks[folded:last])
+        parts.extend(self._short_block(i) for i in range(folded, last))
         parts.append(self._block(last, result))
         text = "\n".join(parts)
         # 4. a budget too small for even the newest step's header: cut the text, keep its start
         return text if len(text) <= budget else shorten(text, budget)
+
+    def _short_block(self, index: int) -> str:
+        block = self._short_blocks[index]
+        if block is None:
+            block = f"{self._headers[index]}{_RESULT_LABEL}{shorten(self.steps[index].result, _MIN_RESULT)}"
+            self._short_blocks[index] = block
+        return block
 
     def _block(self, index: int, result: str) -> str:
         return f"{self._headers[index]}{_RESULT_LABEL}{result}"

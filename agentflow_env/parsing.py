@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -61,7 +62,7 @@ _NAMES = (
     r"|tool[ _-]?command|tool|command|query|final[ _-]?answer"
 )
 _MARKDOWN = "(?:" + _atomic("[#>]+") + _ws() + "|[-*+]" + _atomic(r"[ \t]+") + r"|\d{1,3}[.)]" + _ws() + ")?"
-_HEADER_RE = re.compile(
+_EMULATED_HEADER_PATTERN = (
     "^"
     + _ws()
     + _MARKDOWN
@@ -73,9 +74,17 @@ _HEADER_RE = re.compile(
     + _ws()
     + ":"
     + _ws()
-    + _emphasis(),
-    re.IGNORECASE | re.MULTILINE,
+    + _emphasis()
 )
+# Python 3.11+ has possessive quantifiers: the same pattern natively, about 2.5x faster
+# (tests/test_parser.py checks that both find the same headers)
+_NATIVE_HEADER_PATTERN = (
+    r"^[ \t]*+(?:[#>]++[ \t]*+|[-*+][ \t]++|\d{1,3}[.)][ \t]*+)?[*_`]{0,3}+[ \t]*+"
+    f"(?P<name>{_NAMES})"
+    r"[ \t]*+[*_`]{0,3}+[ \t]*+:[ \t]*+[*_`]{0,3}+"
+)
+_HEADER_PATTERN = _NATIVE_HEADER_PATTERN if sys.version_info >= (3, 11) else _EMULATED_HEADER_PATTERN
+_HEADER_RE = re.compile(_HEADER_PATTERN, re.IGNORECASE | re.MULTILINE)
 # a fenced value "```lang ... ```": the opening line of the fence
 _FENCE_OPEN_RE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n?")
 # a json block "```json\n ... \n```" anywhere in the action: its opening line
@@ -148,6 +157,8 @@ def _unfence(value: str) -> str | None:
 
 def _clean_value(value: str) -> str:
     value = value.strip()
+    if not value or (value[0] not in "*`" and value[-1] not in "*`"):
+        return value  # the common case: no emphasis or fence to take off
     if "\n" not in value:  # emphasis left over from "**Tool Name:** **Calculator**"
         value = value.strip("*").strip()
     inside = _unfence(value)
@@ -214,17 +225,45 @@ def _parse_json(action: str) -> dict[str, Any] | None:
     return None
 
 
+# the header spellings planners write most, looked up before the general key normaliser
+_COMMON_HEADERS = {
+    spelling: _KEY_TO_FIELD["".join(ch for ch in spelling.lower() if ch.isalnum())]
+    for spelling in ("Justification", "Context", "Sub-Goal", "Tool Name", "Command", "Final Answer", "Answer", "Tool")
+}
+_NAME_GROUP = _HEADER_RE.groupindex["name"]
+
+
 def _parse_text(action: str, parsed: ParsedAction) -> bool:
-    matches = list(_HEADER_RE.finditer(action))
-    if not matches:
-        return False
-    for i, m in enumerate(matches):
+    # a field's value runs to the next header; the last occurrence of a field wins, so only that one is cleaned
+    if _HEADER_RE.groups == 1:  # the native pattern: split gives [prefix, name, value, name, value, ...]
+        parts = _HEADER_RE.split(action)
+        if len(parts) == 1:
+            return False
+        values: dict[str | None, str] = {}
+        for i in range(1, len(parts), 2):
+            key = parts[i]
+            # None for a name matched only through a Unicode case fold ("ſub goal"): still a header
+            values[_COMMON_HEADERS.get(key) or _key_to_field(key)] = parts[i + 1]
+        values.pop(None, None)
+        for field_name, raw in values.items():
+            setattr(parsed, field_name, _clean_value(raw))
+        return True
+    spans: dict[str | None, tuple[int, int]] = {}
+    name: str | None = None
+    start = -1
+    for m in _HEADER_RE.finditer(action):
+        if start >= 0:
+            spans[name] = (start, m.start())
+        key = m.group(_NAME_GROUP)
         # None for a name matched only through a Unicode case fold ("ſub goal"): still a header
-        name = _key_to_field(m.group("name"))
-        if name is None:
-            continue
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(action)
-        _apply(parsed, name, action[m.end() : end])  # later occurrences overwrite earlier ones
+        name = _COMMON_HEADERS.get(key) or _key_to_field(key)
+        start = m.end()
+    if start < 0:
+        return False
+    spans[name] = (start, len(action))
+    spans.pop(None, None)
+    for field_name, (begin, end) in spans.items():
+        setattr(parsed, field_name, _clean_value(action[begin:end]))
     return True
 
 
@@ -265,7 +304,7 @@ def parse_action(action: Any) -> ParsedAction:
                 _apply(parsed, name, value)
     elif _parse_text(action, parsed):
         parsed.format = "text"
-    if parsed.final_answer is None:
+    if parsed.final_answer is None and "<" in action:
         tag = _last_answer_tag(action)
         if tag is not None:
             parsed.final_answer = tag.strip()
