@@ -168,3 +168,25 @@ def test_verl_rows_play_a_training_set_in_an_envs_flow(tmp_path):
     argv = ["--env-id", "agentflow/Gen-Math-v1", "--train-set", "nq", "--train-path", str(tmp_path / "nq.json")]
     assert main([*argv, "--train-limit", "2", "--out", str(out)]) == 0 and out.is_file()
     assert main([*argv, "--env-id", "agentflow/Gen-Math-v1", "--out", str(out)]) == 2  # one env only
+
+
+def test_agentflows_own_judge_from_its_checkout(tmp_path):
+    """rules="agentflow:PATH": AgentFlow's judge prompt, read from the checkout, answered by the engine."""
+    import os
+    from pathlib import Path
+
+    src = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[2] / "shared/data/agentflow-src")
+    if not (src / "test" / "calculate_score_unified.py").is_file():
+        pytest.skip("AgentFlow sources not present")
+    (tmp_path / "nq.json").write_text(json.dumps(NQ_ROWS))
+    tasks = load_train_tasks("nq", path=str(tmp_path / "nq.json"))
+
+    def verdict(prompt):
+        return json.dumps({"analysis": "compared", "true_false": "Jefferson" in prompt.split("Correct answer:")[0]})
+
+    engine = ScriptedEngine(verdict)
+    reward = make_training_reward(tasks, judge=engine, rules=f"agentflow:{src}")
+    assert reward.scorer.kind == "judge" and type(reward.scorer).__name__ == "AgentFlowJudge"
+    assert reward(_traj(tasks[0], "Thomas Jefferson")) == 1.0
+    assert reward(_traj(tasks[0], "John Adams")) == 0.0
+    assert len(engine.calls) == 2 and "Correct answer:" in engine.calls[0].prompt

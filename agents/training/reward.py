@@ -3,7 +3,7 @@
 AgentFlow's trainer asks an LLM judge whether the final answer matches the gold (a binary outcome reward,
 the same for every turn of the rollout). :class:`OutcomeReward` takes that judge as a scorer object
 (anything with ``__call__(prediction, task) -> [0, 1]``): the project's :class:`JudgeScorer` over any engine,
-or a judge built from the user's AgentFlow checkout once ``agentflow_env.scoring`` provides one. The rule
+or AgentFlow's own judge read from the user's AgentFlow checkout (``rules="agentflow:PATH"``). The rule
 scorers (exact match for search, numeric/symbolic equality for math; :func:`rule_scorer`) are the cheaper,
 offline alternative: no model call, though stricter than a judge about wording.
 """
@@ -68,14 +68,15 @@ class OutcomeReward:
 
 
 def make_training_reward(
-    tasks: Iterable[Task] | Mapping[str, Task], judge: Any = None, threshold: float = 1.0
+    tasks: Iterable[Task] | Mapping[str, Task], judge: Any = None, rules: str = "builtin", threshold: float = 1.0
 ) -> OutcomeReward:
-    """AgentFlow's reward over ``tasks``. ``judge``: a scorer object, an :class:`~agentflow_env.engines.base.Engine`
-    or an engine spec string (wrapped in the project's judge prompt); ``None`` uses the rule scorers."""
+    """AgentFlow's reward over ``tasks``. ``judge``: a scorer object, or an :class:`~agentflow_env.engines.base.Engine`
+    or engine spec string that answers the judge's prompts: the project's (``rules="builtin"``) or AgentFlow's,
+    read from its checkout (``rules="agentflow:PATH"``); ``None`` uses the rule scorers."""
     if judge is None:
         scorer: Any = RuleScorer()
     elif isinstance(judge, str) or callable(getattr(judge, "generate", None)):
-        scorer = make_scorer("judge", judge_engine=judge)
+        scorer = make_scorer("judge", judge_engine=judge, rules=rules)
     else:
         scorer = judge
     return OutcomeReward(scorer, tasks, threshold)
