@@ -33,12 +33,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("agents.training.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
     "sft": (
-        "agents.training.sft_cli:configure",
+        "agents.training.sft:configure",
         "fine-tune a planner LM (the tiny LM by default) on scripted demonstrations",
     ),
     "tiny-lm": ("agents.tiny_lm_cli:configure", "build the tiny offline LM or print its folder (hf:tiny)"),
     "serve": ("agentflow_env.engines.server:configure", "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API"),
     "env-server": ("agentflow_env.env_server:configure", "serve reset/step of any agentflow/* id over HTTP"),
+    "mcp-server": ("agentflow_env.mcp_server:configure", "serve the env's tools (Python, search, calculator) over MCP"),
 }
 
 # the top-level packages whose commands need agentflow-env's own ``agents`` package

@@ -40,10 +40,12 @@ def verl_rows(
     num_tasks: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     emit: str = "turns",
+    tool_calling: bool = False,
     train_set: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One verl row per task of ``env_id``'s ``split`` (the first ``num_tasks``), or of ``train_set``
-    (``{"name": ..., "path": ..., "seed": ...}``, see :func:`train_set_tasks`) played in ``env_id``."""
+    (``{"name": ..., "path": ..., "seed": ...}``, see :func:`train_set_tasks`) played in ``env_id``;
+    ``tool_calling`` rows (with ``emit="trajectory"``) train the native tool-calling format."""
     kwargs = dict(env_kwargs or {})
     train_json = json.dumps(train_set, sort_keys=True) if train_set else ""
     env = make_row_env(env_id, split, kwargs, train_json)
@@ -65,6 +67,7 @@ def verl_rows(
                         "env_kwargs": json.dumps(kwargs, sort_keys=True),
                         "emit": emit,
                         "train_set": train_json,
+                        **({"tool_calling": True} if tool_calling else {}),
                     },
                 }
             )
@@ -142,6 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--emit", choices=("turns", "trajectory"), default="turns", help="one sample per turn or per rollout"
     )
     ap.add_argument(
+        "--tool-calling",
+        action="store_true",
+        help="train the native tool-calling format (Hermes <tool_call> turns; needs --emit trajectory)",
+    )
+    ap.add_argument(
         "--train-set",
         choices=("nq", "deepmath", "combined"),
         default=None,
@@ -166,8 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             train_set = {k: v for k, v in train_set.items() if v is not None}
         rows = []
         for env_id, split, num_tasks, options in sources:
+            if args.tool_calling and args.emit != "trajectory":
+                raise ConfigError("--tool-calling needs --emit trajectory")
             kwargs = {**options, **env_kwargs}
-            rows += verl_rows(env_id, split, args.num_tasks or num_tasks, kwargs, args.emit, train_set)
+            rows += verl_rows(
+                env_id, split, args.num_tasks or num_tasks, kwargs, args.emit, args.tool_calling, train_set=train_set
+            )
         path = write_parquet(rows, args.out)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,11 +1,13 @@
 """SFT warm-start: fine-tune a causal LM (the tiny offline LM by default) on scripted-planner demonstrations.
 
-Owns demonstration collection, the response-only loss, the training loop (checkpointed and resumable) and success
-evaluation; the ``sft`` command is in :mod:`agents.training.sft_cli`.
+Owns demonstration collection, the response-only loss, the training loop (checkpointed: the same command resumes a
+killed run), success evaluation and the ``sft`` command.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import hashlib
 import json
 import logging
@@ -17,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.config import add_dataclass_flags, doc_field, flag_values
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.error import ConfigError
 from agents.policies.policy import Policy
@@ -25,6 +28,7 @@ __all__ = [
     "Demonstration",
     "SFTConfig",
     "SFTResult",
+    "configure",
     "evaluate_planner",
     "make_demonstrations",
     "sft_loss",
@@ -48,50 +52,65 @@ class Demonstration:
 
 @dataclass
 class SFTConfig:
-    """Settings of one SFT run (the CLI flags map one to one)."""
+    """Settings of one SFT run; ``agentflow-env sft`` has one flag per field (see :func:`configure`)."""
 
-    env_id: str | list[str] = "agentflow/Gen-GameOf24-v1"
-    """env whose train split gives the demonstrations; a list mixes several envs into one model
-    (``episodes`` demonstration episodes from each, shuffled together; evaluation covers each)"""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """``gymnasium.make`` kwargs of the env(s) (e.g. ``{"max_turns": 1, "min_solutions": 20}``)"""
-    out: str = "runs/sft-tiny"
-    """folder for the fine-tuned model (save_pretrained), metrics.json and demonstrations.jsonl"""
-    base: str | None = None
-    """model folder to start from; default: the cached tiny offline LM (agents.tiny_lm.tiny_lm_path)"""
-    episodes: int = 256
-    """scripted demonstration episodes on the train split (of each env)"""
-    epochs: int = 3
-    """passes over the demonstration turns"""
-    batch_size: int = 16
-    lr: float = 2e-3
-    """AdamW peak learning rate (linear warmup, cosine decay to 10%)"""
-    weight_decay: float = 0.0
-    warmup_steps: int = 10
-    grad_clip: float = 1.0
-    max_minutes: float | None = None
-    """stop training after this many minutes (whatever the epochs)"""
-    max_steps: int | None = None
-    """stop training after this many optimizer steps"""
-    successful_only: bool = True
-    """keep only demonstrations from episodes the scripted planner solved"""
-    demo_policy: str = "scripted"
-    """the planner that plays the demonstration episodes: ``scripted`` (the env's scripted planner) or any
-    policy spec, e.g. ``agents.policies.baselines:ScriptedGameOf24RetryPlanner`` (checks that fail, then a retry)"""
-    max_prompt_tokens: int = 4096
-    """longer prompts keep their last tokens; the default is HFPlanner's, so training sees what evaluation sees"""
-    eval_episodes: int = 0
-    """test-split tasks to evaluate before and after training (0: no evaluation)"""
-    eval_split: str = "test"
-    eval_max_tokens: int = 64
-    eval_num_envs: int = 32
-    seed: int = 0
-    torch_threads: int | None = None
-    """torch intra-op threads (None: torch's default); 1 is much faster on a shared, busy CPU"""
-    checkpoint_every: int = 50
-    """optimizer steps between checkpoints (``out/checkpoint/state.pt``, and the partial model in ``out``)"""
-    resume: bool = True
-    """continue from ``out/checkpoint`` when it holds a run of the same settings (the same command resumes)"""
+    env_id: str | list[str] = doc_field(  # noqa: RUF009  (doc_field is dataclasses.field with help)
+        "env id whose train split gives demonstrations; repeat the flag to train one model on several envs "
+        "(episodes from each, mixed; evaluation covers each)",
+        repeat=True,
+        default="agentflow/Gen-GameOf24-v1",
+    )
+    env_kwargs: dict[str, Any] = doc_field(  # noqa: RUF009
+        'gymnasium.make kwargs of the env(s) as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
+        default_factory=dict,
+    )
+    out: str = doc_field(
+        "output folder (model, sft_metrics.json, demonstrations.jsonl)", flag="--output-dir", default="runs/sft-tiny"
+    )
+    base: str | None = doc_field("model folder to start from (None: the tiny offline LM, hf:tiny)", default=None)
+    episodes: int = doc_field("scripted demonstration episodes on the train split (of each env)", default=256)
+    epochs: int = doc_field("passes over the demonstration turns", default=3)
+    batch_size: int = doc_field("demonstration turns per optimizer step", default=16)
+    lr: float = doc_field("AdamW peak learning rate (linear warmup, cosine decay to 10%)", default=2e-3)
+    weight_decay: float = doc_field("AdamW weight decay", default=0.0)
+    warmup_steps: int = doc_field("linear warmup steps", default=10)
+    grad_clip: float = doc_field("gradient norm clip", default=1.0)
+    max_minutes: float | None = doc_field("training time budget in minutes (whatever the epochs)", default=None)
+    max_steps: int | None = doc_field("cap on optimizer steps", default=None)
+    successful_only: bool = doc_field(
+        "keep the demonstrations of unsolved episodes too (by default only solved episodes are kept)",
+        flag="--all-demos",
+        switch=True,
+        default=True,
+    )
+    demo_policy: str = doc_field(
+        "planner that plays the demonstrations: scripted (the env's scripted planner) or a policy spec such as "
+        "agents.policies.baselines:ScriptedGameOf24RetryPlanner",
+        default="scripted",
+    )
+    max_prompt_tokens: int = doc_field(
+        "longer prompts keep their last tokens (the default is HFPlanner's: training sees what evaluation sees)",
+        default=4096,
+    )
+    eval_episodes: int = doc_field("test tasks to evaluate (greedy) before and after training; 0 skips", default=0)
+    eval_split: str = doc_field("split of the evaluation tasks", default="test")
+    eval_max_tokens: int = doc_field("new tokens per evaluated action", default=64)
+    eval_num_envs: int = doc_field("envs stepped together in evaluation", default=32)
+    seed: int = doc_field("seed of the demonstrations, the data order and the initialisation", default=0)
+    torch_threads: int | None = doc_field(
+        "torch threads (None: torch's default; 1 is fastest on a busy CPU)", flag="--threads", default=None
+    )
+    checkpoint_every: int = doc_field(
+        "optimizer steps between checkpoints (out/checkpoint/state.pt and the partial model in out); a killed run "
+        "resumes when the same command is run again (0: never)",
+        default=50,
+    )
+    resume: bool = doc_field(
+        "start afresh even when the output folder holds a checkpoint of the same settings",
+        flag="--no-resume",
+        switch=True,
+        default=True,
+    )
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.epochs < 1 or self.batch_size < 1:
@@ -557,3 +576,106 @@ def _train_loop(
             if config.max_minutes is not None and (time.perf_counter() - started) / 60 >= config.max_minutes:
                 run.checkpoint()
                 return
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentflow-env sft``: one flag per :class:`SFTConfig` field, generated from it."""
+    add_dataclass_flags(parser, SFTConfig)
+    parser.add_argument(
+        "--config",
+        metavar="FILE|NAME",
+        default=None,
+        help="a train config (file or shipped name, see `agentflow-env train --list-configs`): its env_id, "
+        "env_kwargs, threads and [sft] table are the defaults here, so the warm start sees the prompts training will",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=_run)
+
+
+_TABLE_KEYS = {"episodes", "epochs", "batch_size", "lr", "max_steps"}
+
+
+def _config_defaults(path: str | None) -> dict[str, Any]:
+    """SFT settings a train config implies: its env and env kwargs, its threads, and its ``[sft]`` table."""
+    if not path:
+        return {}
+    from agents.training.config import load_config, sft_settings
+
+    train_config = load_config(path)
+    table = sft_settings(path)
+    unknown = sorted(set(table) - _TABLE_KEYS)
+    if unknown:
+        raise ConfigError(f"[sft] of {path} has unknown keys {unknown}; use {sorted(_TABLE_KEYS)}")
+    out: dict[str, Any] = {"env_id": train_config.env_id, "env_kwargs": dict(train_config.env_kwargs), **table}
+    if train_config.threads:
+        out["torch_threads"] = train_config.threads
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sys
+
+    from tqdm.auto import tqdm
+
+    from agentflow_env.cli import require_env_id
+
+    given = flag_values(args, SFTConfig)
+    defaults = _config_defaults(args.config)
+    if "env_kwargs" in given and "env_kwargs" in defaults:  # the flag adds to the config's env kwargs
+        given["env_kwargs"] = {**defaults["env_kwargs"], **given["env_kwargs"]}
+    config = SFTConfig(**{**defaults, **given})
+    config = dataclasses.replace(config, env_id=[require_env_id(e) for e in config.env_ids])
+    if len(config.env_ids) == 1:
+        config = dataclasses.replace(config, env_id=config.env_ids[0])
+    show = not args.no_progress
+    if show:
+        tqdm.write(
+            f"sft: {config.episodes} scripted episodes on each of {', '.join(config.env_ids)} -> demonstrations",
+            file=sys.stderr,
+        )
+    bar: Any = None
+
+    def on_start(total: int, examples: int) -> None:
+        nonlocal bar
+        bar = tqdm(total=total, desc=f"sft ({examples} turns)", unit="step", dynamic_ncols=True, disable=not show)
+
+    def on_step(step: int, loss: float) -> None:
+        if bar is not None:
+            bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+            bar.update(1)
+            if bar.total is not None and bar.n >= bar.total:
+                bar.close()  # before saving, so the library's own save bars do not nest under it
+
+    try:
+        result = train_sft(config, on_step=on_step, on_start=on_start)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = {k: v for k, v in result.to_dict().items() if k != "losses"}
+    summary["first_loss"] = result.losses[0] if result.losses else None
+    summary["final_loss"] = result.losses[-1] if result.losses else None
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return 0
+    lines = [
+        f"sft: {result.steps} steps on {result.examples} demonstration turns in {result.seconds:.1f} s; "
+        f"loss {summary['first_loss']:.4f} -> {summary['final_loss']:.4f}"
+        if result.losses
+        else f"sft: no training steps ({result.examples} demonstration turns)",
+    ]
+    for label, scores in (("before", result.eval_before), ("after", result.eval_after)):
+        if scores:
+            lines.append(
+                f"  {label}: success {100 * scores['success_rate']:.1f}% over {int(scores['episodes'])} test tasks, "
+                f"well-formed actions {100 * scores['well_formed_rate']:.1f}%"
+            )
+    for env_id, scores in (result.eval_per_env or {}).items():
+        lines.append(
+            f"    {env_id}: success {100 * scores['before']['success_rate']:.1f}% -> "
+            f"{100 * scores['after']['success_rate']:.1f}%"
+        )
+    lines.append(f"model in {result.out}; evaluate it: agentflow-env eval --policy hf:{result.out}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
