@@ -38,7 +38,7 @@ from leaderboards.store import (
     git_state,
     load_run,
     lock_run_dir,
-    read_jsonl,
+    read_tasks,
     run_name_for,
     write_json_atomic,
 )
@@ -467,7 +467,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
         if record.paper_settings is not None:
             record.paper_settings["planner_sends"] = _planner_sends(policies, plan.planner)
             _check_same_prompts(stored, record, run_dir)
-        done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
+        done = {d.get("key") for d in read_tasks(run_dir, repair=True)}
         todo = deque(u for u in units if u.key not in done)
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
             logger.warning(
