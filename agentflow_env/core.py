@@ -16,7 +16,7 @@ from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn_rewards import TurnSignals
-from agentflow_env.types import MemoryStep, Task, TaskSource, ToolResult, TurnRecord
+from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
 
@@ -126,7 +126,8 @@ class AgentFlowEnv(TaskEnv):
         )
         self.memory = Memory()
         # the turns of this episode; their dicts are built only when asked for (``_trajectory``, the final info)
-        self._records: list[tuple[TurnRecord, ParsedAction]] = []
+        # (turn, action, parsed, tool, command, result, seconds, error, verifier) per turn
+        self._records: list[tuple[Any, ...]] = []
         self._record_dicts: list[dict[str, Any]] = []
         self._done = True
         self._memory_cache: tuple[int, str] = (-1, "")
@@ -150,58 +151,58 @@ class AgentFlowEnv(TaskEnv):
         return self._observation(), self._info()
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
-        if self.task is None or self._done:
+        if self._done or self.task is None:
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
         started = time.perf_counter()
-        self.turn += 1
-        rejected = None
-        if isinstance(action, str) and len(action) > self.max_action_chars:
-            rejected = (
-                f"the action is {len(action):,} characters long, over the limit of {self.max_action_chars:,} "
-                "(max_action_chars), so it was not read"
-            )
-            parsed = ParsedAction(problems=[rejected])
+        self.turn = turn = self.turn + 1
+        rejected = verifier_note = None
+        if isinstance(action, str):
+            action_text = action
+            if len(action) > self.max_action_chars:
+                rejected = (
+                    f"the action is {len(action):,} characters long, over the limit of {self.max_action_chars:,} "
+                    "(max_action_chars), so it was not read"
+                )
+                parsed = ParsedAction(problems=[rejected])
+                action_text = shorten(action, self.max_action_chars)
+            else:
+                parsed = parse_action(action)
         else:
             parsed = parse_action(action)
-        verifier_note = None
-        action_text = action if isinstance(action, str) else repr(action)
-        record = TurnRecord(
-            turn=self.turn,
-            action=shorten(action_text, self.max_action_chars),
-            parsed={},  # filled from ``parsed`` when the trajectory is read
-            tool=None,
-            command=None,
-            result=None,
-            seconds=0.0,
-        )
+            action_text = shorten(repr(action), self.max_action_chars)
         terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
-        if parsed.is_final:
+        verifier: str | None = None
+        is_final = parsed.is_final
+        if is_final:
             answer = parsed.final_answer
             terminated = True
+            tool = command = result = error = None
         else:
-            self._run_tool(parsed, record)
+            tool, command, result, error = self._run_tool(parsed)
             out_of_time = self._time_left() <= 0
             if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
-                record.verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
+                verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
             else:
-                verdict = self._verifier.verify(self.task.question, self._memory_text(), self.turn)
-                record.verifier = "STOP" if verdict == "STOP" else "CONTINUE"
+                verdict = self._verifier.verify(self.task.question, self._memory_text(), turn)
+                verifier = "STOP" if verdict == "STOP" else "CONTINUE"
                 terminated = verdict == "STOP"
                 out_of_time = self._time_left() <= 0  # the verifier's own time counts
-            verifier_note = getattr(self._verifier, "last_note", None) if record.verifier else None
-        signals = self._signals.observe(record, parsed.is_final)
+                verifier_note = getattr(self._verifier, "last_note", None) if verifier else None
+        signals = self._signals.observe_turn(tool, command, result, error, verifier, is_final)
         if not terminated:
-            if self.turn >= self.max_turns:
+            if turn >= self.max_turns:
                 truncated = True
             elif out_of_time:
                 truncated = True
-                record.error = (record.error or "") + " (time budget exhausted)"
-        record.seconds = time.perf_counter() - started
-        self._records.append((record, parsed))
-        reward = self._signals.shaping(signals)  # 0.0 unless turn_rewards= asks for penalties
+                error = (error or "") + " (time budget exhausted)"
+        # the turn's record; its dict (TurnRecord.to_dict) is built only when the trajectory is read
+        self._records.append(
+            (turn, action_text, parsed, tool, command, result, time.perf_counter() - started, error, verifier)
+        )
+        reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)  # penalties are opt-in
         info = self._info()
         info["turn_signals"] = signals
         if rejected:
@@ -223,28 +224,29 @@ class AgentFlowEnv(TaskEnv):
         return text
 
     # ------------------------------------------------------------------ internals
-    def _run_tool(self, parsed: ParsedAction, record: TurnRecord) -> None:
+    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None]:
+        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)``."""
         assert self.task is not None
         problem = parsed.problems[0] if parsed.problems else None
         tool = None
         if problem is None:
-            if not parsed.tool_name:
+            name = parsed.tool_name
+            if not name:
                 problem = "the action has no 'Tool Name:' field and no 'Final Answer:'"
             else:
                 # tool names are short; a long one is unknown without going through the name cache
-                name = parsed.tool_name
                 tool = self._tools_by_name.get(name)
                 if tool is None and len(name) <= 200:
                     tool = self._tools_by_key.get(normalize_tool_name(name))
                 if tool is None:
-                    problem = f"unknown tool {parsed.tool_name[:80]!r}"
+                    problem = f"unknown tool {name[:80]!r}"
         command = None
-        remaining = self._time_left() if problem is None else 0.0
-        if problem is None and remaining <= 0:
-            self._out_of_time(parsed, record)
-            return
+        remaining = 0.0
         if problem is None:
             assert tool is not None
+            remaining = self._time_left()
+            if remaining <= 0:
+                return self._out_of_time(parsed)
             if self._direct_executor:  # the planner's command as it is: no memory rendering, no time taken
                 command, problem = self._executor.command(parsed, tool, self.task.question, "")
             else:
@@ -252,58 +254,25 @@ class AgentFlowEnv(TaskEnv):
                 remaining = self._time_left()
         if problem is not None or tool is None or command is None:
             message = self._invalid_message(problem or "invalid action")
-            record.error = problem
-            record.result = message
-            self.memory.add(
-                MemoryStep(
-                    turn=self.turn,
-                    tool=None,
-                    sub_goal=parsed.sub_goal[:500],
-                    command="",
-                    result=message,
-                    ok=False,
-                    error=problem,
-                )
-            )
-            return
+            self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
+            return None, None, message, problem
         if remaining <= 0:  # the executor used up the rest
-            self._out_of_time(parsed, record)
-            return
-        timeout = min(self.tool_timeout_s, remaining)
+            return self._out_of_time(parsed)
+        timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
         try:
             result = tool.run(command, timeout)
         except Exception as exc:  # a tool must never crash the episode
             logger.exception("tool %s raised", tool.name)
             result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
-        record.tool, record.command, record.result = tool.name, command, result.text
-        record.error = result.error
-        self.memory.add(
-            MemoryStep(
-                turn=self.turn,
-                tool=tool.name,
-                sub_goal=parsed.sub_goal,
-                command=command,
-                result=result.text,
-                ok=result.ok,
-                error=result.error,
-            )
-        )
+        text, error = result.text, result.error
+        self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
+        return tool.name, command, text, error
 
-    def _out_of_time(self, parsed: ParsedAction, record: TurnRecord) -> None:
+    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str]:
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
-        record.error = problem
-        record.result = f"Not run: {problem}."
-        self.memory.add(
-            MemoryStep(
-                turn=self.turn,
-                tool=None,
-                sub_goal=parsed.sub_goal[:500],
-                command="",
-                result=record.result,
-                ok=False,
-                error=problem,
-            )
-        )
+        message = f"Not run: {problem}."
+        self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
+        return None, None, message, problem
 
     def _invalid_message(self, problem: str) -> str:
         tools = ", ".join(self.tool_names) if self.tool_names else "(none)"
@@ -328,8 +297,8 @@ class AgentFlowEnv(TaskEnv):
     def _trajectory(self) -> list[dict[str, Any]]:
         """This episode's turns as dicts (:meth:`TurnRecord.to_dict`), each built once, on first read."""
         dicts, records = self._record_dicts, self._records
-        for record, parsed in records[len(dicts) :]:
-            record.parsed = parsed.to_dict()
+        for turn, action, parsed, tool, command, result, seconds, error, verifier in records[len(dicts) :]:
+            record = TurnRecord(turn, action, parsed.to_dict(), tool, command, result, seconds, error, verifier)
             dicts.append(record.to_dict())
         return dicts
 

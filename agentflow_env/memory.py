@@ -113,14 +113,37 @@ class Memory:
         self._joined, self._joined_n = "", 0
 
     def add(self, step: MemoryStep) -> None:
-        header = _header(step)
+        self._append(step, _header(step), StepDict(step.to_dict()))
+
+    def add_step(
+        self,
+        turn: int,
+        tool: str | None,
+        sub_goal: str,
+        command: str,
+        result: str,
+        ok: bool = True,
+        error: str | None = None,
+    ) -> None:
+        """``add(MemoryStep(...))`` from the fields, without building the step twice (the env's turn loop)."""
+        header = f"Step {turn}: {tool or 'no tool'}" if ok else f"Step {turn}: {tool or 'no tool'} (failed)"
+        if sub_goal:
+            header = f"{header}\n  Sub-goal: {sub_goal}"
+        if command:
+            header = f"{header}\n  Command: {command}"
+        as_dict = StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
+        self._append(MemoryStep(turn, tool, sub_goal, command, result, ok, error), header, as_dict)
+
+    def _append(self, step: MemoryStep, header: str, as_dict: StepDict) -> None:
         base = len(header) + len(_RESULT_LABEL)
         self.steps.append(step)
         self._headers.append(header)
-        self._dicts.append(StepDict(step.to_dict()))
-        self._full.append(base + len(step.result))
-        self._sum_full += self._full[-1]
-        self._short_prefix.append(self._short_prefix[-1] + base + min(len(step.result), _MIN_RESULT) + 1)
+        self._dicts.append(as_dict)
+        full = base + len(step.result)
+        self._full.append(full)
+        self._sum_full += full
+        prefix = self._short_prefix
+        prefix.append(prefix[-1] + base + min(len(step.result), _MIN_RESULT) + 1)
         self._short_blocks.append(None)  # built when a rendering over budget first needs it
 
     def to_list(self) -> list[dict[str, Any]]:
