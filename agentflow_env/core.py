@@ -305,21 +305,23 @@ class AgentFlowEnv(TaskEnv):
     def _memory_text(self) -> str:
         # memory only grows within an episode (reset clears the cache), so its length keys the rendering
         n, text = self._memory_cache
-        if n != len(self.memory.steps):
-            n = len(self.memory.steps)
+        if n != len(self.memory):
+            n = len(self.memory)
             text = self.memory.render(self.memory_budget)
             self._memory_cache = (n, text)
         return text
 
     def _observation(self) -> dict[str, str]:
+        # the question and the tool cards are shared strings; memory and prompt are built once per step
         assert self.task is not None
         memory = self._memory_text()
-        turns_left = max(self.max_turns - self.turn, 0)
+        question = self.task.question
+        prompt = self._prompt
         return {
-            "question": self.task.question,
+            "question": question,
             "memory": memory,
-            "tools": self._prompt.tools_text,
-            "prompt": self._prompt.render(self.task.question, memory, turns_left),
+            "tools": prompt.tools_text,
+            "prompt": prompt.render(question, memory, self.max_turns - self.turn),
         }
 
     def _info(self) -> dict[str, Any]:

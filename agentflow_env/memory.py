@@ -85,7 +85,9 @@ class Memory:
     """Ordered :class:`MemoryStep` records with a budgeted text rendering."""
 
     def __init__(self, steps: Iterable[MemoryStep] = ()):
-        self.steps: list[MemoryStep] = []
+        self._steps: list[MemoryStep | None] = []  # None: built from its dict when ``steps`` is read
+        self._built = 0  # the steps before this index are built
+        self._results: list[str] = []
         self._headers: list[str] = []
         self._dicts: list[StepDict] = []
         self._full: list[int] = []  # length of each step's block with its whole result
@@ -100,10 +102,22 @@ class Memory:
             self.add(step)
 
     def __len__(self) -> int:
-        return len(self.steps)
+        return len(self._results)
+
+    @property
+    def steps(self) -> list[MemoryStep]:
+        """The steps, oldest first (read-only: add steps with :meth:`add`)."""
+        steps = self._steps
+        for i in range(self._built, len(steps)):  # only the steps added since the last read
+            if steps[i] is None:
+                steps[i] = MemoryStep(**self._dicts[i])
+        self._built = len(steps)
+        return steps  # type: ignore[return-value]
 
     def clear(self) -> None:
-        self.steps.clear()
+        self._steps.clear()
+        self._built = 0
+        self._results.clear()
         self._headers.clear()
         self._dicts = []  # a new list: infos already handed out keep theirs
         self._full.clear()
@@ -113,7 +127,7 @@ class Memory:
         self._joined, self._joined_n = "", 0
 
     def add(self, step: MemoryStep) -> None:
-        self._append(step, _header(step), StepDict(step.to_dict()))
+        self._append(step, step.result, _header(step), StepDict(step.to_dict()))
 
     def add_step(
         self,
@@ -132,18 +146,19 @@ class Memory:
         if command:
             header = f"{header}\n  Command: {command}"
         as_dict = StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
-        self._append(MemoryStep(turn, tool, sub_goal, command, result, ok, error), header, as_dict)
+        self._append(None, result, header, as_dict)
 
-    def _append(self, step: MemoryStep, header: str, as_dict: StepDict) -> None:
+    def _append(self, step: MemoryStep | None, result: str, header: str, as_dict: StepDict) -> None:
         base = len(header) + len(_RESULT_LABEL)
-        self.steps.append(step)
+        self._steps.append(step)
+        self._results.append(result)
         self._headers.append(header)
         self._dicts.append(as_dict)
-        full = base + len(step.result)
+        full = base + len(result)
         self._full.append(full)
         self._sum_full += full
         prefix = self._short_prefix
-        prefix.append(prefix[-1] + base + min(len(step.result), _MIN_RESULT) + 1)
+        prefix.append(prefix[-1] + base + min(len(result), _MIN_RESULT) + 1)
         self._short_blocks.append(None)  # built when a rendering over budget first needs it
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -156,14 +171,17 @@ class Memory:
 
     def render(self, budget: int = 8000) -> str:
         """Text of all steps within ``budget`` characters (see the module docstring)."""
-        n = len(self.steps)
+        n = len(self._results)
         if n == 0:
             return "(no steps yet)"
         last = n - 1
         total = self._sum_full + last  # the blocks and the newlines between them
         if total <= budget:  # every step whole: extend the text of the steps already joined
             if self._joined_n != n:
-                new = "\n".join(self._block(i, self.steps[i].result) for i in range(self._joined_n, n))
+                if self._joined_n == n - 1:  # one step more: the common case
+                    new = f"{self._headers[n - 1]}{_RESULT_LABEL}{self._results[n - 1]}"
+                else:
+                    new = "\n".join(self._block(i, self._results[i]) for i in range(self._joined_n, n))
                 self._joined = f"{self._joined}\n{new}" if self._joined_n else new
                 self._joined_n = n
             return self._joined
@@ -173,7 +191,7 @@ class Memory:
             blocks = []
             excess = total - budget
             for i in range(n):
-                result = self.steps[i].result
+                result = self._results[i]
                 if excess > 0 and i < last:
                     limit = max(len(result) - excess, _MIN_RESULT)
                     if limit < len(result):
@@ -197,7 +215,7 @@ class Memory:
                 low = middle + 1
         folded = low if last else 0
         total = size(folded) if folded else newest
-        result = self.steps[last].result
+        result = self._results[last]
         if total > budget:
             # 3. then shorten the newest result itself
             result = shorten(result, max(len(result) - (total - budget), 0))
@@ -211,7 +229,7 @@ class Memory:
     def _short_block(self, index: int) -> str:
         block = self._short_blocks[index]
         if block is None:
-            block = f"{self._headers[index]}{_RESULT_LABEL}{shorten(self.steps[index].result, _MIN_RESULT)}"
+            block = f"{self._headers[index]}{_RESULT_LABEL}{shorten(self._results[index], _MIN_RESULT)}"
             self._short_blocks[index] = block
         return block
 

@@ -94,7 +94,7 @@ _ANSWER_CLOSE_RE = re.compile("</answer>", re.IGNORECASE)
 _MAX_JSON_CHARS = 200_000
 
 
-@dataclass
+@dataclass(slots=True)
 class ParsedAction:
     """The fields found in one planner action, plus what was wrong with it."""
 
