@@ -123,7 +123,12 @@ class TurnSignals:
             calls = self._calls
             repeated = call in calls
             calls.add(call)
-            return {"invalid_action": False, "tool_error": error is not None, "repeated_call": repeated, "verifier": verifier}
+            return {
+                "invalid_action": False,
+                "tool_error": error is not None,
+                "repeated_call": repeated,
+                "verifier": verifier,
+            }
         invalid = not is_final and result is not None and result.startswith(INVALID_PREFIX)
         return {"invalid_action": invalid, "tool_error": False, "repeated_call": False, "verifier": verifier}
 
