@@ -130,7 +130,6 @@ class AgentFlowEnv(TaskEnv):
         self._records: list[tuple[Any, ...]] = []
         self._record_dicts: list[dict[str, Any]] = []
         self._done = True
-        self._memory_cache: tuple[int, str] = (-1, "")
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
         self._rule_verifier = type(self._verifier) is RuleVerifier
         self._direct_executor = type(self._executor) is DirectExecutor
@@ -140,7 +139,6 @@ class AgentFlowEnv(TaskEnv):
         super().reset(seed=seed)
         self.task = self._choose_task(options or {})
         self.memory.clear()
-        self._memory_cache = (-1, "")
         self.turn = 0
         self._records = []
         self._record_dicts = []
@@ -180,7 +178,7 @@ class AgentFlowEnv(TaskEnv):
             tool = command = result = error = None
         else:
             tool, command, result, error = self._run_tool(parsed)
-            out_of_time = self._time_left() <= 0
+            out_of_time = self.time_budget_s - (time.monotonic() - self._started) <= 0  # _time_left() inlined
             if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
@@ -244,11 +242,13 @@ class AgentFlowEnv(TaskEnv):
         remaining = 0.0
         if problem is None:
             assert tool is not None
-            remaining = self._time_left()
+            remaining = self.time_budget_s - (time.monotonic() - self._started)  # _time_left() inlined
             if remaining <= 0:
                 return self._out_of_time(parsed)
             if self._direct_executor:  # the planner's command as it is: no memory rendering, no time taken
-                command, problem = self._executor.command(parsed, tool, self.task.question, "")
+                command = parsed.command
+                if not command.strip():  # the executor says what is missing
+                    command, problem = self._executor.command(parsed, tool, self.task.question, "")
             else:
                 command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
                 remaining = self._time_left()
@@ -303,18 +303,12 @@ class AgentFlowEnv(TaskEnv):
         return dicts
 
     def _memory_text(self) -> str:
-        # memory only grows within an episode (reset clears the cache), so its length keys the rendering
-        n, text = self._memory_cache
-        if n != len(self.memory):
-            n = len(self.memory)
-            text = self.memory.render(self.memory_budget)
-            self._memory_cache = (n, text)
-        return text
+        return self.memory.text(self.memory_budget)  # rendered once per added step
 
     def _observation(self) -> dict[str, str]:
         # the question and the tool cards are shared strings; memory and prompt are built once per step
         assert self.task is not None
-        memory = self._memory_text()
+        memory = self.memory.text(self.memory_budget)
         question = self.task.question
         prompt = self._prompt
         return {

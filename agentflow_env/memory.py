@@ -96,6 +96,7 @@ class Memory:
         # newline after each, so any run of short blocks is measured in O(1)
         self._short_prefix: list[int] = [0]
         self._short_blocks: list[str | None] = []  # each block with its result shortened to _MIN_RESULT
+        self._text: tuple[int, int, str] = (-1, 0, "")  # (steps, budget, text) of the last ``text`` call
         self._joined = ""  # the whole text of the first _joined_n steps, extended while it fits the budget
         self._joined_n = 0
         for step in steps:
@@ -125,6 +126,7 @@ class Memory:
         self._short_prefix = [0]
         self._short_blocks.clear()
         self._joined, self._joined_n = "", 0
+        self._text = (-1, 0, "")
 
     def add(self, step: MemoryStep) -> None:
         self._append(step, step.result, _header(step), StepDict(step.to_dict()))
@@ -145,8 +147,19 @@ class Memory:
             header = f"{header}\n  Sub-goal: {sub_goal}"
         if command:
             header = f"{header}\n  Command: {command}"
-        as_dict = StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
-        self._append(None, result, header, as_dict)
+        base = len(header) + len(_RESULT_LABEL)
+        self._steps.append(None)
+        self._results.append(result)
+        self._headers.append(header)
+        self._dicts.append(
+            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
+        )
+        full = base + len(result)
+        self._full.append(full)
+        self._sum_full += full
+        prefix = self._short_prefix
+        prefix.append(prefix[-1] + base + min(len(result), _MIN_RESULT) + 1)
+        self._short_blocks.append(None)
 
     def _append(self, step: MemoryStep | None, result: str, header: str, as_dict: StepDict) -> None:
         base = len(header) + len(_RESULT_LABEL)
@@ -168,6 +181,21 @@ class Memory:
     @classmethod
     def from_list(cls, items: Iterable[dict[str, Any]]) -> Memory:
         return cls(MemoryStep.from_dict(dict(d)) for d in items)
+
+    def text(self, budget: int = 8000) -> str:
+        """:meth:`render`, kept until a step is added (or the budget changes): read it as often as needed."""
+        cached = self._text
+        n = len(self._results)
+        if cached[0] == n and cached[1] == budget:
+            return cached[2]
+        if n and self._joined_n == n - 1 and self._sum_full + n - 1 <= budget:  # render's common case, inlined
+            new = f"{self._headers[n - 1]}{_RESULT_LABEL}{self._results[n - 1]}"
+            text = self._joined = f"{self._joined}\n{new}" if self._joined_n else new
+            self._joined_n = n
+        else:
+            text = self.render(budget)
+        self._text = (n, budget, text)
+        return text
 
     def render(self, budget: int = 8000) -> str:
         """Text of all steps within ``budget`` characters (see the module docstring)."""

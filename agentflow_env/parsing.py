@@ -318,10 +318,16 @@ def _parse_canonical(action: str) -> ParsedAction | None:
 
 def parse_action(action: Any) -> ParsedAction:
     """Parse one planner action; never raises. Non-strings are reported as a problem."""
-    if type(action) is str:
-        fast = _parse_canonical(action)
-        if fast is not None:
-            return fast
+    if type(action) is str and "{" not in action and "\x00" not in action:  # the fast path, _parse_canonical inlined
+        match = _CANONICAL_RE.fullmatch(action)
+        if match is not None:
+            if "<" not in action or _last_answer_tag(action) is None:
+                justification, context, sub_goal, tool_name, command = match.groups()
+                return ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", [])
+        else:
+            match = _CANONICAL_FINAL_RE.fullmatch(action)
+            if match is not None:
+                return ParsedAction(final_answer=match.group(1), format="text")
     return parse_tolerant(action)
 
 

@@ -119,7 +119,7 @@ class TurnSignals:
     ) -> dict[str, Any]:
         """:meth:`observe` from the record's fields (the env's turn loop builds no record)."""
         if tool is not None:
-            call = (str(tool), " ".join(str(command or "").split()))
+            call = (tool, " ".join((command if type(command) is str else str(command or "")).split()))
             calls = self._calls
             repeated = call in calls
             calls.add(call)
