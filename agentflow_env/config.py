@@ -93,13 +93,17 @@ class PaperConfig(FlowLimits):
     prompts: Any = "builtin"
     toolbox: str = "as_coded"
     sampling: str = "as_coded"
+    tool_backends: str = "offline"  # "online": Gemini grounding, MediaWiki + page selection, URL fetch + RAG
 
     flow: ClassVar[str] = "paper"
     TOOLBOX_PRESETS: ClassVar[tuple[str, ...]] = ("as_coded", "as_stated")
+    TOOL_BACKENDS: ClassVar[tuple[str, ...]] = ("offline", "online")
 
     def __post_init__(self) -> None:
         if self.engine is None:
             raise ConfigError("the paper mode needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
         if self.toolbox not in self.TOOLBOX_PRESETS:
             raise ConfigError(f"toolbox={self.toolbox!r}; choose one of {', '.join(self.TOOLBOX_PRESETS)}")
+        if self.tool_backends not in self.TOOL_BACKENDS:
+            raise ConfigError(f"tool_backends={self.tool_backends!r}; choose one of {', '.join(self.TOOL_BACKENDS)}")
         super().__post_init__()

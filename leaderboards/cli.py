@@ -71,6 +71,12 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         help='engine spec of the LLM judge for benchmarks with scorer = "judge", overriding the protocol\'s '
         "[judge] engine (recorded in the result), e.g. openai:gpt-4o@https://api.openai.com/v1",
     )
+    parser.add_argument(
+        "--agentflow-src",
+        default=None,
+        help="AgentFlow checkout whose prompts and judge a protocol such as paper-v2 reads (default: "
+        "$AGENTFLOW_SRC); without it such a run uses this project's wording and is labelled not comparable",
+    )
     parser.add_argument("--batch-size", type=int, default=16, help="episodes stepped together (one act() per turn)")
     parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
     parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
@@ -94,6 +100,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         engine=args.engine,
         judge_engine=args.judge_engine,
+        agentflow_src=args.agentflow_src,
         batch_size=args.batch_size,
         fast=args.fast,
         overwrite=args.overwrite,
@@ -153,7 +160,10 @@ def print_result(result: Any) -> None:
     console.print(scoring_note(rec))
     paper = paper_settings_note(rec)
     if paper:
-        console.print(paper)
+        console.print(paper, markup=False)  # fingerprints in [...] are text, not rich markup
+    comparable = comparability_note(rec)
+    if comparable:
+        console.print(comparable, markup=False)
     tokens = result.tokens()
     console.print(
         f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
@@ -173,11 +183,25 @@ def scoring_note(record: Any) -> str:
     scoring = record.scoring
     if scoring == "judge":
         return f"scored by the LLM judge {record.judge_engine or ''}".rstrip() + (
-            " (the paper's metric)" if paper else ""
+            " (the paper's metric)" if paper and getattr(record, "comparability", None) is None else ""
         )
     text = {"rule": "scored by rules (exact match, numeric equality, checkers)", "mixed": "scored partly by rules"}
     note = text.get(scoring, "scorer not recorded")
     return note + (": NOT comparable with the paper's LLM-judged numbers" if paper else "")
+
+
+def comparability_note(record: Any) -> str | None:
+    """One line on whether a paper-v2-style run used AgentFlow's own prompts and judge, or ``None``."""
+    label = getattr(record, "comparability", None)
+    if not label:
+        return None
+    used = getattr(record, "agentflow", None) or {}
+    if used.get("source"):
+        return (
+            f"{label} (from {used['source']}: prompts [{used.get('prompt_fingerprint')}], "
+            f"judge [{used.get('judge_fingerprint')}])"
+        )
+    return label
 
 
 def paper_settings_note(record: Any) -> str | None:

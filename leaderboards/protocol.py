@@ -43,6 +43,12 @@ _UNHASHED = ("description", "fast_tasks", "superseded_by")
 FLOWS = ("modes", "paper")
 # [paper]: what the paper flow runs with (agentflow_env.paper_mode): prompt source, toolbox, planner sampling
 PAPER_DEFAULTS = {"prompts": "builtin", "toolbox": "as_coded", "sampling": "as_coded"}
+# `prompts = "agentflow_src"` and `[judge] rules = "agentflow_src"`: AgentFlow's own text, read from the checkout
+# the run names (--agentflow-src PATH or $AGENTFLOW_SRC); the path is not part of the protocol (or its hash)
+AGENTFLOW_SRC = "agentflow_src"
+JUDGE_RULES = ("builtin", AGENTFLOW_SRC)  # or "agentflow:PATH"
+COMPARABLE = "comparable: AgentFlow's prompts and judge"
+NOT_COMPARABLE = "own wording: not comparable with the reported rows"
 # [env] keys of the env's own modes, which the paper flow replaces with AgentFlow's modules and budgets
 _MODES_ONLY = ("executor", "verifier", "generator", "memory_budget", "llm_kwargs", "max_action_chars", "turn_rewards")
 
@@ -120,6 +126,47 @@ class Protocol:
     superseded_by: str | None = None
     paper: dict[str, Any] = field(default_factory=dict)  # [paper] of the paper flow, defaults filled in
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # the AgentFlow checkout this run reads "agentflow_src" from (set by the runner; not hashed)
+    agentflow_src: str | None = field(default=None, compare=False)
+
+    @property
+    def wants_agentflow_src(self) -> bool:
+        """The protocol reads AgentFlow's prompts or judge from a checkout the run names."""
+        return self.paper.get("prompts") == AGENTFLOW_SRC or self.judge.get("rules") == AGENTFLOW_SRC
+
+    def with_agentflow_src(self, path: str | None) -> Protocol:
+        """This protocol reading ``"agentflow_src"`` from ``path`` (``None``: this project's own wording)."""
+        if path is not None:
+            from agentflow_env.paper_mode.agentflow_source import find_package_dir
+
+            find_package_dir(path)  # not a checkout: a clear error before anything runs
+            path = str(Path(path).expanduser().resolve())
+        return dataclasses.replace(self, agentflow_src=path)
+
+    def _resolve(self, value: str) -> str:
+        if value != AGENTFLOW_SRC:
+            return value
+        return f"agentflow:{self.agentflow_src}" if self.agentflow_src else "builtin"
+
+    @property
+    def paper_resolved(self) -> dict[str, Any]:
+        """``[paper]`` as this run uses it: ``"agentflow_src"`` becomes ``agentflow:PATH``, or ``builtin``."""
+        if not self.paper:
+            return {}
+        return {**self.paper, "prompts": self._resolve(str(self.paper["prompts"]))}
+
+    @property
+    def judge_rules(self) -> str:
+        """The judge this run uses: ``builtin`` (this project's fenced judge, with the hedge rule) or
+        ``agentflow:PATH`` (AgentFlow's test/calculate_score_unified.py)."""
+        return self._resolve(str(self.judge.get("rules", "builtin")))
+
+    @property
+    def comparability(self) -> str | None:
+        """For a protocol that reads AgentFlow's text: whether this run used it (``None`` for other protocols)."""
+        if not self.wants_agentflow_src:
+            return None
+        return COMPARABLE if self.agentflow_src else NOT_COMPARABLE
 
     @property
     def flow(self) -> str:
@@ -155,7 +202,7 @@ class Protocol:
         kwargs["max_turns"] = self.max_turns
         chosen = engine or self.env.get("engine")
         if self.flow == "paper":
-            kwargs.update(self.paper)
+            kwargs.update(self.paper_resolved)
             if not chosen:
                 raise ConfigError(
                     f'protocol {self.name} runs AgentFlow\'s modules (flow = "paper") and needs their engine: '
@@ -177,7 +224,7 @@ class Protocol:
         return PlannerSetup(
             sampling={**params, **self.sampling},  # [sampling] may add a seed only (checked on load)
             extra_body=preset.extra_body(),
-            system_prompt=planner_system_prompt(self.paper["prompts"]),
+            system_prompt=planner_system_prompt(self.paper_resolved["prompts"]),
         )
 
     def judge_engine(self, override: str | None = None) -> str | None:
@@ -205,6 +252,7 @@ class Protocol:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("raw")
+        d.pop("agentflow_src")
         d["hash"] = self.hash
         return d
 
@@ -284,6 +332,12 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
     judge = dict(raw.get("judge", {}))
     if not isinstance(judge.get("engine", ""), str):
         raise ConfigError(f"{source}: [judge] engine must be an engine spec string")
+    rules = judge.get("rules", "builtin")
+    if not isinstance(rules, str) or not (rules in JUDGE_RULES or rules.startswith("agentflow:")):
+        raise ConfigError(
+            f'{source}: [judge] rules={rules!r}; use "builtin" (this project\'s judge, with the hedge rule), '
+            '"agentflow_src" (AgentFlow\'s, from --agentflow-src) or "agentflow:PATH"'
+        )
     trial_seed_option = raw.get("trial_seed_option")
     if trial_seed_option is not None and not (isinstance(trial_seed_option, str) and trial_seed_option):
         raise ConfigError(f'{source}: trial_seed_option must name a loader option (e.g. "seed") or be absent')
@@ -335,8 +389,11 @@ def _paper_settings(raw: dict[str, Any], env: dict[str, Any], sampling: dict[str
 
     paper = {**PAPER_DEFAULTS, **given}
     prompts = paper["prompts"]
-    if not isinstance(prompts, str) or not (prompts == "builtin" or prompts.startswith("agentflow:")):
-        raise ConfigError(f'{source}: [paper] prompts={prompts!r}; use "builtin" or "agentflow:PATH"')
+    if not isinstance(prompts, str) or not (prompts in ("builtin", AGENTFLOW_SRC) or prompts.startswith("agentflow:")):
+        raise ConfigError(
+            f'{source}: [paper] prompts={prompts!r}; use "builtin", "agentflow_src" (the checkout of '
+            '--agentflow-src) or "agentflow:PATH"'
+        )
     for key, allowed in (("toolbox", TOOLBOX_PRESETS), ("sampling", SAMPLING_PRESETS)):
         if paper[key] not in allowed:
             raise ConfigError(f"{source}: [paper] {key}={paper[key]!r}; choose one of {', '.join(allowed)}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderboards.protocol import CATEGORIES, load_protocol
+from leaderboards.protocol import CATEGORIES, COMPARABLE, NOT_COMPARABLE, load_protocol
 from leaderboards.store import RESULTS_DIR, EvalResult, iter_runs
 from leaderboards.viewer import viewer_href, write_viewers
 
@@ -90,6 +90,7 @@ class BoardRow:
     views: dict[str, str] = field(default_factory=dict)  # env_id -> the viewer page, relative to the site
     scoring: str = "unknown"  # RunRecord.scoring: judge, rule, mixed, unknown, or paper (reported rows)
     comparable: bool = True  # False: a row not scored as the reported rows were (marked wherever it shows)
+    comparability: str | None = None  # RunRecord.comparability (protocols reading AgentFlow's own text)
 
 
 @dataclass
@@ -156,6 +157,7 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
     paper_board = any(r.kind == "reported" for r in board.rows) or _is_paper(name)
     for r in board.rows:
         r.comparable = not paper_board or r.kind == "reported" or r.scoring == "judge"
+        r.comparable = r.comparable and r.comparability != NOT_COMPARABLE
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
     return board
 
@@ -222,6 +224,7 @@ def _row(run: EvalResult, phash: str | None) -> BoardRow:
         fast=rec.fast,
         source=rec.source,
         scoring=rec.scoring,
+        comparability=rec.comparability,
         tokens_split=tokens,
         views=views,
     )
@@ -248,7 +251,11 @@ def _marks(row: BoardRow) -> list[tuple[str, str]]:
         marks.append(("fast subset", "fast subset"))
     if not row.current:
         marks.append(("older protocol", "older protocol version"))
-    if not row.comparable:
+    if row.comparability == COMPARABLE:
+        marks.append(("comparable", "AgentFlow's own prompts and judge: comparable with the reported rows"))
+    elif row.comparability == NOT_COMPARABLE:
+        marks.append(("own wording, not comparable", NOT_COMPARABLE))
+    if not row.comparable and row.comparability != NOT_COMPARABLE:
         how = {"rule": "exact-match/rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
         short = {"rule": "rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
         marks.append((f"{short}, not comparable", f"{how}, not comparable with the paper's LLM-judged numbers"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import shutil
 import time
 from collections import deque
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError, EngineError
-from leaderboards.protocol import Protocol, WorkUnit, load_protocol
+from leaderboards.protocol import NOT_COMPARABLE, Protocol, WorkUnit, load_protocol
 from leaderboards.store import (
     RUN_FILE,
     TASKS_FILE,
@@ -51,6 +52,8 @@ class EvalConfig:
     data_dir: str | None = None
     engine: str | None = None  # overrides the protocol's engine for llm modes or the paper flow (recorded)
     judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
+    # the AgentFlow checkout a protocol's "agentflow_src" prompts and judge are read from (else $AGENTFLOW_SRC)
+    agentflow_src: str | None = None
     batch_size: int = 16
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
     fast_tasks: dict[str, int] | None = None  # with ``fast``: tasks per benchmark instead (the sized score guard)
@@ -137,8 +140,8 @@ def make_protocol_scorer(protocol: Protocol, name: str, judge_engine: str | None
             f'protocol {protocol.name} scores with scorer = "judge" but names no judge engine: '
             '`--judge-engine SPEC` (e.g. openai:gpt-4o@https://api.openai.com/v1) or [judge] engine = "SPEC"'
         )
-    options = {k: v for k, v in protocol.judge.items() if k != "engine"}
-    return make_scorer("judge", judge_engine=spec, **options)
+    options = {k: v for k, v in protocol.judge.items() if k not in ("engine", "rules")}
+    return make_scorer("judge", judge_engine=spec, rules=protocol.judge_rules, **options)
 
 
 def describe_scorer(scorer: Any) -> str:
@@ -304,6 +307,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         notes=config.notes,
         judge_engine=judge_engine,
         trial_seed_option=protocol.trial_seed_option,
+        comparability=protocol.comparability,
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -315,6 +319,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
                 ("fast", old.fast, fresh.fast),
                 ("engine", old.env.get("engine"), fresh.env.get("engine")),
                 ("judge_engine", old.judge_engine, fresh.judge_engine),
+                ("comparability", old.comparability, fresh.comparability),
             )
             if a != b
         ]
@@ -356,20 +361,51 @@ def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRec
         pool.release(entry.env_id, env, seed)
         limit = (config.fast_tasks or {}).get(entry.env_id)
         units.extend(protocol.units(entry.env_id, num, fast=config.fast, limit=limit))
+    if protocol.wants_agentflow_src:
+        record.agentflow = _agentflow_fingerprints(protocol, record, pool)
     return units
+
+
+def _agentflow_fingerprints(protocol: Protocol, record: RunRecord, pool: _EnvPool) -> dict[str, Any]:
+    """Which AgentFlow text this run used: the checkout, the prompts' and the judge's fingerprints."""
+    judges = {getattr(s, "fingerprint", None) for s in pool.scorers.values()} - {None}
+    return {
+        "source": protocol.agentflow_src,
+        "prompts": (record.paper_settings or {}).get("prompts"),
+        "prompt_fingerprint": (record.paper_settings or {}).get("prompt_fingerprint"),
+        "judge": protocol.judge_rules,
+        "judge_fingerprint": judges.pop() if len(judges) == 1 else sorted(judges) or None,
+    }
 
 
 def evaluate(config: EvalConfig) -> EvalResult:
     """Run (or resume) ``config.policy`` on ``config.protocol``; returns the stored result."""
     if config.batch_size < 1:
         raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
-    protocol = load_protocol(config.protocol)
+    protocol = _with_agentflow_src(load_protocol(config.protocol), config.agentflow_src)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
     policies = _policies(config, protocol)  # a bad spec fails before anything is written
     run_dir = Path(config.out) / protocol.name / config.run_name
     with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
         return _evaluate_locked(config, protocol, policies)
+
+
+def _with_agentflow_src(protocol: Protocol, given: str | None) -> Protocol:
+    """The protocol reading ``"agentflow_src"`` from ``given`` or ``$AGENTFLOW_SRC`` (neither: own wording)."""
+    path = given or os.environ.get("AGENTFLOW_SRC") or None
+    if not protocol.wants_agentflow_src:
+        if given:
+            logger.warning("--agentflow-src is unused: protocol %s reads nothing from a checkout", protocol.name)
+        return protocol
+    if path is None:
+        logger.warning(
+            "protocol %s runs without AgentFlow's checkout (--agentflow-src PATH or $AGENTFLOW_SRC): this project's "
+            "own prompt wording and judge; the run is labelled %r",
+            protocol.name,
+            NOT_COMPARABLE,
+        )
+    return protocol.with_agentflow_src(path)
 
 
 def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str, Any]) -> EvalResult:

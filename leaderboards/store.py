@@ -241,6 +241,10 @@ class RunRecord:
     trial_seed_option: str | None = None  # the loader option that received each trial's seed
     # the paper flow's settings as run (prompt source, toolbox and tools, sampling presets, planner system prompt)
     paper_settings: dict[str, Any] | None = None
+    # protocols reading AgentFlow's text (paper-v2): "comparable: ..." or "own wording: not comparable ..."
+    comparability: str | None = None
+    # the AgentFlow checkout, prompt and judge fingerprints of such a run
+    agentflow: dict[str, Any] | None = None
 
     @property
     def scoring(self) -> str:

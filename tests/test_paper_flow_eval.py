@@ -225,7 +225,7 @@ def _option_texts(question: str) -> list[str]:
 def _file(env_id: str) -> str:
     import gymnasium as gym
 
-    from benchmarks.paper import BENCHMARKS
+    from benchmarks.paper.catalog import BENCHMARKS
 
     return BENCHMARKS[gym.spec(env_id).kwargs["benchmark"]].file
 

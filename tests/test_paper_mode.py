@@ -11,8 +11,9 @@ import pytest
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.error import ConfigError
 from agentflow_env.paper_mode import PaperFlowEnv, planner_sampling
+from agentflow_env.paper_mode.commands import CommandError, run_block
 from agentflow_env.paper_mode.memory import ActionMemory, cut_result
-from agentflow_env.paper_mode.replies import parse_blocks, read_command, read_next_step, read_verdict, split_blocks
+from agentflow_env.paper_mode.replies import read_command, read_next_step, read_verdict, split_blocks
 from agentflow_env.paper_mode.toolbox import (
     GENERALIST,
     GOOGLE_SEARCH,
@@ -234,10 +235,11 @@ def test_read_command_and_verdict() -> None:
     assert read_verdict('{"analysis": "ok", "stop_signal": true}') == "STOP"
     assert read_verdict("") == "CONTINUE"
     blocks = split_blocks('q = "a"\nexecution = tool.execute(query=q)\nexecution = tool.execute(query="b")')
-    assert len(blocks) == 2 and parse_blocks(blocks[0]).kwargs == {"query": "a"}
-    for bad in ("execution = tool.execute(query=open('x').read())", "x = 1", "del x\nexecution = tool.execute()"):
-        with pytest.raises(ValueError):
-            parse_blocks(bad)
+    assert len(blocks) == 2 and run_block(blocks[0], lambda **k: k) == {"query": "a"}
+    assert run_block("x = 1", lambda **k: k) is None  # no execution: AgentFlow's "no result" text follows
+    for bad in ("execution = tool.execute(query=open('x').read())", "del x\nexecution = tool.execute()"):
+        with pytest.raises(CommandError):
+            run_block(bad, lambda **k: k)
 
 
 def test_memory_format_and_result_cut() -> None:

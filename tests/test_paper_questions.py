@@ -12,7 +12,9 @@ import pytest
 
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.error import DataError
-from benchmarks.paper import BENCHMARKS, load_paper_tasks, rows_to_tasks
+from benchmarks.paper.catalog import BENCHMARKS
+from benchmarks.paper.loading import load_paper_tasks
+from benchmarks.paper.rows import rows_to_tasks
 from benchmarks.specs import make_env
 from tests.helpers import FakeSearch, paper_toolbox
 

@@ -149,6 +149,8 @@ class OpenAIEngine:
             kwargs["seed"] = sampling.seed
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
+        if sampling.response_format is not None and self.mode == "chat":
+            kwargs["response_format"] = sampling.response_format
         if self.mode == "chat":
             out = self.client.chat.completions.create(messages=as_chat(prompt), **kwargs)
             return out.choices[0].message.content or "", self._record(out)
