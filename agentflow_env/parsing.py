@@ -293,7 +293,9 @@ def _last_answer_tag(action: str) -> str | None:
 # holds a newline) and ``_clean_value`` changes nothing, so one match gives the same fields. Anything else
 # (another order or spelling, markdown, multi-line values, JSON, an ``<answer>`` tag, NUL) takes the
 # tolerant path; tests/test_parser.py pins the two paths' equality on a corpus of actions.
-_VALUE = r"([^\s*_`](?:[^\n]*[^\s*`])?)"
+# a clean value: starts with neither whitespace nor emphasis (the header would take it), ends with neither
+# whitespace nor emphasis (``_clean_value`` would take it off); the lookbehind checks the last character only
+_VALUE = r"([^\s*_`][^\n]*)(?<![\s*`])"
 _CANONICAL_RE = re.compile(
     rf"Justification: {_VALUE}\nContext: {_VALUE}\nSub-Goal: {_VALUE}\nTool Name: {_VALUE}\nCommand: {_VALUE}\n?"
 )
