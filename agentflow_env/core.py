@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from agentflow_env.modes import DirectExecutor, RuleVerifier, build_modes
 from agentflow_env.parsing import ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
+from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn_rewards import TurnSignals
 from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
@@ -39,6 +41,11 @@ class AgentFlowEnv(TaskEnv):
     ## Action
     One string: ``Justification:/Context:/Sub-Goal:/Tool Name:/Command:`` or ``Final Answer:``
     (or the same keys as JSON). A malformed action costs the turn and is explained in memory.
+    Native tool calls work too (see :mod:`agentflow_env.tool_calls`): an OpenAI assistant message (a dict
+    or its JSON) with ``tool_calls``, Hermes/Qwen ``<tool_call>`` blocks, a ``final_answer`` call, or plain
+    content as the final answer (from the first turn with ``reset(options={"tool_calling": True})``, else once
+    the episode has called a tool natively). ``info["tools"]`` holds the OpenAI function schemas (one object per env,
+    shared by every info: do not mutate it) and ``info["messages"]`` the episode so far as an OpenAI chat.
     An action longer than ``max_action_chars`` (default 100,000) is not read: the turn is spent,
     memory says why, ``info["action_rejected"]`` gives its length and the limit, and the
     trajectory keeps its head and tail within the limit. Parsing is linear in the action's length.
@@ -124,6 +131,15 @@ class AgentFlowEnv(TaskEnv):
             direct=executor == "direct",
             instructions=instructions,
         )
+        # built once: the same list goes into every info (tools are fixed for the env's life)
+        self.tool_schemas = tool_schemas(self.tools, direct=executor == "direct")
+        extra = f"\n\n{instructions.strip()}" if instructions.strip() else ""
+        self._system_message = {"role": "system", "content": SYSTEM_PROMPT + extra}
+        self._messages: list[dict[str, Any]] = []
+        self._tool_mode = False
+        # True: plain text without fields is the final answer from the first turn (else only once the
+        # episode has called a tool natively); reset(options={"tool_calling": True}) sets it per episode
+        self.tool_calling = False
         self.memory = Memory()
         # the turns of this episode; their dicts are built only when asked for (``_trajectory``, the final info)
         # (turn, action, parsed, tool, command, result, seconds, error, verifier) per turn
@@ -142,32 +158,35 @@ class AgentFlowEnv(TaskEnv):
         self.turn = 0
         self._records = []
         self._record_dicts = []
+        self._messages = [self._system_message, {"role": "user", "content": self.task.question}]
+        self._tool_mode = bool((options or {}).get("tool_calling", self.tool_calling))
         self._signals.reset()
         self._done = False
         self._reset_tools()
         self._start_clock()
         return self._observation(), self._info()
 
-    def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+    def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
         if self._done or self.task is None:
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
         started = time.perf_counter()
         self.turn = turn = self.turn + 1
         rejected = verifier_note = None
-        if isinstance(action, str):
-            action_text = action
-            if len(action) > self.max_action_chars:
-                rejected = (
-                    f"the action is {len(action):,} characters long, over the limit of {self.max_action_chars:,} "
-                    "(max_action_chars), so it was not read"
-                )
-                parsed = ParsedAction(problems=[rejected])
-                action_text = shorten(action, self.max_action_chars)
+        call: ToolCallAction | None = None
+        action_text = action if type(action) is str else _action_text(action)
+        if isinstance(action, (str, dict)) and len(action_text) > self.max_action_chars:
+            rejected = (
+                f"the action is {len(action_text):,} characters long, over the limit of {self.max_action_chars:,} "
+                "(max_action_chars), so it was not read"
+            )
+            parsed = ParsedAction(problems=[rejected])
+        else:
+            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if action_text else None
+            if read is not None:
+                call, parsed = read
+                self._tool_mode = True
             else:
                 parsed = parse_action(action)
-        else:
-            parsed = parse_action(action)
-            action_text = shorten(repr(action), self.max_action_chars)
         terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
         verifier: str | None = None
@@ -197,9 +216,11 @@ class AgentFlowEnv(TaskEnv):
                 truncated = True
                 error = (error or "") + " (time budget exhausted)"
         # the turn's record; its dict (TurnRecord.to_dict) is built only when the trajectory is read
+        kept = action_text if len(action_text) <= self.max_action_chars else shorten(action_text, self.max_action_chars)
         self._records.append(
-            (turn, action_text, parsed, tool, command, result, time.perf_counter() - started, error, verifier)
+            (turn, kept, parsed, tool, command, result, time.perf_counter() - started, error, verifier)
         )
+        self._add_messages(action_text, call, parsed, result, error)
         reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)  # penalties are opt-in
         info = self._info()
         info["turn_signals"] = signals
@@ -232,10 +253,7 @@ class AgentFlowEnv(TaskEnv):
             if not name:
                 problem = "the action has no 'Tool Name:' field and no 'Final Answer:'"
             else:
-                # tool names are short; a long one is unknown without going through the name cache
-                tool = self._tools_by_name.get(name)
-                if tool is None and len(name) <= 200:
-                    tool = self._tools_by_key.get(normalize_tool_name(name))
+                tool = self._find_tool(name)
                 if tool is None:
                     problem = f"unknown tool {name[:80]!r}"
         command = None
@@ -267,6 +285,33 @@ class AgentFlowEnv(TaskEnv):
         text, error = result.text, result.error
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
         return tool.name, command, text, error
+
+    def _find_tool(self, name: str) -> Tool | None:
+        # an exact name skips normalising; tool names are short, so a long one is unknown without the name cache
+        tool = self._tools_by_name.get(name)
+        if tool is None and len(name) <= 200:
+            tool = self._tools_by_key.get(normalize_tool_name(name))
+        return tool
+
+    def _add_messages(
+        self, action_text: str, call: ToolCallAction | None, parsed: ParsedAction, result: str | None, error: str | None
+    ) -> None:
+        """The turn as chat messages: the assistant's, then a ``tool`` reply per call (or a ``user`` note
+        after a text-format action that ran a tool or was invalid). ``result``/``error``: the turn record's."""
+        if call is None:
+            self._messages.append({"role": "assistant", "content": action_text})
+            if not parsed.is_final and result is not None:
+                self._messages.append({"role": "user", "content": result})
+            return
+        self._messages.append(call.message())
+        for i, item in enumerate(call.calls):
+            if i == 0:
+                text = "Final answer received." if parsed.is_final else (result or error or "")
+            else:
+                text = "Not run: one tool call per turn; call it again in a later turn."
+            self._messages.append({"role": "tool", "tool_call_id": item["id"], "content": text})
+        if not call.calls and not parsed.is_final and result is not None:
+            self._messages.append({"role": "user", "content": result})
 
     def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str]:
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
@@ -327,4 +372,18 @@ class AgentFlowEnv(TaskEnv):
             "tool_names": list(self.tool_names),
             "family": self.task.family,
             "memory_steps": self.memory.to_list(),
+            "tools": self.tool_schemas,
+            "messages": list(self._messages),
         }
+
+
+def _action_text(action: Any) -> str:
+    """The action as text (a message dict as its JSON), for the length limit and the trajectory."""
+    if isinstance(action, str):
+        return action
+    if isinstance(action, dict):
+        try:
+            return json.dumps(action, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return repr(action)
+    return repr(action)

@@ -367,8 +367,10 @@ class EnvServer:
 
     def step(self, episode_id: str, body: dict[str, Any]) -> dict[str, Any]:
         action = body.get("action")
-        if not isinstance(action, str):
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "action must be a string (the planner's raw text)")
+        if not isinstance(action, (str, dict)):
+            raise _HTTPError(
+                HTTPStatus.BAD_REQUEST, "action must be a string (the planner's raw text) or an assistant message"
+            )
         ep = self._episode(episode_id)
         with ep.lock:
             self._check_open(ep, episode_id)

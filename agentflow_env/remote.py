@@ -150,6 +150,10 @@ class _Transport:
 _MAX_HEAD = 64 * 1024
 
 
+def _wire_action(action: Any) -> Any:
+    return action if isinstance(action, dict) else str(action)
+
+
 def _step_tuple(out: dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
     return out["observation"], float(out["reward"]), bool(out["terminated"]), bool(out["truncated"]), out["info"]
 
@@ -188,8 +192,10 @@ class RemoteEnv(gym.Env[dict, str]):
         out = self._http.request("POST", f"/v1/episodes/{self._id()}/reset", {"seed": seed, "options": options})
         return out["observation"], out["info"]
 
-    def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
-        return _step_tuple(self._http.request("POST", f"/v1/episodes/{self._id()}/step", {"action": str(action)}))
+    def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
+        # a tool-calling assistant message travels as itself (the server's env reads it as the local one does)
+        body = {"action": _wire_action(action)}
+        return _step_tuple(self._http.request("POST", f"/v1/episodes/{self._id()}/step", body))
 
     def close(self) -> None:
         if self.episode_id is not None:
@@ -252,7 +258,7 @@ class RemoteEnvBatch:
     def step(self, actions: Sequence[str]) -> list[tuple[dict, float, bool, bool, dict]]:
         actions = list(actions)
         self._check(actions, "actions")
-        items = [{"episode_id": e, "action": str(a)} for e, a in zip(self._ids(), actions)]
+        items = [{"episode_id": e, "action": _wire_action(a)} for e, a in zip(self._ids(), actions)]
         return [_step_tuple(r) for r in self._many("/v1/step_many", "steps", items)]
 
     def _many(self, path: str, key: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:

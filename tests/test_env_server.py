@@ -79,6 +79,23 @@ def test_remote_episodes_equal_local_episodes(open_server, env_id):
     assert server.health()["episodes"] == 0  # close() ended the server side
 
 
+def test_tool_calling_messages_travel_as_themselves(open_server):
+    """An OpenAI assistant message (a dict) is stepped remotely exactly as locally, info's chat included."""
+    from agents.policies.tool_calling import ToolCalling
+
+    env_id = "agentflow/Gen-GameOf24-v1"
+    local = gym.make(env_id, split="test")
+    remote = RemoteEnv(env_id, open_server.url, split="test")
+    try:
+        a = _play(local, ToolCalling(scripted_planner_for(env_id), "openai"), 3)
+        b = _play(remote, ToolCalling(scripted_planner_for(env_id), "openai"), 3)
+        assert a == b and a[-1][1] == 1.0
+        assert any(m.get("tool_calls") for m in a[-1][4]["messages"])
+    finally:
+        remote.close()
+        local.close()
+
+
 def test_many_episodes_at_once_are_independent(server):
     envs = [RemoteEnv("agentflow/Gen-GameOf24-v1", server.url, split="test") for _ in range(6)]
     try:

@@ -136,7 +136,24 @@ class OpenAIEngine:
             self.usage_total["completion_tokens"] += completion
         return {"prompt_tokens": prompt, "completion_tokens": completion}
 
-    def _request(self, prompt: Prompt, sampling: SamplingParams) -> tuple[str, dict[str, int] | None]:
+    def chat_with_tools(
+        self, chats: Sequence[list[dict[str, Any]]], tools: list[dict[str, Any]], sampling: SamplingParams | None = None
+    ) -> list[dict[str, Any]]:
+        """One assistant message per chat, with ``tools=`` sent: ``{"role", "content", "tool_calls"?}`` as the
+        server returned it (a vLLM server needs ``--enable-auto-tool-choice --tool-call-parser hermes``)."""
+        sampling = sampling or SamplingParams()
+        chats = list(chats)
+        if self.mode != "chat":
+            raise ConfigError("tool calling needs mode='chat' (chat/completions)")
+        workers = max(min(self.concurrency, len(chats)), 1)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai") as pool:
+            results = list(pool.map(lambda c: self._one(c, sampling, tools), chats))
+        self.last_usage = [usage for _, usage in results]
+        return [message for message, _ in results]
+
+    def _request(
+        self, prompt: Prompt, sampling: SamplingParams, tools: list[dict[str, Any]] | None = None
+    ) -> tuple[Any, dict[str, int] | None]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "temperature": sampling.temperature,
@@ -151,6 +168,20 @@ class OpenAIEngine:
             kwargs["extra_body"] = self.extra_body
         if sampling.response_format is not None and self.mode == "chat":
             kwargs["response_format"] = sampling.response_format
+        if tools is not None:
+            out = self.client.chat.completions.create(messages=as_chat(prompt), tools=tools, **kwargs)
+            message = out.choices[0].message
+            reply: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                reply["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in message.tool_calls
+                ]
+            return reply, self._record(out)
         if self.mode == "chat":
             out = self.client.chat.completions.create(messages=as_chat(prompt), **kwargs)
             return out.choices[0].message.content or "", self._record(out)
@@ -159,12 +190,14 @@ class OpenAIEngine:
         out = self.client.completions.create(prompt=prompt_text(prompt), **kwargs)
         return out.choices[0].text or "", self._record(out)
 
-    def _one(self, prompt: Prompt, sampling: SamplingParams) -> tuple[str, dict[str, int] | None]:
+    def _one(
+        self, prompt: Prompt, sampling: SamplingParams, tools: list[dict[str, Any]] | None = None
+    ) -> tuple[Any, dict[str, int] | None]:
         attempt = 0
         while True:
             with self._slots:
                 try:
-                    return self._request(prompt, sampling)
+                    return self._request(prompt, sampling, tools)
                 except Exception as exc:
                     retry, wait_hint = _retryable(exc)
                     reason = _short(exc)
