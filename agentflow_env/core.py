@@ -181,7 +181,9 @@ class AgentFlowEnv(TaskEnv):
             )
             parsed = ParsedAction(problems=[rejected])
         else:
-            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if action_text else None
+            # a str without "{" or "<" is neither a message nor a hermes call: read_tool_action's None, without the call
+            maybe_call = action_text and (self._tool_mode or type(action) is not str or "{" in action or "<" in action)
+            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if maybe_call else None
             if read is not None:
                 call, parsed = read
                 self._tool_mode = True
