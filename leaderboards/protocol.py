@@ -27,8 +27,10 @@ __all__ = [
     "PAPER_DEFAULTS",
     "PROTOCOL_DIR",
     "BenchmarkEntry",
+    "PlannedBenchmark",
     "PlannerSetup",
     "Protocol",
+    "RunPlan",
     "WorkUnit",
     "list_protocols",
     "load_protocol",
@@ -255,6 +257,172 @@ class Protocol:
         d.pop("agentflow_src")
         d["hash"] = self.hash
         return d
+
+    def resolve(
+        self,
+        *,
+        engine: str | None = None,
+        judge_engine: str | None = None,
+        data_dir: str | None = None,
+        fast: bool = False,
+        fast_tasks: dict[str, int] | None = None,
+    ) -> RunPlan:
+        """This protocol with a run's choices, resolved once into what the runner executes (see :class:`RunPlan`).
+
+        ``engine``/``judge_engine`` override the protocol's; ``data_dir`` goes to the loaders that take one;
+        ``fast`` keeps the first ``fast_tasks`` tasks of each benchmark (or ``fast_tasks[env_id]``).
+        """
+        import gymnasium as gym
+
+        import agentflow_env  # noqa: F401  (registers the env ids)
+
+        env_kwargs = self.env_kwargs(engine)
+        planned = []
+        for entry in self.benchmarks:
+            if entry.env_id not in gym.registry:
+                from agentflow_env.registration import registered_ids
+
+                raise ConfigError(
+                    f"protocol {self.name} needs {entry.env_id}, which is not registered here; "
+                    f"registered: {', '.join(registered_ids())}"
+                )
+            loader = _loader_options(entry.env_id)
+            kwargs: dict[str, Any] = {**entry.options, **env_kwargs, "split": entry.split}
+            if data_dir and "data_dir" in loader:
+                kwargs["data_dir"] = data_dir
+            trial = self.trial_seed_option if self.trial_seed_option in loader else None
+            planned.append(PlannedBenchmark(entry, kwargs, trial))
+        env = dict(self.env)
+        if engine:
+            env["engine"] = engine
+        return RunPlan(
+            protocol=self,
+            benchmarks=tuple(planned),
+            engine=env_kwargs.get("engine"),
+            judge_engine=self.judge_engine(judge_engine) if self.uses_judge else None,
+            judge_options={k: v for k, v in self.judge.items() if k not in ("engine", "rules")},
+            planner=self.planner(),
+            env=env,
+            fast=fast,
+            fast_tasks=dict(fast_tasks or {}),
+        )
+
+
+def _loader_options(env_id: str) -> frozenset[str]:
+    """The options the benchmark's task loader states it takes (none for an env id without a benchmark)."""
+    import gymnasium as gym
+
+    bench = (gym.spec(env_id).kwargs or {}).get("benchmark")
+    if bench is None:
+        return frozenset()
+    from benchmarks.specs import get_spec
+
+    return frozenset(get_spec(bench).loader_options or ())
+
+
+@dataclass(frozen=True)
+class PlannedBenchmark:
+    """One benchmark as a run makes it: the ``gymnasium.make`` kwargs (options, env settings, split, data
+    folder) and the loader option that takes each trial's seed (``None``: the trials share one task set)."""
+
+    entry: BenchmarkEntry
+    make_kwargs: dict[str, Any]
+    trial_option: str | None
+
+    @property
+    def env_id(self) -> str:
+        return self.entry.env_id
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A protocol resolved once with a run's choices; :mod:`leaderboards.runner` executes it.
+
+    It holds every fact the runner needs: per benchmark the env's kwargs and trial-seed option, the
+    modules' and the judge's engines, the planner's settings, which tasks run (``fast``) and what the record
+    names (``env``: the protocol's ``[env]`` with the engine override).
+    """
+
+    protocol: Protocol
+    benchmarks: tuple[PlannedBenchmark, ...]
+    engine: str | None  # the env modules' engine spec (None: offline modules)
+    judge_engine: str | None  # None: no benchmark is judged
+    judge_options: dict[str, Any]
+    planner: PlannerSetup
+    env: dict[str, Any]
+    fast: bool = False
+    fast_tasks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.protocol.name
+
+    @property
+    def env_ids(self) -> list[str]:
+        return [b.env_id for b in self.benchmarks]
+
+    def benchmark(self, env_id: str) -> PlannedBenchmark:
+        for planned in self.benchmarks:
+            if planned.env_id == env_id:
+                return planned
+        raise ConfigError(f"{env_id} is not in protocol {self.name}; it has {', '.join(self.env_ids)}")
+
+    def make_kwargs(self, env_id: str, trial_seed: int | None = None) -> dict[str, Any]:
+        """``gymnasium.make`` kwargs of ``env_id`` in trial ``trial_seed`` (the scorer and tasks come apart)."""
+        planned = self.benchmark(env_id)
+        kwargs = dict(planned.make_kwargs)
+        if planned.trial_option and trial_seed is not None:
+            kwargs[planned.trial_option] = trial_seed
+        return kwargs
+
+    def trial_key(self, env_id: str, seed: int | None) -> int | None:
+        """Which task set an episode of trial ``seed`` plays: its own per trial, or one shared (``None``)."""
+        return seed if self.benchmark(env_id).trial_option else None
+
+    def units(self, env_id: str, num_tasks: int) -> list[WorkUnit]:
+        """The episodes of one benchmark with ``num_tasks`` tasks available."""
+        return self.protocol.units(env_id, num_tasks, fast=self.fast, limit=self.fast_tasks.get(env_id))
+
+    @property
+    def http_modules(self) -> bool:
+        """Whether the env's modules call an LLM (the paper flow, or llm modes with an engine)."""
+        return self.engine is not None
+
+    def calls_per_episode(self, turns: float) -> float:
+        """LLM calls of one episode of ``turns`` planner turns (the planner's included)."""
+        judged = 1.0 if self.judge_engine else 0.0
+        if self.protocol.flow == "paper":  # query analysis; planner, executor, tool, verifier per step; final
+            return 2 + 4 * turns + judged  # (the generalist tool's call counted; other tools call none)
+        env = self.env
+        per_turn = 1 + sum(env.get(k) == "llm" for k in ("executor", "verifier"))
+        return per_turn * turns + (env.get("generator") == "llm") + judged
+
+    def describe(self, episodes: dict[str, int], concurrency: int, latency_s: float) -> str:
+        """The plan in words, with the wall-time estimate of ``episodes`` at ``latency_s`` per LLM call."""
+        total = sum(episodes.values())
+        lines = [f"protocol {self.name} (hash {self.protocol.hash}), flow {self.protocol.flow}"]
+        lines.append(f"  modules' engine: {self.engine or 'none (offline modules)'}")
+        lines.append(f"  judge: {self.judge_engine or 'none'}")
+        for planned in self.benchmarks:
+            trial = f", trial seed -> {planned.trial_option}" if planned.trial_option else ""
+            lines.append(f"  {planned.env_id}: {episodes.get(planned.env_id, 0)} episodes{trial}")
+        lines.append(f"  {total} episodes, {concurrency} in flight, max {self.protocol.max_turns} turns")
+        for label, turns in (("typical (2 turns)", 2.0), ("worst case", float(self.protocol.max_turns))):
+            k = self.calls_per_episode(turns)
+            seconds = total * k * latency_s / concurrency
+            lines.append(
+                f"  {label}: {k:g} LLM calls per episode, at {latency_s:g} s per call about "
+                f"{_duration(seconds)} (bound: {concurrency} in flight / ({k:g} calls x {latency_s:g} s))"
+            )
+        return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def list_protocols(directory: Path = PROTOCOL_DIR) -> list[str]:

@@ -90,3 +90,27 @@ def paper_toolbox(engine: Any, search: FakeSearch) -> dict[str, PaperTool]:
 def length_reward(trajectory) -> float:
     """A reward that differs between rollouts of a random model (so advantages are not all zero)."""
     return (len(trajectory.turns[0].action) % 5) / 4.0
+
+
+class ConcurrentScripted:
+    """The Game of 24 scripted planner, declared safe for concurrent ``act`` calls (its actions depend on the
+    observation only), so rollouts with ``scheduler="auto"`` run each episode on its own."""
+
+    concurrent_act = True
+
+    def __init__(self) -> None:
+        from agents.policies.baselines import ScriptedGameOf24Planner
+
+        self.inner = ScriptedGameOf24Planner()
+
+    def act(self, observations: Any) -> list[str]:
+        return self.inner.act(observations)
+
+
+def flat_groups(groups: Any) -> list[tuple[Any, ...]]:
+    """Group rollouts as comparable tuples: task, group, sample, every turn, answer and score."""
+    return [
+        (t.task_id, t.group, t.sample, [(u.prompt, u.action, u.result, u.reward) for u in t.turns], t.answer, t.score)
+        for g in groups
+        for t in g
+    ]

@@ -186,7 +186,7 @@ def test_interrupted_eval_resumes_without_redoing_finished_tasks(tmp_path: Path)
         protocol=str(one_seed),
         out=tmp_path,
         progress=False,
-        batch_size=2,
+        concurrency=2,
         policy_factory=lambda env_id: first,
     )
     with pytest.raises(KeyboardInterrupt):
@@ -411,7 +411,8 @@ def test_one_act_call_per_turn_spans_benchmarks(tmp_path: Path) -> None:
             protocol=str(two),
             out=tmp_path,
             progress=False,
-            batch_size=32,
+            concurrency=32,
+            batch_window_s=60.0,  # a batch goes when every episode in flight is waiting, or after the window
             policy_factory=lambda env_id: shared,
         )
     )
@@ -458,7 +459,7 @@ def test_a_killed_eval_resumes_from_disk(tmp_path: Path) -> None:
         str(protocol),
         "--output-dir",
         str(tmp_path),
-        "--batch-size",
+        "--concurrency",
         "1",
         "--no-progress",
     ]

@@ -54,7 +54,7 @@ def test_two_real_evals_on_one_folder(tmp_path: Path) -> None:
         str(protocol),
         "--output-dir",
         str(tmp_path),
-        "--batch-size",
+        "--concurrency",
         "1",
         "--no-progress",
     ]

@@ -130,7 +130,16 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
         PROTOCOL_TEXT.replace("seeds = [0, 1, 2]", "seeds = [0, 2]").replace("fast_tasks = 5", "fast_tasks = 1")
     )
     out = tmp_path / "runs"
-    args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{server.url}", "--batch-size", "1"]
+    args = [
+        "eval",
+        "--protocol",
+        str(small),
+        "--fast",
+        "--policy",
+        f"openai:planner@{server.url}",
+        "--concurrency",
+        "1",
+    ]
     args += ["--engine", f"openai:qwen@{server.url}", "--judge-engine", f"openai:judge@{server.url}"]
     args += ["--data-dir", str(testsets_dir), "--output-dir", str(out), "--no-progress", "--name", "e2e"]
     assert main(args) == 0, capsys.readouterr().err

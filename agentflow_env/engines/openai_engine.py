@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentflow_env.engines.base import Prompt, SamplingParams, as_chat
+from agentflow_env.engines.meter import METER
 from agentflow_env.error import ConfigError, DependencyNotInstalled, EngineError
 
 __all__ = ["OpenAIEngine"]
@@ -40,6 +41,8 @@ class OpenAIEngine:
     as the server reported it (``None`` where it reported none, or only an estimate), and ``usage_total``
     adds them up over the engine's life.
     """
+
+    thread_safe = True  # generate may be called from many threads at once (a runner's episodes share it)
 
     def __init__(
         self,
@@ -69,7 +72,7 @@ class OpenAIEngine:
         self.concurrency = int(concurrency)
         self.extra_body = dict(extra_body or {})
         self._slots = threading.BoundedSemaphore(self.concurrency)
-        self.last_usage: list[dict[str, int] | None] = []
+        self._local = threading.local()  # last_usage per calling thread: many episodes share an engine
         self.usage_total = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "requests_with_usage": 0}
         self._usage_lock = threading.Lock()
         self._rng = random.Random(0)
@@ -95,6 +98,22 @@ class OpenAIEngine:
         if at > 0:
             model, base_url = target[:at], target[at + 1 :]
         return cls(model, base_url=base_url, **options)
+
+    @property
+    def last_usage(self) -> list[dict[str, int] | None]:
+        """Token counts of this thread's last ``generate`` (one entry per prompt)."""
+        return getattr(self._local, "usage", [])
+
+    @last_usage.setter
+    def last_usage(self, value: list[dict[str, int] | None]) -> None:
+        self._local.usage = value
+
+    def set_concurrency(self, n: int) -> None:
+        """Allow ``n`` requests in flight (a runner with ``n`` episodes in flight raises the limit to match)."""
+        if n < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {n}")
+        self.concurrency = int(n)
+        self._slots = threading.BoundedSemaphore(self.concurrency)
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
@@ -134,6 +153,7 @@ class OpenAIEngine:
             self.usage_total["requests_with_usage"] += 1
             self.usage_total["prompt_tokens"] += prompt
             self.usage_total["completion_tokens"] += completion
+        METER.add_tokens(completion)
         return {"prompt_tokens": prompt, "completion_tokens": completion}
 
     def chat_with_tools(
@@ -195,7 +215,7 @@ class OpenAIEngine:
     ) -> tuple[Any, dict[str, int] | None]:
         attempt = 0
         while True:
-            with self._slots:
+            with self._slots, METER.request():
                 try:
                     return self._request(prompt, sampling, tools)
                 except Exception as exc:

@@ -15,7 +15,9 @@ does not run (the memory says why), the verdict is CONTINUE, the final output is
 ``info["answer_rejected"]``); its trace entry says why under ``"rejected"``. Every reader is linear in
 the reply's length.
 
-Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does.
+Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does; it counts
+the episode's own time (``self.clock``; a runner with many episodes in flight pauses it while the episode
+waits behind others and charges it the planner's call time, so concurrency does not change the budget).
 Once it is spent nothing new starts: a step that begins past it runs no module and ends the run
 (``truncated``); within a step the tool and the verifier start only while time is left, and each tool
 call runs with ``min(tool_timeout_s, time left)``. So a step ends past the budget by at most an executor

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,10 +69,33 @@ class LLMPlanner:
         self.tools = [dict(t) for t in tools] if tools else None
         self._card_schemas: dict[str, list[dict[str, Any]]] = {}
         self.calls = 0
-        self.last_messages: list[list[Message]] = []
-        # per prompt of the last act: {"prompt_tokens", "completion_tokens"} as the engine reported them (or None);
-        # evals record them per episode (leaderboards.runner.normalize_actions)
-        self.last_usage: list[dict[str, int] | None] | None = None
+        # last_messages and last_usage are per calling thread: a runner may have several act calls in flight
+        self._local = threading.local()
+        self.last_messages = []
+
+    @property
+    def concurrent_act(self) -> bool:
+        """Whether a runner may have several ``act`` calls in flight: when the engine says it is thread-safe
+        (an HTTP engine); a local model gets one batch at a time."""
+        return bool(getattr(self.engine, "thread_safe", False))
+
+    @property
+    def last_messages(self) -> list[list[Message]]:
+        return getattr(self._local, "messages", [])
+
+    @last_messages.setter
+    def last_messages(self, value: list[list[Message]]) -> None:
+        self._local.messages = value
+
+    @property
+    def last_usage(self) -> list[dict[str, int] | None] | None:
+        """Per prompt of this thread's last act: ``{"prompt_tokens", "completion_tokens"}`` as the engine reported
+        them (or None); evals record them per episode (leaderboards.runner.normalize_actions)."""
+        return getattr(self._local, "usage", None)
+
+    @last_usage.setter
+    def last_usage(self, value: list[dict[str, int] | None] | None) -> None:
+        self._local.usage = value
 
     @classmethod
     def for_paper_env(cls, engine: Engine | str, env: Any, **kwargs: Any) -> LLMPlanner:

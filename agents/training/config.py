@@ -112,6 +112,11 @@ class FlowGRPOConfig:
     )
     questions_per_step: int = _doc("B: questions per step", default=8)
     group_size: int = _doc("G: rollouts per question", default=4)
+    concurrency: int = _doc(
+        "episodes in flight during rollouts (0: every episode of a step at once); an HTTP planner runs each "
+        "episode on its own, a local model in lock-step turns (agents.training.rollout)",
+        default=0,
+    )
     max_new_tokens: int = _doc("token budget of one planner action", default=64)
     temperature: float = _doc("sampling temperature of rollouts", default=1.0)
     top_p: float = _doc("nucleus sampling of rollouts", default=1.0)
@@ -189,7 +194,7 @@ class FlowGRPOConfig:
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be at least 1; set {name} to a positive number")
-        for name in ("checkpoint_every", "eval_every", "threads", "keep_checkpoints"):
+        for name in ("checkpoint_every", "eval_every", "threads", "keep_checkpoints", "concurrency"):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 0 (0 turns it off)")
         if not 0.0 <= self.eps_low < 1.0 or self.eps_high < 0.0:

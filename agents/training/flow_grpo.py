@@ -182,7 +182,8 @@ class FlowGRPOLearner:
 
         tasks = self.tasks(split)
         task_ids = [tasks[i].id for i in task_indices]
-        runner = self.runner(split, len(task_ids) * group_size)
+        count = len(task_ids) * group_size
+        runner = self.runner(split, min(count, self.config.concurrency) if self.config.concurrency > 0 else count)
         saved = self.backend.sampling
         if greedy:
             self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)

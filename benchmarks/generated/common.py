@@ -102,6 +102,15 @@ class GeneratedTasks:
         self._keys: set[str] = set()
         self._draws = 0
         self._by_id: dict[str, int] = {}
+        # envs of a concurrent run share this source: two threads drawing at once would swap tasks' contents
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (Ray ships task sources to workers)
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self.num_tasks
@@ -111,8 +120,11 @@ class GeneratedTasks:
             index += self.num_tasks
         if not 0 <= index < self.num_tasks:
             raise IndexError(f"task index {index} out of range for {self.num_tasks} tasks")
-        while len(self._tasks) <= index:
-            self._tasks.append(self._next())
+        if index < len(self._tasks):
+            return self._tasks[index]
+        with self._lock:
+            while len(self._tasks) <= index:
+                self._tasks.append(self._next())
         return self._tasks[index]
 
     def __iter__(self):
