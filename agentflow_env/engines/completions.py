@@ -107,7 +107,7 @@ def _transformers_complete(engine: Any, prompts: list[TokenPrompt], sampling: Sa
 def _transformers_one(engine: Any, ids: list[int], sampling: SamplingParams, n: int) -> list[Completion]:
     import torch
 
-    from agentflow_env.engines.transformers_engine import cut_at_stop
+    from agentflow_env.engines.transformers_engine import cut_at_stop, stop_criteria
 
     tok, model = engine.tokenizer, engine.model
     device = next(model.parameters()).device
@@ -122,8 +122,8 @@ def _transformers_one(engine: Any, ids: list[int], sampling: SamplingParams, n: 
         kwargs.update(do_sample=True, temperature=float(sampling.temperature), top_p=float(sampling.top_p), top_k=0)
     else:
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-    if sampling.stop:
-        kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+    if any(sampling.stop):
+        kwargs.update(stopping_criteria=stop_criteria(tok, sampling.stop, len(ids)))
     with torch.random.fork_rng(devices=[] if device.type == "cpu" else None, enabled=sampling.seed is not None):
         if sampling.seed is not None:
             torch.manual_seed(int(sampling.seed))
