@@ -88,6 +88,7 @@ class SandboxLimits:
     nofile: int = 64
     tmp_mb: int = 64
     cpu_total_s: int = 3600
+    keep_background: bool = False  # processes a cell started outlive its call (stopped until the next call)
 
     def to_wire(self, zygote_vm_kb: int) -> dict[str, int]:
         # RLIMIT_AS counts address space, and the preloaded zygote already maps a lot of it: add the budget on top
@@ -99,6 +100,7 @@ class SandboxLimits:
             "tmp_bytes": self.tmp_mb * 2**20,
             "tree_bytes": self.memory_mb * 2**20,  # all the worker's processes together, above their idle size
             "cpu_total_s": self.cpu_total_s,
+            "keep_background": int(self.keep_background),
         }
 
 
@@ -114,6 +116,11 @@ class SandboxInfo:
     interfaces: tuple[str, ...] = ()
     missing_preloads: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # how a worker's processes together are held to memory_mb: "cgroup" (cgroup v2 memory.max, cpu.max and
+    # pids.max on the worker's own cgroup) or "polled" (the supervisor sums their PSS every 50 ms during calls)
+    resource_control: str = "polled"
+    # what a worker's processes do between calls: "stopped" (SIGSTOP after each call, SIGCONT at the next)
+    between_calls: str = "stopped"
 
     @property
     def isolated(self) -> bool:
@@ -384,7 +391,7 @@ class ZygoteProcess:
             for fd in fds:
                 os.close(fd)
             raise ToolError(f"could not start a Python worker: {reply.get('error', 'no channel')}")
-        return Worker(self, int(reply["wid"]), socket.socket(fileno=fds[0]))
+        return Worker(self, int(reply["wid"]), socket.socket(fileno=fds[0]), int(reply.get("ns") or 0))
 
     def kill(self, wid: int) -> int | None:
         """Kill a worker and everything it started; returns its wait status when known."""
@@ -479,10 +486,11 @@ def _sweep_uid_range(base: int, count: int) -> None:
 class Worker:
     """The host's handle on one forked worker: a stream socket carrying length-prefixed JSON."""
 
-    def __init__(self, zygote: ZygoteProcess, wid: int, sock: socket.socket):
+    def __init__(self, zygote: ZygoteProcess, wid: int, sock: socket.socket, ns: int = 0):
         self.zygote = zygote
         self.wid = wid
         self.sock = sock
+        self.ns = ns  # the inode of its pid namespace (0: not isolated)
         self.calls = 0
 
     def call(self, code: str, timeout: float, limit: int) -> dict[str, Any]:
