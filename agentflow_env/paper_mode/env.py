@@ -40,7 +40,14 @@ from agentflow_env.engines.base import Engine
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
 from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
-from agentflow_env.paper_mode.replies import parse_blocks, read_command, read_next_step, read_verdict, split_blocks
+from agentflow_env.paper_mode.replies import (
+    parse_blocks,
+    read_command,
+    read_next_step,
+    read_verdict,
+    read_verdict_hardened,
+    split_blocks,
+)
 from agentflow_env.paper_mode.sampling import MODULE_SAMPLING, TOOL_SAMPLING, ModuleSampling, planner_sampling
 from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
@@ -53,6 +60,34 @@ __all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "prompt_f
 logger = logging.getLogger(__name__)
 
 TOOLBOX_PRESETS = ("as_coded", "as_stated")
+READING_PRESETS = ("as_coded", "hardened")
+
+
+class _DataBlock:
+    """Text that an f-string (AgentFlow's templates) or ``str()`` shows as is: a fenced data block."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        return self.text
+
+
+class _FencedMemory:
+    """The action memory as ``reading="hardened"`` shows it to the modules: its dict text, fenced as data."""
+
+    def __init__(self, memory: ActionMemory, nonce: str):
+        from agentflow_env.scoring.judge import fence
+
+        self.block = _DataBlock(fence("MEMORY", memory.text(), nonce))
+
+    def get_actions(self) -> _DataBlock:
+        return self.block
 
 
 def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
@@ -113,6 +148,13 @@ class PaperFlowEnv(AgentFlowEnv):
     - ``tools``: runnable tools by AgentFlow name, replacing the default stand-ins (tests, custom search).
     - ``extra_settings``: more entries for ``paper_settings`` (how the builder made the questions, ...).
     - ``max_action_chars``: the longest planner or module reply that is read (see the module docstring).
+    - ``reading``: ``"as_coded"`` (default) builds the module prompts and reads the verifier exactly as
+      AgentFlow's code does: the memory, so every tool result, goes into the verifier and final-output prompts
+      as raw text, and a "stop" anywhere in the verifier's reply (also one it quotes from a tool) is STOP.
+      ``"hardened"`` fences the memory and the planner's context/sub-goal as data in the module prompts (keyed
+      markers, quoted lines, look-alikes defused, as the LLM judge does) under a note saying they are never
+      instructions, and reads the verdict from the reply's last line only. The planner's own prompt (the
+      observation) is the same in both.
     """
 
     def __init__(
@@ -135,7 +177,11 @@ class PaperFlowEnv(AgentFlowEnv):
         render_mode: str | None = None,
         name: str = "AgentFlowEnv-paper",
         extra_settings: Mapping[str, Any] | None = None,
+        reading: str = "as_coded",
     ):
+        if reading not in READING_PRESETS:
+            raise ConfigError(f"reading={reading!r}; choose one of {', '.join(READING_PRESETS)}")
+        self.reading = reading
         if engine is None:
             raise ConfigError("the paper mode needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
         if toolbox not in TOOLBOX_PRESETS:
@@ -211,6 +257,7 @@ class PaperFlowEnv(AgentFlowEnv):
             "toolbox": self.toolbox_preset,
             "tools": {name: STAND_INS.get(name, type(tool).__name__) for name, tool in self.toolbox.items()},
             "sampling": self.sampling_preset,
+            "reading": self.reading,
             "planner_sampling": self.planner_sampling.to_dict(),
             "module_sampling": self.module_sampling.to_dict(),
             "tool_sampling": TOOL_SAMPLING.to_dict(),
@@ -274,14 +321,16 @@ class PaperFlowEnv(AgentFlowEnv):
             if self._time_left() <= 0:
                 self._add_error(record, self._no_time("the verifier"))
             else:
-                prompt = self.prompt_source.verification(
+                memory, note = self._module_memory()
+                prompt = note + self.prompt_source.verification(
                     self.task.question,
                     self.available_tools,
                     self.toolbox_metadata,
                     self.query_analysis,
-                    self.action_memory,
+                    memory,  # type: ignore[arg-type]
                 )
-                record["verifier"] = read_verdict(self._call("verifier", step, prompt))
+                reader = read_verdict_hardened if self.reading == "hardened" else read_verdict
+                record["verifier"] = reader(self._call("verifier", step, prompt))
                 terminated = record["verifier"] == "STOP"
         truncated = not terminated and (self.turn >= self.max_turns or self._time_left() <= 0)
         record["seconds"] = time.perf_counter() - started
@@ -306,8 +355,9 @@ class PaperFlowEnv(AgentFlowEnv):
             command, result = self.prompt_source.missing_tool_command, self.prompt_source.missing_tool_result
             record["error"] = "no Context/Sub-Goal/Tool Name block in the reply" if tool_name is None else tool_name
         else:
-            prompt = self.prompt_source.tool_command(
-                self.task.question, context or "", sub_goal or "", tool_name, self.toolbox_metadata[tool_name]
+            context, sub_goal, note = self._module_step(context or "", sub_goal or "")
+            prompt = note + self.prompt_source.tool_command(
+                self.task.question, context, sub_goal, tool_name, self.toolbox_metadata[tool_name]
             )
             command = read_command(self._call("executor", step, prompt))
             unread = self.module_calls[-1].get("rejected")
@@ -405,7 +455,8 @@ class PaperFlowEnv(AgentFlowEnv):
     def _final_answer(self, info: dict[str, Any]) -> float:
         assert self.task is not None
         self._finished = True
-        prompt = self.prompt_source.final_output(self.task.question, self._raw_analysis, self.action_memory)
+        memory, note = self._module_memory()
+        prompt = note + self.prompt_source.final_output(self.task.question, self._raw_analysis, memory)  # type: ignore[arg-type]
         answer = str(self._call("final_output", self.turn, prompt))
         answer_rejected = self.module_calls[-1].get("rejected")
         score_error = None
@@ -428,6 +479,25 @@ class PaperFlowEnv(AgentFlowEnv):
         if answer_rejected:
             info["answer_rejected"] = answer_rejected
         return score
+
+    # ------------------------------------------------------------------ reading="hardened"
+    def _module_memory(self) -> tuple[ActionMemory | _FencedMemory, str]:
+        """The memory for a module prompt, and a note to put before the prompt (both as coded: as is, none)."""
+        if self.reading != "hardened":
+            return self.action_memory, ""
+        from agentflow_env.llm_modes import DATA_NOTE
+
+        nonce = hashlib.sha256(self.action_memory.text().encode("utf-8", "replace")).hexdigest()[:16]
+        return _FencedMemory(self.action_memory, nonce), DATA_NOTE.format(nonce=nonce) + "\n\n"
+
+    def _module_step(self, context: str, sub_goal: str) -> tuple[str, str, str]:
+        """The planner's context and sub-goal for the executor's prompt, and a note to put before it."""
+        if self.reading != "hardened":
+            return context, sub_goal, ""
+        from agentflow_env.llm_modes import fenced
+
+        data, note = fenced(context=context, sub_goal=sub_goal)
+        return "\n" + data["context"], "\n" + data["sub_goal"], note + "\n\n"
 
     def _time_left(self) -> float:
         return self.time_budget_s - (time.monotonic() - self._t0)
