@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import numbers
 import shutil
 import time
 from collections import deque
@@ -32,6 +33,7 @@ from leaderboards.store import (
     lock_run_dir,
     read_jsonl,
     run_name_for,
+    validate_run_name,
     write_json_atomic,
 )
 
@@ -60,7 +62,10 @@ class EvalConfig:
 
     @property
     def run_name(self) -> str:
-        return self.name or run_name_for(self.policy) + ("-fast" if self.fast else "")
+        """The run's folder name under ``out/<protocol>/``: ``name`` (checked) or one made from the policy spec."""
+        if self.name is None:
+            return run_name_for(self.policy) + ("-fast" if self.fast else "")
+        return validate_run_name(self.name)
 
 
 def _now() -> str:
@@ -174,15 +179,48 @@ def normalize_actions(policy: Any, raw: Sequence[Any], n: int) -> tuple[list[str
     return texts, tokens
 
 
+MAX_TOKENS_PER_ACTION = 10_000_000  # a count past this (per prompt or completion) is not believed
+
+
 def _token_count(get: Callable[..., Any]) -> dict[str, int] | None:
+    """The action's token counts, or ``None`` when unknown. Counts come from the policy, which may be anyone's
+    code: one that is not a whole number in [0, MAX_TOKENS_PER_ACTION] is reported (once) and counted as unknown,
+    so a bad count neither ends the evaluation nor reaches the result."""
     prompt, completion = get("prompt_tokens", None), get("completion_tokens", None)
     if prompt is None and completion is None:
         pids, aids = get("prompt_ids", None), get("action_ids", get("response_ids", None))
-        prompt = len(pids) if pids is not None else None
-        completion = len(aids) if aids is not None else None
+        try:
+            prompt = len(pids) if pids is not None else None
+            completion = len(aids) if aids is not None else None
+        except TypeError:
+            _warn_token_count(f"token ids without a length ({type(pids).__name__}, {type(aids).__name__})")
+            return None
     if prompt is None and completion is None:
         return None
-    return {"prompt": int(prompt or 0), "completion": int(completion or 0)}
+    counts = {}
+    for key, value in (("prompt", prompt), ("completion", completion)):
+        if value is None:
+            counts[key] = 0
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            if not (isinstance(value, float) and value.is_integer()):
+                _warn_token_count(f"{key} tokens = {value!r} ({type(value).__name__}), not a whole number")
+                return None
+        number = int(value)
+        if not 0 <= number <= MAX_TOKENS_PER_ACTION:
+            _warn_token_count(f"{key} tokens = {number}, outside 0..{MAX_TOKENS_PER_ACTION:,}")
+            return None
+        counts[key] = number
+    return counts
+
+
+_TOKEN_WARNINGS: set[str] = set()
+
+
+def _warn_token_count(problem: str) -> None:
+    if problem not in _TOKEN_WARNINGS:
+        _TOKEN_WARNINGS.add(problem)
+        logger.warning("the policy reported %s; this action's token count is recorded as unknown", problem)
 
 
 @dataclass
@@ -350,6 +388,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
     """Run (or resume) ``config.policy`` on ``config.protocol``; returns the stored result."""
     if config.batch_size < 1:
         raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
+    config.run_name  # noqa: B018  (a bad --name fails before anything is loaded or written)
     protocol = load_protocol(config.protocol)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
