@@ -88,7 +88,8 @@ class _State:
         self.lock = threading.Condition()
         self.idle: list[Worker] = []
         self.busy = 0
-        self.registered = False
+        self.registered = False  # this tool's claim on the shared zygote is counted
+        self.acquiring = False  # the prestart thread is starting (or joining) the zygote
         self.closed = False
         self.epoch = 0
         self.spare: Worker | None = None  # forked for the next episode while this one runs
@@ -98,12 +99,15 @@ class _State:
 
 
 def _release(state: _State) -> None:
-    """Kill every worker of a tool and drop its claim on the shared zygote (close, GC, or interpreter exit)."""
+    """Kill every worker of a tool and drop its claim on the shared zygote (close, GC, or interpreter exit).
+
+    Never waits for a zygote that is still starting: the prestart thread drops its claim itself when it finds the
+    tool closed."""
     with state.lock:
         state.closed = True
-    for thread in (state.starter, state.maintainer):  # they finish what they hold, then see ``closed``
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=150)
+        maintainer = state.maintainer
+    if maintainer is not None and maintainer is not threading.current_thread():
+        maintainer.join(timeout=60)  # it finishes the kill or fork in hand (milliseconds), then sees ``closed``
     with state.lock:
         workers, state.idle = state.idle, []
         workers += state.doomed
@@ -112,7 +116,6 @@ def _release(state: _State) -> None:
             workers.append(state.spare)
             state.spare = None
         registered, state.registered = state.registered, False
-        state.closed = True
         state.epoch += 1
     for worker in workers:
         worker.kill()
@@ -171,32 +174,37 @@ def _kick(state: _State) -> None:
 
 def _prestart(state: _State) -> None:
     """Background, at build: start (or join) the shared zygote and fork the first worker and the spare."""
+    with state.lock:
+        if state.closed or state.registered:
+            return
+        state.acquiring = True
     try:
-        with state.lock:
-            if state.closed:
-                return
-            register = not state.registered
-            state.registered = True
-        try:
-            zygote = acquire_zygote(state.key, register)
-        except BaseException:
-            if register:
-                with state.lock:
-                    state.registered = False
-            raise
-        with state.lock:
-            if state.closed:  # closed meanwhile: _release saw registered=True and released our claim
-                return
-        worker = zygote.spawn(state.limits)
-        with state.lock:
-            keep = not state.closed and not state.idle and state.busy == 0
-            if keep:
-                state.idle.append(worker)
-            _kick(state)
-        if not keep:
-            worker.kill()
+        zygote = acquire_zygote(state.key, True)
     except Exception:  # no sandbox here, or it failed: the first call reports it
         logger.debug("prestarting the Python sandbox failed", exc_info=True)
+        with state.lock:
+            state.acquiring = False
+        return
+    with state.lock:
+        state.acquiring = False
+        closed = state.closed
+        if not closed:
+            state.registered = True
+    if closed:  # closed meanwhile: the claim just counted is ours to drop
+        release_zygote(state.key)
+        return
+    try:
+        worker = zygote.spawn(state.limits)
+    except Exception:
+        logger.debug("prestarting a Python worker failed", exc_info=True)
+        return
+    with state.lock:
+        keep = not state.closed and not state.idle and state.busy == 0
+        if keep:
+            state.idle.append(worker)
+        _kick(state)
+    if not keep:
+        worker.kill()
 
 
 class PythonCoderTool(BaseTool):
@@ -351,6 +359,7 @@ class PythonCoderTool(BaseTool):
 
     # ------------------------------------------------------------------ internals
     def _zygote(self) -> Any:
+        self._join_prestart()  # one claim per tool: never beside the prestart thread's
         state = self._state
         with state.lock:
             register = not state.registered
@@ -429,6 +438,7 @@ class PythonCoderTool(BaseTool):
                 error="code too long",
             )
         timeout = max(float(timeout), 0.05)
+        self._join_prestart()  # without a reset first: wait for the worker the tool's build began (outside the budget)
         epoch = self._state.epoch
         try:
             worker = self._checkout()
