@@ -7,25 +7,23 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import gymnasium as gym
-
-from agentflow_env.error import ConfigError
+from agentflow_env.base import TaskEnv
+from agentflow_env.config import EnvConfig
 from agentflow_env.memory import Memory, shorten
 from agentflow_env.modes import build_modes
 from agentflow_env.parsing import ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
-from agentflow_env.spaces import UnicodeText, observation_space
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn_rewards import TurnSignals
-from agentflow_env.types import ListTaskSource, MemoryStep, Task, TaskSource, ToolResult, TurnRecord, find_task_index
+from agentflow_env.types import MemoryStep, Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
 
 logger = logging.getLogger(__name__)
 
 
-class AgentFlowEnv(gym.Env[dict, str]):
+class AgentFlowEnv(TaskEnv):
     """A multi-turn tool-use task; one ``step`` is one planner turn.
 
     ## Description
@@ -72,8 +70,6 @@ class AgentFlowEnv(gym.Env[dict, str]):
     call in progress cannot be interrupted.
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
-
     def __init__(
         self,
         tasks: TaskSource | Sequence[Task],
@@ -95,27 +91,21 @@ class AgentFlowEnv(gym.Env[dict, str]):
         render_mode: str | None = None,
         name: str = "AgentFlowEnv",
     ):
-        if max_turns < 1:
-            raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
-        if time_budget_s <= 0 or tool_timeout_s <= 0:
-            raise ConfigError("time_budget_s and tool_timeout_s must be positive seconds")
-        if memory_budget < 200:
-            raise ConfigError(f"memory_budget={memory_budget} is too small; use at least 200 characters")
-        if max_action_chars < 1000:
-            raise ConfigError(f"max_action_chars={max_action_chars} is too small; use at least 1000 characters")
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ConfigError(f"render_mode={render_mode!r}; choose one of {self.metadata['render_modes']} or None")
-        self.tasks: TaskSource = tasks if isinstance(tasks, TaskSource) else ListTaskSource(list(tasks))
-        if len(self.tasks) == 0:
-            raise ConfigError("the task source is empty; give at least one task")
-        self.scorer = scorer
-        self.tools: list[Tool] = list(tools)
-        self._tools_by_key: dict[str, Tool] = {}
-        for tool in self.tools:
-            key = normalize_tool_name(tool.name)
-            if key in self._tools_by_key:
-                raise ConfigError(f"two tools are both named {tool.name!r}; tool names must differ")
-            self._tools_by_key[key] = tool
+        config = EnvConfig(
+            max_turns=max_turns,
+            time_budget_s=time_budget_s,
+            tool_timeout_s=tool_timeout_s,
+            max_action_chars=max_action_chars,
+            render_mode=render_mode,
+            executor=executor,
+            verifier=verifier,
+            generator=generator,
+            engine=engine,
+            llm_kwargs=llm_kwargs,
+            memory_budget=memory_budget,
+            turn_rewards=turn_rewards,
+        )
+        super().__init__(tasks, scorer, tools, config, name)
         if isinstance(engine, str):
             from agentflow_env.engines import make_engine
 
@@ -123,13 +113,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self.engine = engine
         self.modes = (executor, verifier, generator)
         self._executor, self._verifier, self._generator = build_modes(executor, verifier, generator, engine, llm_kwargs)
-        self.max_turns = int(max_turns)
-        self.time_budget_s = float(time_budget_s)
-        self.tool_timeout_s = float(tool_timeout_s)
         self.memory_budget = int(memory_budget)
-        self.max_action_chars = int(max_action_chars)
-        self.render_mode = render_mode
-        self.name = name
         self.tool_names = [t.name for t in self.tools]
         examples = [str(t.examples[0]) for t in self.tools if t.examples]
         self._prompt = PlannerPrompt(
@@ -139,13 +123,8 @@ class AgentFlowEnv(gym.Env[dict, str]):
             direct=executor == "direct",
             instructions=instructions,
         )
-        self.observation_space = observation_space()
-        self.action_space = UnicodeText()
         self.memory = Memory()
-        self.task: Task | None = None
-        self.turn = 0
         self._trajectory: list[dict[str, Any]] = []
-        self._started = 0.0
         self._done = True
         self._memory_cache: tuple[Any, str] = (None, "")
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
@@ -160,24 +139,9 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self._trajectory = []
         self._signals.reset()
         self._done = False
-        for tool in self.tools:
-            reset = getattr(tool, "reset", None)
-            if callable(reset):
-                reset()
-        self._started = time.monotonic()
+        self._reset_tools()
+        self._start_clock()
         return self._observation(), self._info()
-
-    def _choose_task(self, options: dict[str, Any]) -> Task:
-        """The task ``reset`` plays: ``options["task_id"]``, ``options["index"]``, or one drawn by the seed."""
-        if "task_id" in options:
-            index = find_task_index(self.tasks, str(options["task_id"]))
-        elif "index" in options:
-            index = int(options["index"])
-            if not 0 <= index < len(self.tasks):
-                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
-        else:
-            index = int(self.np_random.integers(len(self.tasks)))
-        return self.tasks[index]
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
         if self.task is None or self._done:
@@ -249,13 +213,6 @@ class AgentFlowEnv(gym.Env[dict, str]):
             return None
         return text
 
-    def close(self) -> None:
-        for tool in self.tools:
-            try:
-                tool.close()
-            except Exception:  # closing must not hide the caller's own exception
-                logger.exception("closing tool %s failed", getattr(tool, "name", tool))
-
     # ------------------------------------------------------------------ internals
     def _run_tool(self, parsed: ParsedAction, record: TurnRecord) -> None:
         assert self.task is not None
@@ -317,9 +274,6 @@ class AgentFlowEnv(gym.Env[dict, str]):
             )
         )
 
-    def _time_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._started)
-
     def _out_of_time(self, parsed: ParsedAction, record: TurnRecord) -> None:
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
         record.error = problem
@@ -349,22 +303,7 @@ class AgentFlowEnv(gym.Env[dict, str]):
         self._done = True
         generated = self._generator.answer(self.task.question, self._memory_text(), answer)
         final = generated if generated is not None else ""
-        score_error = None
-        try:
-            score = float(self.scorer(final, self.task)) if final else 0.0
-        except Exception as exc:  # a scorer bug gives 0 and says why, it does not lose the episode
-            logger.exception("scorer failed on task %s", self.task.id)
-            score, score_error = 0.0, f"{type(exc).__name__}: {exc}"
-        score = min(max(score, 0.0), 1.0)
-        info.update(
-            answer=final,
-            score=score,
-            gold=self.task.answer,
-            trajectory=list(self._trajectory),
-            task=self.task.to_dict(),
-        )
-        if score_error:
-            info["score_error"] = score_error
+        score = self._grade(final, info, self._trajectory)
         generator_note = getattr(self._generator, "last_note", None)
         if generator_note:
             info["generator_note"] = generator_note

@@ -10,14 +10,18 @@ import importlib
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentflow_env.config import EnvConfig, PaperConfig
 from agentflow_env.core import AgentFlowEnv
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import TaskSource
+
+if TYPE_CHECKING:
+    from agentflow_env.paper_mode import PaperFlowEnv
 
 __all__ = ["SPEC_TABLE", "BenchmarkSpec", "get_spec", "make_env", "spec_names"]
 
@@ -29,6 +33,11 @@ class BenchmarkSpec:
     ``load_tasks(split=..., **kw)`` returns a task source; ``make_scorer(**kw)`` a scorer;
     ``tools`` names built-in tools (``make_tool`` short names); ``make_tools(**kw)``, when set,
     builds them instead (families whose search tool needs their own corpus).
+
+    ``loader_options``, ``scorer_options`` and ``tool_options`` state the keyword options each of those
+    takes; ``make_env`` routes a benchmark option to each builder that states it and
+    refuses one that none states. Left out, they are read once from the builders' signatures; stated,
+    they are checked against them.
     """
 
     name: str
@@ -44,6 +53,52 @@ class BenchmarkSpec:
     instructions: str = ""
     size: Callable[[], int | None] | None = None
     env_defaults: dict[str, Any] = field(default_factory=dict)
+    loader_options: frozenset[str] | None = None
+    scorer_options: frozenset[str] | None = None
+    tool_options: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        self.loader_options = _stated(self, "loader_options", self.load_tasks)
+        self.scorer_options = _stated(self, "scorer_options", self.make_scorer)
+        self.tool_options = _stated(self, "tool_options", self.make_tools) if self.make_tools else frozenset()
+        unknown = set(self.env_defaults) - EnvConfig.names()
+        if unknown:
+            raise ConfigError(f"{self.name}: env_defaults names {', '.join(sorted(unknown))}, not env options")
+
+    @property
+    def options(self) -> frozenset[str]:
+        """Every benchmark option (loader, scorer and tool factory together)."""
+        assert self.loader_options is not None and self.scorer_options is not None and self.tool_options is not None
+        return self.loader_options | self.scorer_options | self.tool_options
+
+    def loader_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return _pick(kwargs, self.loader_options)
+
+    def scorer_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return _pick(kwargs, self.scorer_options)
+
+    def tool_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return _pick(kwargs, self.tool_options)
+
+
+def _stated(spec: BenchmarkSpec, what: str, fn: Callable[..., Any]) -> frozenset[str]:
+    """The options ``fn`` takes: as ``spec`` states them (checked against ``fn``), or read from its signature."""
+    params = inspect.signature(fn).parameters.values()
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    stated = getattr(spec, what)
+    if stated is None:
+        if var_kw:
+            raise ConfigError(f"{spec.name}: {fn!r} takes **kwargs, so the spec must state {what}=")
+        return frozenset(named)
+    stated = frozenset(stated)
+    if not var_kw and not stated <= named:
+        raise ConfigError(f"{spec.name}: {what} names {', '.join(sorted(stated - named))}, which {fn!r} does not take")
+    return stated
+
+
+def _pick(kwargs: dict[str, Any], names: frozenset[str] | None) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k in (names or ())}
 
 
 # benchmark name -> "module:attribute" of its BenchmarkSpec
@@ -66,33 +121,6 @@ SPEC_TABLE: dict[str, str] = {
     "Gen-Agentic": "benchmarks.generated.agentic:SPEC",
 }
 
-_ENV_KWARGS = {
-    "executor",
-    "verifier",
-    "generator",
-    "engine",
-    "max_turns",
-    "time_budget_s",
-    "tool_timeout_s",
-    "memory_budget",
-    "max_action_chars",
-    "llm_kwargs",
-    "render_mode",
-    "turn_rewards",
-}
-# options of the paper flow (flow="paper"): AgentFlow's solver module by module
-_PAPER_KWARGS = {
-    "engine",
-    "tool_engine",
-    "prompts",
-    "toolbox",
-    "sampling",
-    "max_turns",
-    "time_budget_s",
-    "tool_timeout_s",
-    "max_action_chars",
-    "render_mode",
-}
 FLOWS = ("modes", "paper")
 
 
@@ -117,7 +145,7 @@ def make_env(
     scorer: Scorer | None = None,
     tools: Sequence[Tool] | None = None,
     **kwargs: Any,
-) -> AgentFlowEnv:
+) -> AgentFlowEnv | PaperFlowEnv:
     """Build the env of ``benchmark`` (the Gymnasium entry point of every ``agentflow/*`` id).
 
     Env kwargs (``max_turns``, ``executor``, ...) go to :class:`AgentFlowEnv`; the rest go to the
@@ -138,30 +166,24 @@ def make_env(
     spec = get_spec(benchmark)
     if flow == "paper":
         return _make_paper_env(spec, split, tasks, scorer, tools, kwargs)
-    env_kwargs = {**spec.env_defaults, **{k: kwargs.pop(k) for k in list(kwargs) if k in _ENV_KWARGS}}
-    env_kwargs.setdefault("max_turns", spec.max_turns)
-    builders = [spec.load_tasks, spec.make_scorer] + ([spec.make_tools] if spec.make_tools else [])
-    _check_options(benchmark, kwargs, builders)
-    task_source = (
-        tasks
-        if tasks is not None
-        else spec.load_tasks(split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
-    )
-    env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
+    config = EnvConfig.pop_from(kwargs, {"max_turns": spec.max_turns, **spec.env_defaults})
+    _check_options(spec.name, kwargs, spec.options)
+    split = split or spec.default_split
+    task_source = tasks if tasks is not None else spec.load_tasks(split=split, **spec.loader_kwargs(kwargs))
+    env_scorer = scorer if scorer is not None else spec.make_scorer(**spec.scorer_kwargs(kwargs))
     if tools is not None:
         env_tools = list(tools)
     elif spec.make_tools is not None:  # a family whose corpus depends on the split gets the split too
-        tool_kwargs = {**kwargs, "split": split or spec.default_split}
-        env_tools = spec.make_tools(**_accepted(spec.make_tools, tool_kwargs))
+        env_tools = spec.make_tools(**spec.tool_kwargs({**kwargs, "split": split}))
     else:
         env_tools = [make_tool(name) for name in spec.tools]
-    if env_kwargs.get("engine") is not None:  # LLM-backed tools built without an engine use the env's
+    if config.engine is not None:  # LLM-backed tools built without an engine use the env's
         for tool in env_tools:
             attach = getattr(tool, "attach_engine", None)
             if callable(attach):
-                attach(env_kwargs["engine"])
+                attach(config.engine)
     return AgentFlowEnv(
-        task_source, env_scorer, env_tools, instructions=spec.instructions, name=benchmark, **env_kwargs
+        task_source, env_scorer, env_tools, instructions=spec.instructions, name=benchmark, **config.kwargs()
     )
 
 
@@ -172,47 +194,42 @@ def _make_paper_env(
     scorer: Scorer | None,
     tools: Sequence[Tool] | None,
     kwargs: dict[str, Any],
-) -> AgentFlowEnv:
+) -> PaperFlowEnv:
     from agentflow_env.paper_mode import PaperFlowEnv
 
-    misplaced = sorted(k for k in kwargs if k in _ENV_KWARGS and k not in _PAPER_KWARGS)
+    misplaced = sorted(k for k in kwargs if k in EnvConfig.names() - PaperConfig.names())
     if misplaced:
         raise ConfigError(
             f"flow='paper' runs AgentFlow's own modules and budgets; {', '.join(misplaced)} do not apply "
-            f"(its options: {', '.join(sorted(_PAPER_KWARGS))})"
+            f"(its options: {', '.join(sorted(PaperConfig.names()))})"
         )
-    env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _PAPER_KWARGS}
-    env_kwargs.setdefault("max_turns", spec.max_turns)
-    if "time_budget_s" in spec.env_defaults:
-        env_kwargs.setdefault("time_budget_s", spec.env_defaults["time_budget_s"])
-    if env_kwargs.get("engine") is None:
+    if kwargs.get("engine") is None:
         raise ConfigError("flow='paper' needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
-    if isinstance(env_kwargs["engine"], str):
+    defaults = {"max_turns": spec.max_turns, **{k: v for k, v in spec.env_defaults.items() if k == "time_budget_s"}}
+    config = PaperConfig.pop_from(kwargs, defaults)
+    engine = config.engine
+    if isinstance(engine, str):
         from agentflow_env.engines import make_engine
 
-        env_kwargs["engine"] = make_engine(env_kwargs["engine"])
-    loader_names, loader_var_kw = _params(spec.load_tasks)
-    if "keep_instructions" in loader_names or loader_var_kw:
+        engine = make_engine(engine)
+    assert spec.loader_options is not None and spec.scorer_options is not None
+    if "keep_instructions" in spec.loader_options:
         kwargs.setdefault("keep_instructions", True)  # the question as AgentFlow sends it
     questions: dict[str, Any] = {"text": "the benchmark's own questions"}
-    if "verbatim_query" in loader_names:
+    if "verbatim_query" in spec.loader_options:
         kwargs.setdefault("verbatim_query", True)  # AgentFlow's `query` field, byte for byte
         questions = {"text": "AgentFlow's query field, verbatim" if kwargs["verbatim_query"] else "rebuilt"}
-    if "shuffle_options" in loader_names:
+    if "shuffle_options" in spec.loader_options:
         kwargs.setdefault("shuffle_options", False)  # AgentFlow shows the file's option order
         questions["shuffle_options"] = bool(kwargs["shuffle_options"])
-    scorer_names, _ = _params(spec.make_scorer)
-    if "scoring" in scorer_names:
+    if "scoring" in spec.scorer_options:
         kwargs.setdefault("scoring", "judge")  # AgentFlow's judge reads the whole final output
-        if kwargs["scoring"] == "judge" and "judge_engine" in scorer_names:
-            kwargs.setdefault("judge_engine", env_kwargs["engine"])
-    _check_options(spec.name, kwargs, [spec.load_tasks, spec.make_scorer])
-    task_source = (
-        tasks
-        if tasks is not None
-        else spec.load_tasks(split=split or spec.default_split, **_accepted(spec.load_tasks, kwargs))
-    )
-    env_scorer = scorer if scorer is not None else spec.make_scorer(**_accepted(spec.make_scorer, kwargs))
+        if kwargs["scoring"] == "judge" and "judge_engine" in spec.scorer_options:
+            kwargs.setdefault("judge_engine", engine)
+    _check_options(spec.name, kwargs, spec.loader_options | spec.scorer_options)
+    split = split or spec.default_split
+    task_source = tasks if tasks is not None else spec.load_tasks(split=split, **spec.loader_kwargs(kwargs))
+    env_scorer = scorer if scorer is not None else spec.make_scorer(**spec.scorer_kwargs(kwargs))
     given: Any = tools  # PaperTool objects: a dict by AgentFlow name, or a sequence named by their .name
     runnable: dict[str, Any] | None = None
     if given is not None:
@@ -223,31 +240,14 @@ def _make_paper_env(
         tools=runnable,
         name=f"{spec.name}-paper",
         extra_settings={"questions": questions},
-        **env_kwargs,
+        **{**config.kwargs(), "engine": engine},
     )
 
 
-def _params(fn: Callable[..., Any]) -> tuple[set[str], bool]:
-    sig = inspect.signature(fn)
-    names = {p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return names, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-
-
-def _accepted(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    names, var_kw = _params(fn)
-    return dict(kwargs) if var_kw else {k: v for k, v in kwargs.items() if k in names}
-
-
-def _check_options(benchmark: str, kwargs: dict[str, Any], builders: list[Callable[..., Any]]) -> None:
-    known: set[str] = set(_ENV_KWARGS)
-    for fn in builders:
-        names, var_kw = _params(fn)
-        if var_kw:
-            return
-        known |= names
+def _check_options(benchmark: str, kwargs: dict[str, Any], known: frozenset[str]) -> None:
     unknown = sorted(set(kwargs) - known)
     if unknown:
+        valid = sorted((known | EnvConfig.names()) - {"split"})
         raise ConfigError(
-            f"{benchmark} does not take option(s) {', '.join(unknown)}; "
-            f"valid options: {', '.join(sorted(known - {'split'}))}"
+            f"{benchmark} does not take option(s) {', '.join(unknown)}; valid options: {', '.join(valid)}"
         )

@@ -30,9 +30,10 @@ def default_site() -> Path:
     return RUNS_DIR / "site"
 
 
-def default_results() -> Path:
-    """What ``leaderboard render/show`` read: ``./runs/leaderboard`` when it exists, else the stored references."""
-    return default_out() if default_out().is_dir() else RESULTS_DIR
+def default_results() -> list[Path]:
+    """What ``leaderboard render/show`` read: the stored references, and ``./runs/leaderboard`` beside them
+    when it exists (one's own runs next to the reference rows)."""
+    return [RESULTS_DIR, *([default_out()] if default_out().is_dir() else [])]
 
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
@@ -202,8 +203,11 @@ def paper_settings_note(record: Any) -> str | None:
 def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     render = sub.add_parser("render", help="write Markdown, HTML and bar charts from stored results")
-    results_help = f"results folder to read (default: ./{default_out()} when it exists, else the stored references)"
-    render.add_argument("--results", type=Path, default=default_results(), help=results_help)
+    results_help = (
+        "results folder to read; repeat to show several together (default: the stored references, plus "
+        f"./{default_out()} when it exists)"
+    )
+    render.add_argument("--results", type=Path, action="append", default=None, help=results_help)
     render.add_argument(
         "--output-dir",
         type=Path,
@@ -216,7 +220,7 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     add_aliases(render, "--output-dir", "--out")  # the spelling before the CLI used one style
     render.set_defaults(func=_run_render)
     show = sub.add_parser("show", help="print the stored results as tables")
-    show.add_argument("--results", type=Path, default=default_results(), help=results_help)
+    show.add_argument("--results", type=Path, action="append", default=None, help=results_help)
     show.add_argument("--protocol", default=None, help="only this protocol")
     show.set_defaults(func=_run_show)
 
@@ -227,19 +231,23 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=_help)
 
 
-def _require_results(results: Path) -> None:
-    if not results.is_dir():
-        from agentflow_env.error import ConfigError
+def _require_results(args: argparse.Namespace) -> list[Path]:
+    results = args.results or default_results()
+    for folder in results:
+        if not Path(folder).is_dir():
+            from agentflow_env.error import ConfigError
 
-        raise ConfigError(f"results folder {results} does not exist; pass --results DIR (eval writes to --output-dir)")
+            raise ConfigError(
+                f"results folder {folder} does not exist; pass --results DIR (eval writes to --output-dir)"
+            )
+    return results
 
 
 def _run_render(args: argparse.Namespace) -> int:
     from leaderboards.render import render_site
 
-    _require_results(args.results)
-
-    written = render_site(args.results, args.output_dir, charts=not args.no_charts)
+    results = _require_results(args)
+    written = render_site(results, args.output_dir, charts=not args.no_charts)
     sys.stdout.write(f"wrote {len(written)} files to {args.output_dir} (open {args.output_dir / 'index.html'})\n")
     return 0
 
@@ -247,9 +255,8 @@ def _run_render(args: argparse.Namespace) -> int:
 def _run_show(args: argparse.Namespace) -> int:
     from leaderboards.render import board_rows, group_by_protocol, markdown_table
 
-    _require_results(args.results)
-
-    for protocol, runs in group_by_protocol(args.results).items():
+    results = _require_results(args)
+    for protocol, runs in group_by_protocol(results).items():
         if args.protocol and protocol != args.protocol:
             continue
         # plain Markdown, never wrapped, so it pastes into an issue or a README as is

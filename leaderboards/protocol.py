@@ -193,12 +193,13 @@ class Protocol:
         """Scored as the paper scores: a paper-mode protocol whose every benchmark uses the LLM judge."""
         return self.mode == "paper" and all(b.scorer == "judge" for b in self.benchmarks)
 
-    def units(self, env_id: str, num_tasks: int, fast: bool = False) -> list[WorkUnit]:
-        """The episodes of one benchmark with ``num_tasks`` tasks available (``fast``: the first ``fast_tasks``)."""
+    def units(self, env_id: str, num_tasks: int, fast: bool = False, limit: int | None = None) -> list[WorkUnit]:
+        """The episodes of one benchmark with ``num_tasks`` tasks available (``fast``: the first ``fast_tasks``,
+        or the first ``limit`` when given, as the score guard sizes it)."""
         entry = self.benchmark(env_id)
         n = num_tasks if entry.num_tasks is None else min(entry.num_tasks, num_tasks)
         if fast:
-            n = min(n, self.fast_tasks)
+            n = min(n, self.fast_tasks if limit is None else max(int(limit), 1))
         return [WorkUnit(env_id, i, s, k) for s in self.seeds for i in range(n) for k in range(self.samples_per_task)]
 
     def to_dict(self) -> dict[str, Any]:

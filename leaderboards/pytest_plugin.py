@@ -3,10 +3,18 @@
 ``@pytest.mark.leaderboard(policy=..., protocol=...)`` plus the ``leaderboard`` fixture runs the
 policy and fails when a benchmark's 95% interval excludes the stored reference; options select
 protocols (``--leaderboard-protocol``) and record new references (``--leaderboard-record``).
+
+It works for the user's own project: policies import from the rootdir and the current folder (under the
+``pytest`` console script too), references live in the project (``--leaderboard-results``, the
+``leaderboard_results`` ini key, default ``<rootdir>/leaderboard-refs``; never the installed package), a
+recorded reference names the project's git state and a hash of the policy's module, and the fast check is
+sized by a power calculation (``drop``/``power`` marker arguments) and says what it could not detect.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,9 +22,12 @@ from typing import Any
 import pytest
 
 MARKER_HELP = (
-    "leaderboard(policy, protocol='offline-v1', reference=None, fast=True, tolerance=0.0): "
-    "score-regression check of a policy against a stored reference, run through the `leaderboard` fixture"
+    "leaderboard(policy, protocol='offline-v1', reference=None, fast=True, tolerance=0.0, drop=0.15, power=0.8): "
+    "score-regression check of a policy against a stored reference, run through the `leaderboard` fixture; "
+    "the fast check runs enough tasks to catch a fall of `drop` with probability `power`"
 )
+DEFAULT_RESULTS = "leaderboard-refs"  # under the rootdir: the user's project, never the installed package
+_REPORTS = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,12 +56,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--leaderboard-results",
         default=None,
         metavar="DIR",
-        help="folder of stored references (default: leaderboards/results)",
+        help="folder of stored references (default: the leaderboard_results ini value, else "
+        f"<rootdir>/{DEFAULT_RESULTS})",
+    )
+    parser.addini(
+        "leaderboard_results",
+        f"folder of stored leaderboard references, relative to the rootdir (default {DEFAULT_RESULTS})",
+        default=None,
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    config.stash[_REPORTS] = []
+    # `pytest` (the console script) puts its own folder first on sys.path, not the current one, unlike
+    # `python -m pytest`: add the rootdir and the current folder so `my_policy:Planner` imports either way
+    for folder in (str(config.invocation_params.dir), str(config.rootpath)):
+        if folder not in sys.path:
+            sys.path.append(folder)
+
+
+def results_dir(config: pytest.Config) -> Path:
+    """Where references are read and recorded: the option, else the ini value (rootdir-relative), else
+    ``<rootdir>/leaderboard-refs``."""
+    option = config.getoption("--leaderboard-results")
+    if option:
+        return Path(option)
+    ini = config.getini("leaderboard_results")
+    return Path(config.rootpath) / (ini or DEFAULT_RESULTS)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    reports = config.stash.get(_REPORTS, [])
+    if reports:
+        terminalreporter.section("leaderboard guard")
+        for text in reports:
+            terminalreporter.write_line(text)
 
 
 @dataclass
@@ -68,16 +109,17 @@ class LeaderboardGuard:
         reference: str | None = None,
         fast: bool | None = None,
         tolerance: float | None = None,
+        drop: float | None = None,
+        power: float | None = None,
     ) -> Any:
         """Evaluate ``policy`` on ``protocol`` and compare with the stored ``reference`` run.
 
         Arguments default to the test's ``leaderboard`` marker. Returns the
         :class:`leaderboards.check.CheckReport`; calls ``pytest.fail`` with the table when it fails.
         """
-        from leaderboards.check import compare_to_reference, default_reference_name, load_reference
+        from leaderboards.check import compare_to_reference, default_reference_name, load_reference, plan_guard
         from leaderboards.protocol import load_protocol
         from leaderboards.runner import EvalConfig, evaluate
-        from leaderboards.store import RESULTS_DIR
 
         kw = self.marker_kwargs
         policy = policy or kw.get("policy")
@@ -89,24 +131,39 @@ class LeaderboardGuard:
         if selected and protocol not in selected and name not in selected:
             pytest.skip(f"protocol {protocol} not selected by --leaderboard-protocol {' '.join(selected)}")
         reference = reference or kw.get("reference") or default_reference_name(policy)
-        results = Path(self.config.getoption("--leaderboard-results") or RESULTS_DIR)
+        results = results_dir(self.config)
         tolerance = float(kw.get("tolerance", 0.0) if tolerance is None else tolerance)
         if self.config.getoption("--leaderboard-record"):
             return self._record(policy, protocol, reference, results)
         fast = bool(kw.get("fast", True) if fast is None else fast) and not self.config.getoption("--leaderboard-full")
-        ref = load_reference(name, reference, results)
+        from agentflow_env.error import ConfigError
+
+        try:
+            ref = load_reference(name, reference, results)
+        except ConfigError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        plan = None
+        if fast:
+            drop = float(kw.get("drop", 0.15) if drop is None else drop)
+            power = float(kw.get("power", 0.8) if power is None else power)
+            plan = plan_guard(ref, drop=drop, power=power)
         new = evaluate(
             EvalConfig(
                 policy=policy,
                 protocol=protocol,
                 out=self.workdir,
                 fast=fast,
+                fast_tasks=plan.tasks if plan else None,
+                code_dir=Path(self.config.rootpath),
                 overwrite=True,
                 progress=False,
                 name=f"check-{default_reference_name(policy)}",
             )
         )
         report = compare_to_reference(new, ref, tolerance=tolerance)
+        if plan is not None:
+            report.notes.extend(plan.notes)
+        self.config.stash[_REPORTS].append(report.message())
         if not report.ok:
             pytest.fail(report.message(), pytrace=False)
         return report
@@ -115,25 +172,32 @@ class LeaderboardGuard:
         from leaderboards.runner import EvalConfig, evaluate
         from leaderboards.store import git_state
 
-        commit, dirty = git_state()
-        if dirty or commit is None:
+        rootdir = Path(self.config.rootpath)
+        commit, dirty = git_state(rootdir)
+        if dirty:
             pytest.fail(
-                "refusing to record a leaderboard reference: the git tree is "
-                f"{'not a checkout' if commit is None else 'dirty'}; commit your changes first so the "
-                "reference names the code that produced it",
+                f"refusing to record a leaderboard reference: the git tree at {rootdir.name} is dirty; commit "
+                "your changes first so the reference names the code that produced it",
                 pytrace=False,
             )
-        return evaluate(
+        notes = "recorded by pytest --leaderboard-record"
+        if commit is None:  # not a checkout: the policy module's hash (run.json policy_source) names the code
+            notes += "; the project is not a git checkout, so only the policy's module hash names its code"
+        result = evaluate(
             EvalConfig(
                 policy=policy,
                 protocol=protocol,
                 out=results,
                 name=reference,
+                code_dir=rootdir,
                 overwrite=True,
                 progress=False,
-                notes="recorded by pytest --leaderboard-record",
+                notes=notes,
             )
         )
+        where = os.path.relpath(results, self.config.invocation_params.dir)
+        self.config.stash[_REPORTS].append(f"recorded {reference!r} for {result.record.protocol} into {where}")
+        return result
 
 
 @pytest.fixture

@@ -40,15 +40,19 @@ logger = logging.getLogger(__name__)
 CHECKOUT = Path(__file__).resolve().parents[1]  # the folder holding the leaderboards package
 
 
-def describe_source(results_dir: Path) -> str:
-    """How the page names the results folder it was rendered from: relative to the checkout (or the
-    installed package's folder) when inside it, so the committed site does not depend on where the clone
-    sits; else the absolute path."""
+def describe_source(results_dir: Path | Sequence[Path]) -> str:
+    """How the page names the results folders it was rendered from, never by an absolute path: relative to
+    the checkout (or the installed package's folder) when inside it, so the committed site does not depend on
+    where the clone sits; else relative to the current folder; else the folder's own name."""
+    if not isinstance(results_dir, (str, Path)):
+        return " + ".join(describe_source(d) for d in results_dir)
     path = Path(results_dir).resolve()
-    try:
-        return path.relative_to(CHECKOUT).as_posix()
-    except ValueError:
-        return path.as_posix()
+    for base in (CHECKOUT, Path.cwd().resolve()):
+        try:
+            return path.relative_to(base).as_posix() or "."
+        except ValueError:
+            continue
+    return f".../{path.name}"
 
 
 def generated_note(source: str) -> str:
@@ -107,10 +111,22 @@ def tokens_per_episode(row: BoardRow) -> float | None:
     return row.tokens / row.episodes
 
 
-def group_by_protocol(results_dir: Path = RESULTS_DIR) -> dict[str, list[EvalResult]]:
+def group_by_protocol(results_dir: Path | Sequence[Path] = RESULTS_DIR) -> dict[str, list[EvalResult]]:
+    """The runs of one or several results folders, by protocol. Measured runs with no finished episode get no
+    row. A run whose name an earlier folder already used is shown as ``NAME @ FOLDER`` (one's own runs beside
+    the stored references)."""
+    folders = [Path(results_dir)] if isinstance(results_dir, (str, Path)) else [Path(d) for d in results_dir]
     groups: dict[str, list[EvalResult]] = {}
-    for run in iter_runs(results_dir):
-        groups.setdefault(run.record.protocol, []).append(run)
+    seen: set[tuple[str, str]] = set()
+    for folder in dict.fromkeys(f.resolve() for f in folders):
+        for run in iter_runs(folder):
+            rec = run.record
+            if rec.kind == "measured" and not run.outcomes:
+                continue
+            if (rec.protocol, rec.name) in seen:
+                rec.name = f"{rec.name} @ {describe_source(folder)}"
+            seen.add((rec.protocol, rec.name))
+            groups.setdefault(rec.protocol, []).append(run)
     return dict(sorted(groups.items()))
 
 
@@ -122,12 +138,15 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
         columns = [(b.env_id, b.label, b.category) for b in protocol.benchmarks]
         phash: str | None = protocol.hash
         summary = _protocol_summary(protocol)
-    except Exception:  # results of a protocol no longer shipped still render
+    except Exception:  # a protocol given as a TOML path, or no longer shipped: its runs say what it was
         seen: dict[str, tuple[str, str, str]] = {}
         for run in runs:
             for env_id, meta in run.record.benchmarks.items():
                 seen.setdefault(env_id, (env_id, meta.get("label", env_id), meta.get("category", "")))
-        columns, phash, summary = list(seen.values()), None, ""
+        hashes = [r.record.protocol_hash for r in runs if r.record.kind == "measured" and r.record.protocol_hash]
+        # the hash most runs were measured under (the newest on a tie); rows under another one are marked older
+        phash = max(hashes, key=lambda h: (hashes.count(h), _newest(runs, h))) if hashes else None
+        columns, summary = list(seen.values()), ""
     board = Board(protocol=name, protocol_hash=phash, columns=columns, summary=summary)
     for run in runs:
         board.rows.append(_row(run, phash))
@@ -137,6 +156,10 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
         r.comparable = not paper_board or r.kind == "reported" or r.scoring == "judge"
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
     return board
+
+
+def _newest(runs: Sequence[EvalResult], phash: str) -> str:
+    return max((r.record.updated_at or "") for r in runs if r.record.protocol_hash == phash)
 
 
 def _is_paper(name: str) -> bool:
@@ -308,7 +331,9 @@ def _chart_path(protocol: str, label: str) -> str:
 
 
 # fits a 1280 px window: the run column wraps (policy and marks under the name), intervals sit under
-# their number, headers wrap; the scroller is only a fallback for narrower windows
+# their number, headers wrap. Under 1100 px the cells tighten and episodes, wall time and commit hide (the
+# run cell's title and leaderboard.json keep them): five-benchmark boards fit 900 px, and wider ones
+# (the paper's ten) scroll inside their own box, never the page
 _CSS = """*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px 20px;color:#1b1f24;background:#fff}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:26px 0 4px}.note{color:#57606a;font-size:13px;margin:4px 0}
@@ -320,7 +345,8 @@ table.board th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:no
 table.board th:hover{background:#eaeef2}table.board td.l,table.board th.l{text-align:left}
 table.board td.run{white-space:normal;min-width:140px;max-width:175px;position:sticky;left:0;background:#fff;z-index:1}
 table.board th.run{max-width:none;position:sticky;left:0;z-index:2}
-table.board td.run .pol{display:block;font-size:11px;color:#57606a;font-family:ui-monospace,Menlo,Consolas,monospace}
+table.board td.run .pol{display:block;font-size:11px;color:#57606a;overflow-wrap:anywhere;
+ font-family:ui-monospace,Menlo,Consolas,monospace}
 .mark{display:inline-block;font-size:10.5px;font-style:normal;border-radius:8px;padding:0 6px;margin:1px 3px 1px 0;
  background:#eaeef2;color:#424a53;white-space:nowrap}
 .mark.warn{background:#fff8c5;color:#7d4e00}
@@ -334,7 +360,11 @@ a.cell:hover{background:#ddf4ff;text-decoration:underline}a.cell .num{color:#096
 .legend{color:#57606a;font-size:12px;margin:2px 0 8px}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:10px;margin-top:8px}
 .charts img{width:100%;border:1px solid #d0d7de;border-radius:4px}code{font-size:12px}
-ul.src{color:#57606a;font-size:12px;margin:4px 0 10px;padding-left:18px}"""
+ul.src{color:#57606a;font-size:12px;margin:4px 0 10px;padding-left:18px}
+@media (max-width:1100px){body{margin:12px 10px}table.board{font-size:11.5px}
+ table.board th,table.board td{padding:2px 3px}table.board th{font-size:10.5px;min-width:30px;max-width:64px}
+ table.board td.run{min-width:96px;max-width:120px}table.board .opt{display:none}
+ .wrap{overflow-x:scroll;border-right:1px solid #d0d7de}}"""
 
 _JS = """document.querySelectorAll('table.board').forEach(function(t){
  t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
@@ -384,9 +414,9 @@ def _html_table(board: Board) -> str:
         *[(f"{c} avg", "", f"mean accuracy of the {c} benchmarks") for c in cats],
         ("avg", "", "mean accuracy over all benchmarks"),
         ("tokens / episode", "", "planner prompt + completion tokens per episode, as the engine or server reported"),
-        ("episodes", "", "episodes measured"),
-        ("wall s", "", "wall-clock seconds of the run"),
-        ("commit", "l", "git commit the run was measured at"),
+        ("episodes", "opt", "episodes measured"),
+        ("wall s", "opt", "wall-clock seconds of the run"),
+        ("commit", "l opt", "git commit the run was measured at"),
     ]
     out = ['<div class="wrap"><table class="board"><thead><tr>']
     out += [
@@ -411,9 +441,9 @@ def _html_table(board: Board) -> str:
         cells += [
             _td(r.overall, _pct(r.overall), "avg"),
             _td(tokens_per_episode(r), _tokens_text(r), title=tok_title),
-            _td(r.episodes or None, str(r.episodes or "–")),
-            _td(r.wall_s, f"{r.wall_s:.0f}" if r.wall_s is not None else "–"),
-            _td(r.commit, f"<code>{html.escape((r.commit or '–')[:8])}</code>", "l"),
+            _td(r.episodes or None, str(r.episodes or "–"), "opt"),
+            _td(r.wall_s, f"{r.wall_s:.0f}" if r.wall_s is not None else "–", "opt"),
+            _td(r.commit, f"<code>{html.escape((r.commit or '–')[:8])}</code>", "l opt"),
         ]
         out.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
@@ -569,10 +599,12 @@ def site_json(boards: Sequence[Board], source: str) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def render_site(results_dir: Path = RESULTS_DIR, out_dir: Path | None = None, charts: bool = True) -> list[Path]:
+def render_site(
+    results_dir: Path | Sequence[Path] = RESULTS_DIR, out_dir: Path | None = None, charts: bool = True
+) -> list[Path]:
     """Write ``leaderboard.md``, ``index.html``, ``leaderboard.json``, ``charts/`` and the trajectory viewer
-    pages (``trajectories/PROTOCOL/RUN/BENCHMARK.html``) under ``out_dir``; the pages name ``results_dir``
-    as their source.
+    pages (``trajectories/PROTOCOL/RUN/BENCHMARK.html``) under ``out_dir`` from one results folder or several
+    (rendered together); the pages name them as their source.
 
     Viewer pages of runs no longer in ``results_dir`` are removed (see :func:`leaderboards.viewer.write_viewers`).
     """

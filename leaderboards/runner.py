@@ -55,6 +55,8 @@ class EvalConfig:
     judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
     batch_size: int = 16
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
+    fast_tasks: dict[str, int] | None = None  # with ``fast``: tasks per benchmark instead (the sized score guard)
+    code_dir: Path | None = None  # whose git state the record names (default: agentflow-env's own checkout)
     overwrite: bool = False
     progress: bool = True
     notes: str = ""
@@ -296,6 +298,15 @@ class _EnvPool:
             self.close_env_id(env_id)
 
 
+def _policy_source(config: EvalConfig) -> dict[str, str] | None:
+    """What code the policy spec named, by content hash (see ``agents.policies.registry.policy_source``)."""
+    if config.policy_factory is not None:
+        return None
+    from agents.policies.registry import policy_source
+
+    return policy_source(config.policy)
+
+
 def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord, RunRecord | None]:
     """The run folder, the record this session will write, and the stored record when resuming."""
     from agentflow_env import __version__
@@ -303,7 +314,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
     run_dir = Path(config.out) / protocol.name / config.run_name
     if config.overwrite and run_dir.exists():
         shutil.rmtree(run_dir)
-    commit, dirty = git_state()
+    commit, dirty = git_state(config.code_dir)
     env = dict(protocol.env)
     if config.engine:
         env["engine"] = config.engine
@@ -314,6 +325,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         protocol=protocol.name,
         protocol_hash=protocol.hash,
         policy=config.policy,
+        policy_source=_policy_source(config),
         fast=config.fast,
         package_version=__version__,
         git_commit=commit,
@@ -380,7 +392,8 @@ def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRec
                     "the paper flow uses one prompt source, toolbox and sampling for all benchmarks"
                 )
         pool.release(entry.env_id, env, seed)
-        units.extend(protocol.units(entry.env_id, num, fast=config.fast))
+        limit = (config.fast_tasks or {}).get(entry.env_id)
+        units.extend(protocol.units(entry.env_id, num, fast=config.fast, limit=limit))
     return units
 
 

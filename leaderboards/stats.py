@@ -9,7 +9,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Z95", "BenchmarkScore", "category_averages", "score_of", "wilson_interval"]
+__all__ = [
+    "Z95",
+    "BenchmarkScore",
+    "category_averages",
+    "guard_power",
+    "guard_size",
+    "score_of",
+    "wilson_interval",
+]
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -68,3 +76,38 @@ def category_averages(
         if vals and all(a is not None for a in vals):
             out[cat] = sum(vals) / len(vals)  # type: ignore[arg-type]
     return out
+
+
+def guard_power(reference: float, dropped: float, n: int) -> float:
+    """Probability that the score guard fails a policy whose true accuracy is ``dropped``.
+
+    The guard fails when ``reference`` lies outside the new run's 95% Wilson interval; with ``n`` episodes
+    the new run's successes are Binomial(n, ``dropped``), summed here exactly (no normal approximation).
+    """
+    if n <= 0:
+        return 0.0
+    q = min(max(dropped, 0.0), 1.0)
+    power = 0.0
+    for k in range(n + 1):
+        lo, hi = wilson_interval(k, n)
+        if not lo - 1e-12 <= reference <= hi + 1e-12:
+            power += math.comb(n, k) * q**k * (1 - q) ** (n - k)
+    return min(power, 1.0)
+
+
+def guard_size(reference: float, drop: float, power: float = 0.8, max_n: int = 2000) -> tuple[int, float]:
+    """The fewest episodes (at most ``max_n``) with which the guard detects a fall from ``reference`` to
+    ``reference - drop`` with probability ``power``; returns ``(n, power reached)``.
+
+    When even ``max_n`` episodes fall short, ``(max_n, its power)``: the caller says what it cannot detect.
+    A reference below ``drop`` is checked against a fall to 0.
+    """
+    dropped = max(reference - drop, 0.0)
+    if reference <= 0.0:
+        return 1, 0.0  # nothing can fall below 0: any size detects nothing
+    best = 0.0
+    for n in range(1, max_n + 1):
+        best = guard_power(reference, dropped, n)
+        if best >= power:
+            return n, best
+    return max_n, best

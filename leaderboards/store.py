@@ -215,6 +215,8 @@ class RunRecord:
     protocol: str
     protocol_hash: str
     policy: str
+    # the code behind a user's policy spec: {"module", "file", "sha256"} (or a checkpoint's files), never a path
+    policy_source: dict[str, str] | None = None
     kind: str = "measured"  # "measured" (tasks.jsonl beside) or "reported" (published numbers)
     fast: bool = False
     package_version: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,9 @@ num_tasks = 6
 @pytest.mark.leaderboard(policy="scripted", protocol="offline-v0")
 def test_scripted_planner_holds_its_offline_v0_reference(leaderboard) -> None:
     report = leaderboard.check()
-    assert report.ok and len(report.checks) == 5 and all(c.n == 8 for c in report.checks)
+    # sized by power: at a 100% reference, 10 episodes catch a fall to 85% with 80% power
+    assert report.ok and len(report.checks) == 5 and all(c.n == 10 for c in report.checks)
+    assert all("80% power" in note for note in report.notes)
 
 
 def test_a_worse_policy_fails_the_check(tmp_path: Path) -> None:
@@ -124,11 +127,17 @@ def test_marker_fails_a_regression_and_protocols_are_selectable(pytester: pytest
     result.stdout.fnmatch_lines(["*G24*OUTSIDE*", "*not selected by --leaderboard-protocol tiny-guard*"])
 
 
-def test_record_refuses_a_dirty_tree_and_records_on_a_clean_one(
-    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import leaderboards.store
+def _git(folder: Path, *args: str) -> str:
+    import subprocess
 
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(
+        ["git", *args], cwd=folder, check=True, capture_output=True, text=True, env={**os.environ, **env}
+    ).stdout.strip()
+
+
+def test_record_refuses_a_dirty_tree_and_records_on_a_clean_one(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The git state recorded and checked is the user's project (the rootdir), not agentflow-env's."""
     protocol = tmp_path / "tiny-guard.toml"
     protocol.write_text(TINY)
     results = tmp_path / "refs"
@@ -139,17 +148,22 @@ def test_record_refuses_a_dirty_tree_and_records_on_a_clean_one(
         def test_guard(leaderboard):
             leaderboard.check()
     """)
+    _git(pytester.path, "init", "-q")
+    _git(pytester.path, "add", "-A")
+    _git(pytester.path, "commit", "-q", "-m", "guard")
+    (pytester.path / "conftest.py").write_text("# a change not committed\n")
+    _git(pytester.path, "add", "conftest.py")
     args = ("-p", "no:cacheprovider", "--leaderboard-record", "--leaderboard-results", str(results))
-    monkeypatch.setattr(leaderboards.store, "git_state", lambda path=None: ("abc123", True))
     dirty = pytester.runpytest_inprocess(*args)
     dirty.assert_outcomes(failed=1)
     dirty.stdout.fnmatch_lines(["*refusing to record*dirty*"])
     assert not results.exists()
 
-    monkeypatch.setattr(leaderboards.store, "git_state", lambda path=None: ("abc123", False))
+    _git(pytester.path, "commit", "-q", "-m", "conftest")
     pytester.runpytest_inprocess(*args).assert_outcomes(passed=1)
     stored = load_reference("tiny-guard", "mine", results)  # the full protocol, ready to guard with
-    assert stored.record.git_commit and len(stored.outcomes) == 6 and not stored.record.fast
+    assert stored.record.git_commit == _git(pytester.path, "rev-parse", "HEAD")
+    assert stored.record.git_dirty is False and len(stored.outcomes) == 6 and not stored.record.fast
 
 
 def test_check_refuses_a_reference_scored_another_way() -> None:

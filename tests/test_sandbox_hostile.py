@@ -662,7 +662,8 @@ def test_memfd_secret_is_denied(tool):
 def test_only_unix_and_ip_sockets_can_be_made(tool, family):
     """vsock is outside the network namespace (a listener took a port in the VM's vsock space); netlink, packet
     and the rest reach the kernel's attack surface. Both socket() and socketpair() are filtered."""
-    number = getattr(socket, family, None) or {"AF_VSOCK": 40, "AF_ALG": 38, "AF_TIPC": 30, "AF_RDS": 21, "AF_BLUETOOTH": 31, "AF_CAN": 29}[family]
+    numbers = {"AF_VSOCK": 40, "AF_ALG": 38, "AF_TIPC": 30, "AF_RDS": 21, "AF_BLUETOOTH": 31, "AF_CAN": 29}
+    number = getattr(socket, family, None) or numbers[family]
     code = (
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nout = []\n"
         f"for kind in (1, 2, 3, 5):\n    fd = libc.socket({number}, kind, 0)\n"

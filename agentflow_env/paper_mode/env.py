@@ -33,9 +33,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import gymnasium as gym
-
-from agentflow_env.core import AgentFlowEnv
+from agentflow_env.base import TaskEnv
+from agentflow_env.config import PaperConfig
 from agentflow_env.engines.base import Engine
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
@@ -55,12 +54,19 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task, TaskSource
 
-__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "prompt_fingerprint", "resolve_prompts"]
+__all__ = [
+    "READING_PRESETS",
+    "TOOLBOX_PRESETS",
+    "PaperFlowEnv",
+    "planner_system_prompt",
+    "prompt_fingerprint",
+    "resolve_prompts",
+]
 
 logger = logging.getLogger(__name__)
 
-TOOLBOX_PRESETS = ("as_coded", "as_stated")
-READING_PRESETS = ("as_coded", "hardened")
+TOOLBOX_PRESETS = PaperConfig.TOOLBOX_PRESETS
+READING_PRESETS = PaperConfig.READING_PRESETS
 
 
 class _DataBlock:
@@ -133,7 +139,7 @@ def prompt_fingerprint(source: PromptSource, tools: list[str], metadata: Mapping
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
-class PaperFlowEnv(AgentFlowEnv):
+class PaperFlowEnv(TaskEnv):
     """AgentFlow's control and information flow (see the module docstring).
 
     - ``engine``: the modules' LLM (query analysis, executor, verifier, final output); ``tool_engine``
@@ -179,13 +185,20 @@ class PaperFlowEnv(AgentFlowEnv):
         extra_settings: Mapping[str, Any] | None = None,
         reading: str = "as_coded",
     ):
-        if reading not in READING_PRESETS:
-            raise ConfigError(f"reading={reading!r}; choose one of {', '.join(READING_PRESETS)}")
+        config = PaperConfig(
+            max_turns=max_turns,
+            time_budget_s=time_budget_s,
+            tool_timeout_s=tool_timeout_s,
+            max_action_chars=max_action_chars,
+            render_mode=render_mode,
+            engine=engine,
+            tool_engine=tool_engine,
+            prompts=prompts,
+            toolbox=toolbox,
+            sampling=sampling,
+            reading=reading,
+        )
         self.reading = reading
-        if engine is None:
-            raise ConfigError("the paper mode needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
-        if toolbox not in TOOLBOX_PRESETS:
-            raise ConfigError(f"toolbox={toolbox!r}; choose one of {', '.join(TOOLBOX_PRESETS)}")
         self.planner_sampling: ModuleSampling = planner_sampling(sampling)
         self.sampling_preset = sampling
         self.toolbox_preset = toolbox
@@ -224,17 +237,7 @@ class PaperFlowEnv(AgentFlowEnv):
         if missing:
             raise ConfigError(f"tools= lacks {', '.join(missing)}; the toolbox lists {', '.join(self.available_tools)}")
         self.toolbox: dict[str, PaperTool] = {n: runnable[n] for n in self.available_tools}
-        super().__init__(
-            tasks,
-            scorer,
-            list(self.toolbox.values()),
-            max_turns=max_turns,
-            time_budget_s=time_budget_s,
-            tool_timeout_s=tool_timeout_s,
-            max_action_chars=max_action_chars,
-            render_mode=render_mode,
-            name=name,
-        )
+        super().__init__(tasks, scorer, list(self.toolbox.values()), config, name)
         self.engine = engine
         self.module_sampling = MODULE_SAMPLING
         self.action_memory = ActionMemory()
@@ -244,7 +247,6 @@ class PaperFlowEnv(AgentFlowEnv):
         self._planner_prompt = ""
         self._steps: list[dict[str, Any]] = []
         self._finished = True
-        self._t0 = 0.0
 
     # ------------------------------------------------------------------ what a protocol records
     @property
@@ -274,21 +276,18 @@ class PaperFlowEnv(AgentFlowEnv):
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        gym.Env.reset(self, seed=seed)
+        super().reset(seed=seed)
         self.task = self._choose_task(options or {})
         self.turn = 0
         self.action_memory = ActionMemory()
         self.module_calls = []
         self._steps = []
-        for tool in self.tools:
-            reset = getattr(tool, "reset", None)
-            if callable(reset):
-                reset()
+        self._reset_tools()
         prompt = self.prompt_source.query_analysis(self.task.question, self.available_tools, self.toolbox_metadata)
         self._raw_analysis = self._call("query_analysis", 0, prompt)
         self.query_analysis = str(self._raw_analysis).strip()
         self._finished = False
-        self._t0 = time.monotonic()  # AgentFlow's step clock starts after the analysis
+        self._start_clock()  # AgentFlow's step clock starts after the analysis
         info = self._info()
         info["paper_mode"] = self.paper_settings
         return self._observation(), info
@@ -459,26 +458,13 @@ class PaperFlowEnv(AgentFlowEnv):
         prompt = note + self.prompt_source.final_output(self.task.question, self._raw_analysis, memory)  # type: ignore[arg-type]
         answer = str(self._call("final_output", self.turn, prompt))
         answer_rejected = self.module_calls[-1].get("rejected")
-        score_error = None
-        try:
-            score = float(self.scorer(answer, self.task)) if answer.strip() else 0.0
-        except Exception as exc:  # a scorer bug gives 0 and says why
-            logger.exception("scorer failed on task %s", self.task.id)
-            score, score_error = 0.0, f"{type(exc).__name__}: {exc}"
-        score = min(max(score, 0.0), 1.0)
-        info.update(
-            answer=answer,
-            score=score,
-            gold=self.task.answer,
-            trajectory=list(self._steps),
-            task=self.task.to_dict(),
-            module_calls=list(self.module_calls),
-        )
-        if score_error:
-            info["score_error"] = score_error
+        score = self._grade(answer, info, self._steps, module_calls=list(self.module_calls))
         if answer_rejected:
             info["answer_rejected"] = answer_rejected
         return score
+
+    def _gradable(self, answer: str) -> bool:
+        return bool(answer.strip())  # a blank final output is not graded, as in AgentFlow
 
     # ------------------------------------------------------------------ reading="hardened"
     def _module_memory(self) -> tuple[ActionMemory | _FencedMemory, str]:
@@ -498,9 +484,6 @@ class PaperFlowEnv(AgentFlowEnv):
 
         data, note = fenced(context=context, sub_goal=sub_goal)
         return "\n" + data["context"], "\n" + data["sub_goal"], note + "\n\n"
-
-    def _time_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._t0)
 
     def _no_time(self, what: str) -> str:
         return f"the time budget of {self.time_budget_s:g} s ran out before {what} could start"

@@ -16,7 +16,15 @@ from typing import Any
 from agentflow_env.error import ConfigError
 from agents.policies.policy import Policy
 
-__all__ = ["POLICY_SPECS", "TINY_MODEL", "is_env_specific", "make_policies", "make_policy", "tiny_model_path"]
+__all__ = [
+    "POLICY_SPECS",
+    "TINY_MODEL",
+    "is_env_specific",
+    "make_policies",
+    "make_policy",
+    "policy_source",
+    "tiny_model_path",
+]
 
 POLICY_SPECS = {
     "random[:SEED]": "uniformly random well-formed actions (agents.policies.baselines.RandomPlanner)",
@@ -193,6 +201,34 @@ def _engine(
     return LLMPlanner(engine_spec, _sampling(sampling), system_prompt=system_prompt, extra_body=extra_body)
 
 
+def _import_hint(spec: str, module_name: str, exc: ImportError) -> str:
+    """Why ``module_name`` did not import, and the fix that fits where the user is."""
+    import sys
+    from pathlib import Path
+
+    rel = module_name.replace(".", "/")
+    here = Path.cwd()
+    searched = {str(Path(p or ".").resolve()) for p in sys.path}
+    if (here / f"{rel}.py").is_file() or (here / rel / "__init__.py").is_file():
+        if str(here.resolve()) not in searched:
+            fix = (
+                f"{rel}.py is in the current folder, but the current folder is not on sys.path (the `pytest` "
+                "console script does not add it; `python -m pytest` and `agentflow-env` do): add "
+                '`pythonpath = ["."]` to your pytest config, or run `python -m pytest`'
+            )
+        else:
+            fix = f"{rel}.py is in the current folder and on sys.path, so the import itself failed: {exc}"
+    else:
+        fix = (
+            f"no {rel}.py in the current folder ({here.name}/): run from the folder that holds it, or add that "
+            "folder to PYTHONPATH"
+        )
+    return (
+        f"policy spec {spec!r}: cannot import module {module_name!r} ({exc}); MODULE:ATTR imports MODULE from the "
+        f"current folder or PYTHONPATH. {fix}. Built-in specs are: {', '.join(POLICY_SPECS)}"
+    )
+
+
 def _user(spec: str, env_id: str | None) -> Policy:
     module_name, _, attr = spec.partition(":")
     try:
@@ -200,12 +236,7 @@ def _user(spec: str, env_id: str | None) -> Policy:
     except ImportError as exc:
         if exc.name != module_name and not module_name.startswith(f"{exc.name}."):
             raise  # the module exists but one of its own imports failed: show that error as it is
-        raise ConfigError(
-            f"policy spec {spec!r}: cannot import module {module_name!r} ({exc}); MODULE:ATTR imports MODULE "
-            f"from the current directory or PYTHONPATH: run from the folder holding "
-            f"{module_name.replace('.', '/')}.py or add that folder to PYTHONPATH (current directory: {os.getcwd()}); "
-            f"built-in specs are: {', '.join(POLICY_SPECS)}"
-        ) from exc
+        raise ConfigError(_import_hint(spec, module_name, exc)) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
             where = getattr(importlib.import_module(module_name), "__file__", None) or module_name
@@ -223,3 +254,35 @@ def _user(spec: str, env_id: str | None) -> Policy:
     if not callable(getattr(policy, "act", None)):
         raise ConfigError(f"policy spec {spec!r} made {type(policy).__name__}, which has no act(observations)")
     return policy
+
+
+def policy_source(spec: str) -> dict[str, str] | None:
+    """A content fingerprint of the code or weights a policy spec names, so a stored reference says which
+    version of a user's policy produced it: ``module:attr`` hashes the module's file, ``hf:PATH`` the files
+    of a local checkpoint. Built-in planners and remote engines give ``None``. Never records a path.
+    """
+    import hashlib
+    import importlib.util
+    from pathlib import Path
+
+    spec = spec.strip()
+    if spec.startswith("hf:"):
+        folder = Path(spec[3:])
+        if not folder.is_dir():
+            return None
+        digest = hashlib.sha256()
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+        return {"checkpoint": folder.name, "sha256": digest.hexdigest()}
+    module_name, sep, _ = spec.partition(":")
+    if not sep or spec.startswith(("random:", "engine:", *_ENGINE_PREFIXES)):
+        return None
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(found, "origin", None)
+    if not origin or not Path(origin).is_file():
+        return None
+    data = Path(origin).read_bytes()
+    return {"module": module_name, "file": Path(origin).name, "sha256": hashlib.sha256(data).hexdigest()}

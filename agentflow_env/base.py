@@ -1,0 +1,136 @@
+"""``TaskEnv``: what both flows share, the task set, the scorer, the tools, the clock and the grading.
+
+:class:`~agentflow_env.core.AgentFlowEnv` (the env's own modules) and
+:class:`~agentflow_env.paper_mode.PaperFlowEnv` (AgentFlow's solver, module by module) extend it as siblings;
+each owns its turn loop (``reset``/``step``), its observation and its memory. A final answer is graded
+here, in :meth:`TaskEnv._grade`, for both.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from agentflow_env.config import RENDER_MODES, FlowLimits
+from agentflow_env.error import ConfigError
+from agentflow_env.scoring.base import Scorer
+from agentflow_env.spaces import UnicodeText, observation_space
+from agentflow_env.tools.base import Tool, normalize_tool_name
+from agentflow_env.types import ListTaskSource, Task, TaskSource, find_task_index
+
+__all__ = ["TaskEnv"]
+
+logger = logging.getLogger(__name__)
+
+
+class TaskEnv(gym.Env[dict, str]):
+    """A multi-turn episode over one task of ``tasks``, graded by ``scorer`` at the end.
+
+    Builds and checks what every flow needs (a non-empty task source, tools with distinct names, the budgets
+    of ``limits``), chooses the task ``reset`` plays, keeps the time budget's clock, runs the tools'
+    ``reset``/``close`` and grades the final answer. Subclasses write ``reset``, ``step``, ``render``,
+    ``_observation`` and ``_info``.
+    """
+
+    metadata = {"render_modes": list(RENDER_MODES)}
+
+    def __init__(
+        self,
+        tasks: TaskSource | Sequence[Task],
+        scorer: Scorer,
+        tools: Sequence[Tool],
+        limits: FlowLimits,
+        name: str,
+    ):
+        self.config = limits
+        self.tasks: TaskSource = tasks if isinstance(tasks, TaskSource) else ListTaskSource(list(tasks))
+        if len(self.tasks) == 0:
+            raise ConfigError("the task source is empty; give at least one task")
+        self.scorer = scorer
+        self.tools: list[Tool] = list(tools)
+        self._tools_by_key: dict[str, Tool] = {}
+        for tool in self.tools:
+            key = normalize_tool_name(tool.name)
+            if key in self._tools_by_key:
+                raise ConfigError(f"two tools are both named {tool.name!r}; tool names must differ")
+            self._tools_by_key[key] = tool
+        self.max_turns = int(limits.max_turns)
+        self.time_budget_s = float(limits.time_budget_s)
+        self.tool_timeout_s = float(limits.tool_timeout_s)
+        self.max_action_chars = int(limits.max_action_chars)
+        self.render_mode = limits.render_mode
+        self.name = name
+        self.observation_space = observation_space()
+        self.action_space = UnicodeText()
+        self.task: Task | None = None
+        self.turn = 0
+        self._started = 0.0
+
+    # ------------------------------------------------------------------ task choice
+    def _choose_task(self, options: dict[str, Any]) -> Task:
+        """The task ``reset`` plays: ``options["task_id"]``, ``options["index"]``, or one drawn by the seed."""
+        if "task_id" in options:
+            index = find_task_index(self.tasks, str(options["task_id"]))
+        elif "index" in options:
+            index = int(options["index"])
+            if not 0 <= index < len(self.tasks):
+                raise IndexError(f"options['index']={index} is out of range; the source has {len(self.tasks)} tasks")
+        else:
+            index = int(self.np_random.integers(len(self.tasks)))
+        return self.tasks[index]
+
+    def _reset_tools(self) -> None:
+        for tool in self.tools:
+            reset = getattr(tool, "reset", None)
+            if callable(reset):
+                reset()
+
+    # ------------------------------------------------------------------ clock
+    def _start_clock(self) -> None:
+        self._started = time.monotonic()
+
+    def _time_left(self) -> float:
+        return self.time_budget_s - (time.monotonic() - self._started)
+
+    # ------------------------------------------------------------------ grading
+    def _gradable(self, answer: str) -> bool:
+        """Whether ``answer`` goes to the scorer (an ungraded answer scores 0)."""
+        return bool(answer)
+
+    def _grade(self, answer: str, info: dict[str, Any], trajectory: list[dict[str, Any]], **extra: Any) -> float:
+        """Score ``answer`` on the current task in [0, 1] and write the episode's end into ``info``.
+
+        A scorer that raises gives 0 and ``info["score_error"]``: a scorer bug never loses the episode.
+        ``extra`` entries (the paper flow's ``module_calls``) follow the standard ones.
+        """
+        assert self.task is not None
+        score_error = None
+        try:
+            score = float(self.scorer(answer, self.task)) if self._gradable(answer) else 0.0
+        except Exception as exc:  # a scorer bug gives 0 and says why, it does not lose the episode
+            logger.exception("scorer failed on task %s", self.task.id)
+            score, score_error = 0.0, f"{type(exc).__name__}: {exc}"
+        score = min(max(score, 0.0), 1.0)
+        info.update(
+            answer=answer,
+            score=score,
+            gold=self.task.answer,
+            trajectory=list(trajectory),
+            task=self.task.to_dict(),
+            **extra,
+        )
+        if score_error:
+            info["score_error"] = score_error
+        return score
+
+    # ------------------------------------------------------------------ gym API
+    def close(self) -> None:
+        for tool in self.tools:
+            try:
+                tool.close()
+            except Exception:  # closing must not hide the caller's own exception
+                logger.exception("closing tool %s failed", getattr(tool, "name", tool))
