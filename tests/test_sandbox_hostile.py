@@ -782,3 +782,36 @@ def test_reset_swaps_in_the_spare_forked_during_the_episode(tool):
     tool.reset()
     assert spare in state.idle and state.spare is not spare
     _ok(tool)
+
+
+def test_cgroup_limits_per_worker_where_a_delegated_cgroup_is_writable(tmp_path, monkeypatch):
+    """With a writable cgroup v2 (here a stand-in folder: this machine's may lack the controllers), each worker gets
+    its own cgroup with memory.max, cpu.max and pids.max, its processes move in, sandbox_info says "cgroup", and a
+    kill at memory.max is reported as the memory limit. Without one, sandbox_info says "polled"."""
+    from agentflow_env.tools._sandbox import cgroups
+
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (tmp_path / "cgroup.subtree_control").write_text("")
+    monkeypatch.setenv(cgroups.CGROUP_ENV, str(tmp_path))
+    t = _start("namespaces", memory_mb=300, nproc=8, preload=(f"agentflow_cgroup_{uuid.uuid4().hex}",))
+    try:
+        assert t.sandbox_info.resource_control == "cgroup"
+        assert set((tmp_path / "cgroup.subtree_control").read_text().split()) == {"+memory", "+cpu", "+pids"}
+        (folder,) = tmp_path.glob("agentflow-*")
+        r = t.run("import os\nos.getpid()", 5)
+        assert r.ok, r.text
+        (worker,) = list(t._state.idle)
+        path = folder / f"w{worker.wid}"
+        assert int((path / "memory.max").read_text()) == 300 * 2**20 + cgroups.MEMORY_SLACK_BYTES
+        assert (path / "pids.max").read_text() == "12" and (path / "cpu.max").read_text() == cgroups.CPU_MAX
+        assert int((path / "cgroup.procs").read_text()) in _pid_namespace_members(worker.ns)  # moved in (host pid)
+        (path / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")  # the kernel's report
+        r = t.run("6 * 7", 5)
+        assert not r.ok and r.error == "memory limit" and "300 MB" in r.text, r.text
+        assert not path.exists()  # the worker, and its cgroup, are gone
+        _ok(t)
+    finally:
+        t.close()
+    assert not folder.exists()
+    monkeypatch.setenv(cgroups.CGROUP_ENV, str(tmp_path / "missing"))
+    assert cgroups.open_cgroups() is None

@@ -456,16 +456,12 @@ class PythonCoderTool(BaseTool):
                 error="timeout",
             )
         except WorkerLost as exc:
+            over = exc.reason == "memory" or worker.oom_killed()
             status = self._checkin(worker, -1)
             status = exc.status if exc.status is not None else status
-            if exc.reason == "memory":
+            if over:
                 self._refill(1)
-                return ToolResult(
-                    text=f"Error: MemoryError: the code and the processes it started used more than "
-                    f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
-                    ok=False,
-                    error="memory limit",
-                )
+                return self._memory_error()
             self._refill(1)
             how = describe_status(status)
             return ToolResult(
@@ -477,10 +473,22 @@ class PythonCoderTool(BaseTool):
         except BaseException:
             self._checkin(worker, -1)
             raise
+        if worker.oom_killed():  # cgroup: the kernel killed a process past memory.max (the cell may have gone on)
+            self._checkin(worker, -1)
+            self._refill(1)
+            return self._memory_error()
         self._checkin(worker, epoch)
         if self.recycle == "call":
             self._refill(1)
         return self._result(reply)
+
+    def _memory_error(self) -> ToolResult:
+        return ToolResult(
+            text=f"Error: MemoryError: the code and the processes it started used more than "
+            f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
+            ok=False,
+            error="memory limit",
+        )
 
     def _result(self, reply: dict[str, Any]) -> ToolResult:
         output = str(reply.get("output", ""))[: self.max_output_chars]
