@@ -225,6 +225,13 @@ class PythonCoderTool(BaseTool):
     together (their PSS, polled by the worker's supervisor while a cell runs). The host kills a worker past
     its timeout, and its whole pid namespace with it. Replies reach the host through the supervisor, which
     the code cannot reach, and the host caps them again.
+
+    Between calls nothing of a worker runs: when a call returns, the processes its cell started are killed
+    (``keep_background=True`` keeps them for later calls) and the kernel, its threads and anything kept are
+    stopped until the next call. Where a delegated cgroup v2 is writable, each worker also has its own
+    ``memory.max``/``cpu.max``/``pids.max`` (``sandbox_info.resource_control``). With ``prestart`` (default)
+    the shared zygote starts in the background when the tool is built and ``reset()`` waits for it, so no
+    call's budget includes it; during an episode the next episode's worker is forked in the background.
     """
 
     name = "Python_Coder_Tool"
