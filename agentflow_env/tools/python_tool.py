@@ -138,6 +138,7 @@ def _maintain(state: _State) -> None:
             need_spare = state.registered and not state.closed and state.spare is None
             if not doomed and not need_spare:
                 state.maintainer = None
+                state.lock.notify_all()
                 return
         for worker in doomed:
             try:
@@ -157,9 +158,11 @@ def _maintain(state: _State) -> None:
             keep = worker is not None and state.registered and not state.closed and state.spare is None
             if keep:
                 state.spare = worker
+                state.lock.notify_all()  # a reset may be waiting for it
             elif worker is None:
                 if not state.doomed:
                     state.maintainer = None
+                    state.lock.notify_all()
                     return
         if worker is not None and not keep:
             worker.kill()
@@ -335,6 +338,9 @@ class PythonCoderTool(BaseTool):
             state.epoch += 1
             used = [w for w in state.idle if w.calls]
             state.idle = [w for w in state.idle if not w.calls]
+            if used and state.spare is None and state.maintainer is not None and not state.doomed:
+                # the spare is being forked now (episodes back to back): waiting for it beats forking another
+                state.lock.wait_for(lambda: state.spare is not None or state.maintainer is None, timeout=5.0)
             spare, state.spare = state.spare, None
             if spare is not None and not _usable(spare, state):
                 used.append(spare)
