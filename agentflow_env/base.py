@@ -9,12 +9,12 @@ here, in :meth:`TaskEnv._grade`, for both.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
+from agentflow_env.clock import EpisodeClock
 from agentflow_env.config import RENDER_MODES, FlowLimits
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
@@ -68,7 +68,30 @@ class TaskEnv(gym.Env[dict, str]):
         self.action_space = UnicodeText()
         self.task: Task | None = None
         self.turn = 0
-        self._started = 0.0
+        self.clock = EpisodeClock()  # the episode's own time (a runner pauses it while the episode waits)
+        self._seeded: tuple[int, Any, dict[str, Any], int | None] | None = None  # see ``reset``
+
+    # ------------------------------------------------------------------ seeding
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        """``gym.Env.reset``'s seeding, without rebuilding the generator when the seed repeats.
+
+        Seeding builds a new numpy generator (a ``SeedSequence`` hash, tens of microseconds, more than a
+        whole tool turn). When ``seed`` is the last integer seed and ``np_random`` is still the generator
+        it gave, that generator is put back into the state it had right after seeding instead: the same
+        draws follow, for a fraction of the cost. Subclasses call ``super().reset(seed=seed)`` first.
+        """
+        if seed is None:
+            return None
+        seeded = self._seeded
+        if seeded is not None and type(seed) is int and seed == seeded[0] and self._np_random is seeded[1]:
+            seeded[1].bit_generator.state = seeded[2]
+            self._np_random_seed = seeded[3]
+            return None
+        super().reset(seed=seed)
+        generator = self._np_random
+        if type(seed) is int and generator is not None:
+            self._seeded = (seed, generator, generator.bit_generator.state, self._np_random_seed)
+        return None
 
     # ------------------------------------------------------------------ task choice
     def _choose_task(self, options: dict[str, Any]) -> Task:
@@ -91,10 +114,10 @@ class TaskEnv(gym.Env[dict, str]):
 
     # ------------------------------------------------------------------ clock
     def _start_clock(self) -> None:
-        self._started = time.monotonic()
+        self.clock.start()
 
     def _time_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._started)
+        return self.time_budget_s - self.clock.elapsed()
 
     # ------------------------------------------------------------------ grading
     def _gradable(self, answer: str) -> bool:

@@ -1,6 +1,6 @@
 """The ``agentflow-env`` command: subcommands are looked up in a table and imported only when run.
 
-Every subcommand shares one surface: kebab-case flags (old spellings stay as hidden aliases), logging that
+Every subcommand shares one surface: kebab-case flags, logging that
 never tears a progress bar, and one ``error: ...`` line (exit status 1, or 2 for bad settings) instead of a
 traceback; ``--debug`` anywhere on the line shows the traceback.
 """
@@ -18,8 +18,6 @@ from typing import NoReturn
 
 __all__ = [
     "COMMANDS",
-    "add_aliases",
-    "add_snake_case_aliases",
     "build_parser",
     "describe_error",
     "main",
@@ -28,7 +26,7 @@ __all__ = [
 
 # name -> ("module:configure", help). ``configure(parser)`` adds arguments and sets ``func``.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "list": ("agentflow_env.cli:configure_list", "list the registered env ids with size, tools and source"),
+    "list": ("benchmarks.cli:configure_list", "list the registered env ids with size, tools and source"),
     "eval": ("leaderboards.cli:configure_eval", "evaluate a policy on a leaderboard protocol (resumable)"),
     "leaderboard": ("leaderboards.cli:configure_leaderboard", "render or show the leaderboard from stored results"),
     "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
@@ -41,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tiny-lm": ("agents.tiny_lm_cli:configure", "build the tiny offline LM or print its folder (hf:tiny)"),
     "serve": ("agentflow_env.engines.server:configure", "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API"),
     "env-server": ("agentflow_env.env_server:configure", "serve reset/step of any agentflow/* id over HTTP"),
+    "mcp-server": ("agentflow_env.mcp_server:configure", "serve the env's tools (Python, search, calculator) over MCP"),
 }
 
 # the top-level packages whose commands need agentflow-env's own ``agents`` package
@@ -48,110 +47,6 @@ _NEEDS_AGENTS = ("agents.", "leaderboards.")
 
 DEBUG_FLAG = "--debug"
 DEBUG_ENV = "AGENTFLOW_DEBUG"
-
-
-# ---------------------------------------------------------------------------------------------- flags
-def add_aliases(parser: argparse.ArgumentParser, canonical: str, *aliases: str) -> None:
-    """Accept ``aliases`` as hidden spellings of the option ``canonical`` (help shows only ``canonical``)."""
-    # argparse matches option strings through this table; an alias registered here parses exactly like the
-    # canonical spelling but is absent from the action's option_strings, so help and usage never show it
-    table = parser._option_string_actions
-    action = table[canonical]
-    for alias in aliases:
-        if alias not in table:
-            table[alias] = action
-
-
-def add_snake_case_aliases(parser: argparse.ArgumentParser) -> None:
-    """Give every ``--kebab-case`` option a hidden ``--snake_case`` alias, in nested subcommands too."""
-    for action in list(parser._actions):
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                add_snake_case_aliases(sub)
-            continue
-        for option in action.option_strings:
-            if option.startswith("--") and "-" in option[2:]:
-                add_aliases(parser, option, "--" + option[2:].replace("-", "_"))
-
-
-# ---------------------------------------------------------------------------------------------- list
-def configure_list(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--no-size", action="store_true", help="skip computing task counts")
-    parser.add_argument("--all", action="store_true", help="also list superseded versions (e.g. the -v0 ids)")
-    parser.set_defaults(func=_run_list)
-
-
-def tool_display_names(keys: Sequence[str]) -> list[str]:
-    """The names actions use (``Tool Name: Python_Coder_Tool``) for tool registry keys (``python``)."""
-    from agentflow_env.tools import available_tools
-
-    table = available_tools()
-    names = []
-    for key in keys:
-        name = key
-        if key in table:
-            module, _, attr = table[key].partition(":")
-            try:
-                name = str(getattr(getattr(importlib.import_module(module), attr), "name", key))
-            except Exception:  # an optional tool whose module cannot import here keeps its key
-                name = key
-        names.append(name)
-    return names
-
-
-def _env_rows(with_size: bool, latest_only: bool = True) -> list[dict[str, object]]:
-    import gymnasium as gym
-
-    from agentflow_env.registration import registered_ids
-
-    rows = []
-    for env_id in registered_ids(latest_only=latest_only):
-        spec = gym.spec(env_id)
-        row: dict[str, object] = {"id": env_id, "entry_point": str(spec.entry_point)}
-        bench = (spec.kwargs or {}).get("benchmark")
-        if bench is not None and str(spec.entry_point).startswith("benchmarks."):
-            try:
-                from benchmarks.specs import get_spec
-
-                bspec = get_spec(bench)
-                row.update(
-                    family=bspec.family,
-                    source=bspec.source,
-                    max_turns=bspec.max_turns,
-                    tools=", ".join(tool_display_names(list(bspec.tools))),
-                    tool_keys=list(bspec.tools),
-                )
-                if with_size and bspec.size is not None:
-                    row["size"] = bspec.size()
-            except Exception as exc:  # list must still show the other ids
-                row["error"] = f"{type(exc).__name__}: {exc}"
-        rows.append(row)
-    return rows
-
-
-def _run_list(args: argparse.Namespace) -> int:
-    import json
-
-    rows = _env_rows(with_size=not args.no_size, latest_only=not args.all)
-    if args.json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="agentflow-env registry (tools: the names actions use in 'Tool Name:')")
-    for col in ("id", "family", "size", "max_turns", "tools", "source"):
-        table.add_column(col)
-    for row in rows:
-        table.add_row(
-            *(
-                str(row.get(c, row.get("error", "")) if c != "size" else row.get("size", "?"))
-                for c in ("id", "family", "size", "max_turns", "tools", "source")
-            )
-        )
-    Console(width=200).print(table)
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------- env ids
@@ -281,7 +176,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             if module.startswith(_NEEDS_AGENTS):
                 _check_agents_package()
             getattr(importlib.import_module(module), attr)(p)
-            add_snake_case_aliases(p)
     return parser
 
 

@@ -1,5 +1,8 @@
 """Every env option, held once: :class:`EnvConfig` (the modes flow) and :class:`PaperConfig` (the paper flow).
 
+The module also holds the generic dataclass <-> flags/TOML helpers every command uses (``doc_field``,
+``add_dataclass_flags``, ``flag_values``, ``coerce_field``, ``load_table``).
+
 Each option is a dataclass field with its default; building a config validates it (``ConfigError`` on a bad
 value), and ``pop_from(kwargs)`` takes the options a flow owns out of a mixed bag of keyword arguments
 (``make_env`` passes what is left to the task loader, the scorer and the tool factory). The envs build their
@@ -8,14 +11,32 @@ config from their own keyword arguments, so a value is checked in one place whic
 
 from __future__ import annotations
 
+import argparse
+import ast
 import dataclasses
-from collections.abc import Mapping
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from agentflow_env.error import ConfigError
 
-__all__ = ["RENDER_MODES", "EnvConfig", "FlowLimits", "PaperConfig"]
+__all__ = [
+    "RENDER_MODES",
+    "EnvConfig",
+    "FlowLimits",
+    "PaperConfig",
+    "add_dataclass_flags",
+    "coerce_field",
+    "doc_field",
+    "field_types",
+    "flag_values",
+    "load_table",
+    "parse_literal",
+]
 
 RENDER_MODES = ("ansi", "human")
 
@@ -93,10 +114,12 @@ class PaperConfig(FlowLimits):
     prompts: Any = "builtin"
     toolbox: str = "as_coded"
     sampling: str = "as_coded"
+    tool_backends: str = "offline"  # "online": Gemini grounding, MediaWiki + page selection, URL fetch + RAG
     reading: str = "as_coded"  # how module prompts show tool text and the verdict is read (PaperFlowEnv)
 
     flow: ClassVar[str] = "paper"
     TOOLBOX_PRESETS: ClassVar[tuple[str, ...]] = ("as_coded", "as_stated")
+    TOOL_BACKENDS: ClassVar[tuple[str, ...]] = ("offline", "online")
     READING_PRESETS: ClassVar[tuple[str, ...]] = ("as_coded", "hardened")
 
     def __post_init__(self) -> None:
@@ -104,6 +127,175 @@ class PaperConfig(FlowLimits):
             raise ConfigError("the paper mode needs engine= (an Engine or a spec such as 'openai:MODEL@URL')")
         if self.toolbox not in self.TOOLBOX_PRESETS:
             raise ConfigError(f"toolbox={self.toolbox!r}; choose one of {', '.join(self.TOOLBOX_PRESETS)}")
+        if self.tool_backends not in self.TOOL_BACKENDS:
+            raise ConfigError(f"tool_backends={self.tool_backends!r}; choose one of {', '.join(self.TOOL_BACKENDS)}")
         if self.reading not in self.READING_PRESETS:
             raise ConfigError(f"reading={self.reading!r}; choose one of {', '.join(self.READING_PRESETS)}")
         super().__post_init__()
+
+
+# ---------------------------------------------------------------------------------- dataclass <-> flags/TOML
+def doc_field(help: str, *, flag: str | None = None, switch: bool = False, repeat: bool = False, **kw: Any) -> Any:
+    """A dataclass field whose help text (and command-line spelling) lives in its metadata.
+
+    ``flag`` overrides the generated ``--kebab-case`` name; ``switch=True`` makes the flag take no value and set
+    the opposite of the default (for a bool); ``repeat=True`` collects a repeated flag into a list.
+    """
+    return dataclasses.field(metadata={"help": help, "flag": flag, "switch": switch, "repeat": repeat}, **kw)
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """Field name -> resolved type annotation of dataclass ``cls``."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    return bool(value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        raise ValueError(value)
+    return str(value)
+
+
+_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: float, str: _to_str}
+
+
+def parse_literal(text: str) -> Any:
+    """JSON, else a Python literal (``[0.9, 0.999]``, ``{'a': 1}``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return ast.literal_eval(text)
+
+
+def type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", str(kind))
+
+
+def _convert(kind: Any, value: Any) -> Any:
+    origin = kind if kind in (dict, list) else typing.get_origin(kind)
+    if kind in _SCALARS:
+        return _SCALARS[kind](value)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(kind)
+        if value is None and type(None) in options:
+            return None
+        for option in sorted((o for o in options if o is not type(None)), key=lambda o: o is str):
+            try:  # str last: "3" stays a number where a number is allowed
+                return _convert(option, value)
+            except (TypeError, ValueError, SyntaxError):
+                continue
+        raise ValueError(value)
+    if origin in (dict, list):
+        if isinstance(value, str):
+            value = parse_literal(value)
+        if not isinstance(value, origin):
+            raise ValueError(value)
+        if origin is list:
+            (item,) = typing.get_args(kind) or (Any,)
+            value = [v if item is Any else _convert(item, v) for v in value]
+        return value
+    return value
+
+
+def coerce_field(cls: type, name: str, value: Any) -> Any:
+    """``value`` (possibly a command-line string) as field ``name`` of ``cls`` wants it, or a ConfigError."""
+    kind = field_types(cls)[name]
+    try:
+        return _convert(kind, value)
+    except (TypeError, ValueError, SyntaxError):
+        want = type_name(kind) + (" (a JSON object)" if dict in (kind, typing.get_origin(kind)) else "")
+        raise ConfigError(f"{name}={value!r} is not a valid {want}; fix the value of {name}") from None
+
+
+def _metavar(kind: Any) -> str:
+    """INT, FLOAT, STR, JSON (a table or list), for ``X | None`` that of X, for ``str | list[str]`` STR."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        kind = next(o for o in typing.get_args(kind) if o is not type(None))
+    if kind in (dict, list) or typing.get_origin(kind) in (dict, list):
+        return "JSON"
+    return type_name(kind).upper()
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or f"--{f.name.replace('_', '-')}"
+
+
+def add_dataclass_flags(
+    parser: argparse.ArgumentParser | Any,
+    cls: type,
+    *,
+    dest_prefix: str = "cfg_",
+    choices: Mapping[str, Sequence[str]] | None = None,
+    skip: Sequence[str] = (),
+) -> None:
+    """One flag per field of dataclass ``cls`` (help from ``doc_field`` metadata, default shown); every flag
+    defaults to None, so only the flags given override (read them back with :func:`flag_values`)."""
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text = f"{f.metadata.get('help', '')} (default: {default!r})".strip().replace("%", "%%")
+        dest = f"{dest_prefix}{f.name}"
+        if f.metadata.get("switch"):
+            help_text = str(f.metadata.get("help", "")).replace("%", "%%")
+            parser.add_argument(
+                flag_of(f), dest=dest, action="store_const", const=not default, default=None, help=help_text
+            )
+            continue
+        kind = field_types(cls)[f.name]
+        options = (choices or {}).get(f.name)
+        metavar = None if options else _metavar(kind)
+        action = "append" if f.metadata.get("repeat") else "store"
+        parser.add_argument(
+            flag_of(f), dest=dest, default=None, choices=options, metavar=metavar, action=action, help=help_text
+        )
+
+
+def flag_values(args: argparse.Namespace, cls: type, dest_prefix: str = "cfg_") -> dict[str, Any]:
+    """The fields whose flags were given, coerced to the fields' types (a repeated flag gives a list)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        value = getattr(args, f"{dest_prefix}{f.name}", None)
+        if value is None:
+            continue
+        if isinstance(value, list) and f.metadata.get("repeat"):
+            out[f.name] = value[0] if len(value) == 1 else list(value)
+        else:
+            out[f.name] = value if f.metadata.get("switch") else coerce_field(cls, f.name, value)
+    return out
+
+
+def load_table(path: str | Path) -> dict[str, Any]:
+    """The top-level table of a ``.toml`` or ``.json`` config file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; give the path of a .toml or .json file")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+    elif path.suffix == ".toml":
+        import tomllib
+
+        data = tomllib.loads(text)
+    else:
+        raise ConfigError(f"config file {path} must end in .toml or .json")
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a table / object")
+    return data

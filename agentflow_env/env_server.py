@@ -6,41 +6,68 @@ JSON over HTTP/1.1 (keep-alive), standard library only:
 - ``POST /v1/episodes`` ``{"env_id", "kwargs"}`` -> ``{"episode_id"}``: a new env, keyed by a random id;
 - ``POST /v1/episodes/<id>/reset`` ``{"seed", "options"}`` -> ``{"observation", "info"}``;
 - ``POST /v1/episodes/<id>/step`` ``{"action"}`` -> ``{"observation", "reward", "terminated", "truncated", "info"}``;
+- ``POST /v1/step_many`` ``{"steps": [{"episode_id", "action"}, ...]}`` and ``POST /v1/reset_many``
+  ``{"resets": [{"episode_id", "seed", "options"}, ...]}`` -> ``{"results": [...]}``: one request for many
+  episodes (each result is what the single call returns, or ``{"error", "status"}``);
 - ``DELETE /v1/episodes/<id>`` ends it; ``GET /v1/health`` counts what is open.
 
-Many episodes run at once (one thread per connection, one lock per episode). An episode that no
-request has touched for ``idle_timeout_s`` (its client died) is closed by a reaper thread. Errors come
-back as ``{"error": "..."}`` with a 4xx/5xx status; a failing env never takes the server down.
+Serving: one asyncio loop reads requests (``TCP_NODELAY``; each reply is one write) and hands env work to a
+bounded thread pool (``workers``), one lock per episode. At most ``max_connections`` connections are open
+(more get a 503 and are closed); a request must arrive whole within ``read_timeout_s`` and an idle
+keep-alive connection is closed after ``idle_connection_s``, so slow or idle clients pin no thread. An
+episode that no request has touched for ``idle_timeout_s`` (its client died) is closed by a reaper thread.
+Errors come back as ``{"error": "..."}`` with a 4xx/5xx status; a failing env never takes the server down.
 
-Client kwargs are limited to :data:`CLIENT_KWARGS` (split, turn budget, task count) unless the server
-was started with ``allow_client_kwargs``: other kwargs can point an env at paths, engines or a sandbox
-setting, so only a trusted network may choose them. The server's own ``env_kwargs`` apply to every env.
+Safety:
+
+- ``token`` (``--token`` or ``$AGENTFLOW_ENV_SERVER_TOKEN``): every request must carry
+  ``Authorization: Bearer <token>``. Required to bind beyond loopback, optional on loopback.
+- Golds and task records (``info["gold"]``, ``info["task"]``) are left out of every reply unless the server
+  runs with ``reveal_gold`` (``--reveal-gold``): a client plays the episode, it does not read the key.
+- A ``Content-Length`` that is not a plain number, or over :data:`MAX_BODY_BYTES`, is refused without
+  reading the body, and after any 4xx the connection is closed, so an unread body is never taken for the
+  next request.
+- Client kwargs are limited to :data:`CLIENT_KWARGS` (split, turn budget, task count) unless the server
+  was started with ``allow_client_kwargs``: other kwargs can point an env at paths, engines or a sandbox
+  setting, so only a trusted network may choose them. The server's own ``env_kwargs`` apply to every env.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hmac
+import ipaddress
 import json
 import logging
+import os
 import secrets
+import socket
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import gymnasium as gym
 
 from agentflow_env.error import AgentFlowError, ConfigError
 
-__all__ = ["CLIENT_KWARGS", "EnvServer", "configure", "to_jsonable"]
+__all__ = ["CLIENT_KWARGS", "HIDDEN_INFO_KEYS", "MAX_BODY_BYTES", "TOKEN_ENV", "EnvServer", "configure", "to_jsonable"]
 
 logger = logging.getLogger(__name__)
 
 #: kwargs any client may set, with the type each must have
 CLIENT_KWARGS: dict[str, type] = {"split": str, "max_turns": int, "num_tasks": int}
 MAX_BODY_BYTES = 16 * 1024 * 1024  # an action is capped far below this by the env itself
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BATCH = 4096  # items of one step_many/reset_many request
+#: the environment variable the server and ``RemoteEnv`` read the token from
+TOKEN_ENV = "AGENTFLOW_ENV_SERVER_TOKEN"
+#: info keys that give the answer away; replies leave them out unless the server runs with reveal_gold
+HIDDEN_INFO_KEYS = ("gold", "task")
 
 
 def to_jsonable(value: Any) -> Any:
@@ -58,9 +85,14 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512  # the default backlog of 5 resets a burst of clients connecting at once
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server on this machine."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere: treated as beyond loopback
 
 
 class _HTTPError(Exception):
@@ -78,6 +110,24 @@ class _Episode:
     closed: bool = False
 
 
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
+
+
+def _response(status: int, data: bytes, close: bool) -> bytes:
+    """One buffer, headers and body together: two small writes wait out Nagle and delayed ACKs (~40 ms)."""
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n"
+        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
+    )
+    return head.encode("ascii") + data
+
+
+def _error_body(message: str) -> bytes:
+    return json.dumps({"error": message}).encode("utf-8")
+
+
 class EnvServer:
     """The episode table and the HTTP server around it (``start()`` in a thread, or ``serve_forever()``)."""
 
@@ -91,50 +141,119 @@ class EnvServer:
         env_kwargs: dict[str, Any] | None = None,
         allow_client_kwargs: bool = False,
         env_prefix: str = "agentflow/",
+        token: str | None = None,
+        reveal_gold: bool = False,
+        max_connections: int = 256,
+        workers: int | None = None,
+        read_timeout_s: float = 30.0,
+        idle_connection_s: float = 120.0,
     ):
         if idle_timeout_s <= 0 or max_episodes <= 0:
             raise ConfigError("idle_timeout_s and max_episodes must be positive")
+        if max_connections <= 0 or read_timeout_s <= 0 or idle_connection_s <= 0:
+            raise ConfigError("max_connections, read_timeout_s and idle_connection_s must be positive")
+        if workers is not None and workers <= 0:
+            raise ConfigError("workers must be positive")
+        if token is not None and len(token) < 16:
+            raise ConfigError(
+                "the token must be at least 16 characters (`python -c 'import secrets; print(secrets.token_hex())'`)"
+            )
+        if token is None and not is_loopback(host):
+            raise ConfigError(
+                f"binding {host!r} exposes the server beyond this machine: give a token "
+                f"(--token or ${TOKEN_ENV}), or bind 127.0.0.1"
+            )
         self.idle_timeout_s = float(idle_timeout_s)
         self.max_episodes = int(max_episodes)
         self.env_kwargs = dict(env_kwargs or {})
         self.allow_client_kwargs = bool(allow_client_kwargs)
         self.env_prefix = env_prefix
+        self.reveal_gold = bool(reveal_gold)
+        self.max_connections = int(max_connections)
+        self.read_timeout_s = float(read_timeout_s)
+        self.idle_connection_s = float(idle_connection_s)
+        self.workers = int(workers or min(32, 4 * (os.cpu_count() or 1)))
+        self._token = None if token is None else f"Bearer {token}".encode()
         self._episodes: dict[str, _Episode] = {}
         self._table_lock = threading.Lock()
         self._stop = threading.Event()
         self.expired = 0  # episodes closed by the idle reaper
-        handler = type("_Handler", (_Handler,), {"app": self})
-        self.httpd = _Server((host, port), handler)
-        self._serving = False
+        self.refused_connections = 0  # connections turned away at the cap
+        self._connections = 0
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._sock.bind((host, port))
+            self._sock.listen(1024)  # a burst of clients connecting at once is queued, not reset
+        except OSError:
+            self._sock.close()
+            raise
+        self._sock.setblocking(False)
+        self.server_address = self._sock.getsockname()
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="env-server-worker")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._reaper: threading.Thread | None = None
+        self._closed = False
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
+        host, port = self.server_address[:2]
+        host = f"[{host}]" if ":" in str(host) else host
         return f"http://{host!s}:{port}"
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> EnvServer:
-        """Serve and reap in daemon threads; returns at once."""
-        self._serving = True
-        for target in (self.httpd.serve_forever, self._reap_loop):
-            threading.Thread(target=target, name=f"env-server-{target.__name__}", daemon=True).start()
+        """Serve and reap in daemon threads; returns once the server accepts connections."""
+        ready = threading.Event()
+        self._loop_thread = threading.Thread(target=self._run_loop, args=(ready,), name="env-server-loop", daemon=True)
+        self._loop_thread.start()
+        ready.wait(30)
+        self._start_reaper()
         return self
 
     def serve_forever(self) -> None:
-        reaper = threading.Thread(target=self._reap_loop, name="env-server-reaper", daemon=True)
-        reaper.start()
-        self._serving = True
+        self._start_reaper()
         try:
-            self.httpd.serve_forever()
+            self._run_loop(threading.Event())
         finally:
             self.close()
 
+    def _start_reaper(self) -> None:
+        self._reaper = threading.Thread(target=self._reap_loop, name="env-server-reaper", daemon=True)
+        self._reaper.start()
+
+    def _run_loop(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        server = loop.run_until_complete(
+            asyncio.start_server(self._serve_connection, sock=self._sock, limit=MAX_HEADER_BYTES)
+        )
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            server.close()
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=5))
+            loop.close()
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._stop.set()
-        if self._serving:
-            self._serving = False
-            self.httpd.shutdown()
-        self.httpd.server_close()
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(loop.stop)
+        if self._loop_thread is not None and self._loop_thread is not threading.current_thread():
+            self._loop_thread.join(30)
+        self._sock.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
         with self._table_lock:
             episodes, self._episodes = list(self._episodes.values()), {}
         for ep in episodes:
@@ -149,7 +268,12 @@ class EnvServer:
         """Close the episodes idle for longer than ``idle_timeout_s``; returns how many."""
         now = time.monotonic()
         with self._table_lock:
-            stale = [k for k, ep in self._episodes.items() if now - ep.last_used > self.idle_timeout_s]
+            # an episode busy in a long step is not idle: its lock is held
+            stale = [
+                k
+                for k, ep in self._episodes.items()
+                if now - ep.last_used > self.idle_timeout_s and not ep.lock.locked()
+            ]
             dead = [self._episodes.pop(k) for k in stale]
         for ep in dead:
             self._close_episode(ep)
@@ -178,20 +302,25 @@ class EnvServer:
         if not isinstance(kwargs, dict):
             raise _HTTPError(HTTPStatus.BAD_REQUEST, "kwargs must be a JSON object")
         self._check_client_kwargs(kwargs)
-        with self._table_lock:
-            if len(self._episodes) >= self.max_episodes:
-                raise _HTTPError(
-                    HTTPStatus.SERVICE_UNAVAILABLE,
-                    f"the server holds its maximum of {self.max_episodes} episodes; close some or retry later",
-                )
+        self._check_room()
         try:
             env = gym.make(env_id, **{**self.env_kwargs, **kwargs})
         except (AgentFlowError, TypeError, ValueError) as exc:
             raise _HTTPError(HTTPStatus.BAD_REQUEST, f"cannot make {env_id}: {exc}") from exc
         episode_id = secrets.token_hex(16)
         with self._table_lock:
+            if len(self._episodes) >= self.max_episodes:  # others were made meanwhile
+                env.close()
+                self._check_room()
             self._episodes[episode_id] = _Episode(env=env, env_id=env_id)
         return {"episode_id": episode_id, "env_id": env_id}
+
+    def _check_room(self) -> None:
+        if len(self._episodes) >= self.max_episodes:
+            raise _HTTPError(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"the server holds its maximum of {self.max_episodes} episodes; close some or retry later",
+            )
 
     def _check_client_kwargs(self, kwargs: dict[str, Any]) -> None:
         if self.allow_client_kwargs:
@@ -208,15 +337,19 @@ class EnvServer:
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise _HTTPError(HTTPStatus.BAD_REQUEST, f"kwarg {key!r} must be a {kind.__name__}")
 
-    def _episode(self, episode_id: str) -> _Episode:
-        with self._table_lock:
-            ep = self._episodes.get(episode_id)
+    def _episode(self, episode_id: Any) -> _Episode:
+        ep = self._episodes.get(episode_id) if isinstance(episode_id, str) else None
         if ep is None:
             raise _HTTPError(
                 HTTPStatus.NOT_FOUND,
                 f"no episode {episode_id!r}: it was closed, or expired after {self.idle_timeout_s:g} s idle",
             )
         return ep
+
+    def _public(self, info: dict[str, Any]) -> dict[str, Any]:
+        if not self.reveal_gold and ("gold" in info or "task" in info):
+            info = {k: v for k, v in info.items() if k not in HIDDEN_INFO_KEYS}
+        return info
 
     def reset(self, episode_id: str, body: dict[str, Any]) -> dict[str, Any]:
         seed, options = body.get("seed"), body.get("options")
@@ -230,12 +363,14 @@ class EnvServer:
             ep.last_used = time.monotonic()
             obs, info = ep.env.reset(seed=seed, options=options)
             ep.last_used = time.monotonic()
-        return {"observation": obs, "info": to_jsonable(info)}
+        return {"observation": obs, "info": self._public(info)}
 
     def step(self, episode_id: str, body: dict[str, Any]) -> dict[str, Any]:
         action = body.get("action")
-        if not isinstance(action, str):
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "action must be a string (the planner's raw text)")
+        if not isinstance(action, (str, dict)):
+            raise _HTTPError(
+                HTTPStatus.BAD_REQUEST, "action must be a string (the planner's raw text) or an assistant message"
+            )
         ep = self._episode(episode_id)
         with ep.lock:
             self._check_open(ep, episode_id)
@@ -247,7 +382,7 @@ class EnvServer:
             "reward": float(reward),
             "terminated": bool(terminated),
             "truncated": bool(truncated),
-            "info": to_jsonable(info),
+            "info": self._public(info),
         }
 
     @staticmethod
@@ -264,75 +399,217 @@ class EnvServer:
 
     def health(self) -> dict[str, Any]:
         with self._table_lock:
-            open_ids = [ep.env_id for ep in self._episodes.values()]
-        return {"ok": True, "episodes": len(open_ids), "expired": self.expired, "idle_timeout_s": self.idle_timeout_s}
+            episodes = len(self._episodes)
+        return {
+            "ok": True,
+            "episodes": episodes,
+            "expired": self.expired,
+            "idle_timeout_s": self.idle_timeout_s,
+            "connections": self._connections,
+            "max_connections": self.max_connections,
+        }
 
+    # ------------------------------------------------------------------ batches
+    def _items(self, body: dict[str, Any], key: str) -> list[dict[str, Any]]:
+        items = body.get(key)
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise _HTTPError(HTTPStatus.BAD_REQUEST, f"{key!r} must be a list of JSON objects")
+        if len(items) > MAX_BATCH:
+            raise _HTTPError(HTTPStatus.BAD_REQUEST, f"at most {MAX_BATCH} {key} per request, got {len(items)}")
+        return items
 
-class _Handler(BaseHTTPRequestHandler):
-    app: EnvServer
-    protocol_version = "HTTP/1.1"  # keep-alive: one connection per client for all its requests
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s " + format, self.address_string(), *args)
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
-    def _body(self) -> dict[str, Any]:
+    def _one(self, fn: Callable[[str, dict[str, Any]], dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
         try:
-            length = int(self.headers.get("Content-Length") or 0)
+            return fn(item.get("episode_id"), item)  # type: ignore[arg-type]
+        except _HTTPError as exc:
+            return {"error": str(exc), "status": int(exc.status)}
+        except Exception as exc:  # one failing env answers for itself, the others still run
+            logger.exception("env server: a batched call failed")
+            return {"error": f"{type(exc).__name__}: {exc}", "status": 500}
+
+    async def _many(self, fn: Callable[[str, dict[str, Any]], dict[str, Any]], items: list[dict[str, Any]]) -> dict:
+        loop = asyncio.get_running_loop()
+        results = await asyncio.gather(*(loop.run_in_executor(self._pool, self._one, fn, item) for item in items))
+        return {"results": list(results)}
+
+    # ------------------------------------------------------------------ HTTP
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._connections >= self.max_connections:
+            self.refused_connections += 1
+            writer.write(
+                _response(503, _error_body(f"the server has its maximum of {self.max_connections} connections"), True)
+            )
+            await self._close_writer(reader, writer)
+            return
+        self._connections += 1
+        sock = writer.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                close = await self._serve_request(reader, writer)
+                if close:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
+            pass
+        except Exception:
+            logger.exception("env server: a connection failed")
+        finally:
+            self._connections -= 1
+            await self._close_writer(reader, writer)
+
+    @staticmethod
+    async def _close_writer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Send what is written, then close. Unread bytes (a refused body) are drained for a moment first:
+        closing over them sends a reset, which can destroy the error reply before the client reads it."""
+        try:
+            await asyncio.wait_for(writer.drain(), 5)
+            if writer.can_write_eof():
+                writer.write_eof()
+            deadline = time.monotonic() + 1.0
+            drained = 0
+            while drained < MAX_BODY_BYTES and (left := deadline - time.monotonic()) > 0:
+                chunk = await asyncio.wait_for(reader.read(65536), left)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except Exception:
+            pass
+        writer.close()
+
+    async def _serve_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Read, answer and write one request; True when the connection is to be closed.
+
+        Timeouts are timers on the loop (no task per read): an idle connection is closed after
+        ``idle_connection_s``; once a request has begun it must arrive whole within ``read_timeout_s``.
+        """
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self.idle_connection_s, writer.transport.abort)
+        try:
+            first = await reader.read(1)
+        finally:
+            timer.cancel()
+        if not first:
+            return True  # the client closed it, or it idled out
+        timer = loop.call_later(self.read_timeout_s, self._too_slow, writer)
+        try:
+            head = first + await reader.readuntil(b"\r\n\r\n")
+            method, path, close, length = self._parse_head(head)
+            raw = await reader.readexactly(length) if length else b""
+        except (asyncio.LimitOverrunError, ValueError):
+            writer.write(_response(431, _error_body(f"request headers over {MAX_HEADER_BYTES} bytes"), True))
+            return True
+        except _HTTPError as exc:
+            writer.write(_response(int(exc.status), _error_body(str(exc)), True))
+            return True
+        finally:
+            timer.cancel()
+        try:
+            status, data = 200, await self._route(method, path, raw)
+        except _HTTPError as exc:
+            status, data = int(exc.status), _error_body(str(exc))
+        except Exception as exc:  # an env bug answers 500 and leaves the server up
+            logger.exception("env server: %s %s failed", method, path)
+            status, data = 500, _error_body(f"{type(exc).__name__}: {exc}")
+        close = close or 400 <= status < 500  # after a 4xx the rest of the stream cannot be trusted
+        writer.write(_response(status, data, close))
+        if writer.transport.get_write_buffer_size():
+            await writer.drain()
+        return close
+
+    def _too_slow(self, writer: asyncio.StreamWriter) -> None:
+        if not writer.transport.is_closing():
+            writer.write(
+                _response(408, _error_body(f"the request did not arrive within {self.read_timeout_s:g} s"), True)
+            )
+            writer.transport.close()  # the pending read ends; the reply is flushed first
+
+    def _parse_head(self, head: bytes) -> tuple[str, str, bool, int]:
+        try:
+            text = head.decode("latin-1")
+            request_line, *lines = text[:-4].split("\r\n")
+            method, path, version = request_line.split(" ")
         except ValueError:
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "bad Content-Length") from None
+            raise _HTTPError(HTTPStatus.BAD_REQUEST, "malformed request line") from None
+        if version not in ("HTTP/1.1", "HTTP/1.0") or not path.startswith("/"):
+            raise _HTTPError(HTTPStatus.BAD_REQUEST, "malformed request line")
+        headers: dict[str, str] = {}
+        for line in lines:
+            name, sep, value = line.partition(":")
+            if not sep or not name or name != name.strip():
+                raise _HTTPError(HTTPStatus.BAD_REQUEST, "malformed header line")
+            key = name.lower()
+            if key in headers and key in ("content-length", "authorization", "transfer-encoding"):
+                raise _HTTPError(HTTPStatus.BAD_REQUEST, f"repeated {name} header")
+            headers[key] = value.strip()
+        if "transfer-encoding" in headers:
+            raise _HTTPError(HTTPStatus.LENGTH_REQUIRED, "chunked bodies are not accepted; send a Content-Length")
+        raw_length = headers.get("content-length", "0")
+        if not raw_length.isdigit() or not raw_length.isascii() or len(raw_length) > 12:
+            raise _HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw_length[:20]!r}")
+        length = int(raw_length)
         if length > MAX_BODY_BYTES:
             raise _HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"request body over {MAX_BODY_BYTES} bytes")
-        raw = self.rfile.read(length) if length else b"{}"
-        try:
-            body = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "the request body is not valid UTF-8 JSON") from None
-        if not isinstance(body, dict):
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object")
-        return body
+        if self._token is not None:
+            given = headers.get("authorization", "").encode("latin-1")
+            if not hmac.compare_digest(given, self._token):
+                raise _HTTPError(
+                    HTTPStatus.UNAUTHORIZED, f"this server needs `Authorization: Bearer <token>` (${TOKEN_ENV})"
+                )
+        connection = headers.get("connection", "").lower()
+        close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+        return method, path, close, length
 
-    def _route(self, method: str) -> dict[str, Any]:
-        parts = [p for p in self.path.split("?")[0].split("/") if p]
+    async def _route(self, method: str, path: str, raw: bytes) -> bytes:
+        """The reply body of one request; env work (and JSON) runs on the pool, never on the loop."""
+        parts = [p for p in path.split("?")[0].split("/") if p]
         if parts[:1] != ["v1"]:
-            raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {self.path}; the API lives under /v1/")
+            raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {path[:200]}; the API lives under /v1/")
         rest = parts[1:]
-        app = self.app
+        loop = asyncio.get_running_loop()
+        pool = self._pool
         if method == "GET" and rest == ["health"]:
-            return app.health()
+            return _dumps(self.health())
+        if method == "POST" and rest in (["step_many"], ["reset_many"]):
+            body = await loop.run_in_executor(pool, _json_body, raw)
+            key = "steps" if rest[0] == "step_many" else "resets"
+            results = await self._many(self.step if key == "steps" else self.reset, self._items(body, key))
+            return await loop.run_in_executor(pool, _dumps, results)
         if rest[:1] == ["episodes"]:
             if method == "POST" and len(rest) == 1:
-                return app.create(self._body())
-            if method == "POST" and len(rest) == 3 and rest[2] == "reset":
-                return app.reset(rest[1], self._body())
-            if method == "POST" and len(rest) == 3 and rest[2] == "step":
-                return app.step(rest[1], self._body())
+                return await loop.run_in_executor(pool, lambda: _dumps(self.create(_json_body(raw))))
+            if method == "POST" and len(rest) == 3 and rest[2] in ("reset", "step"):
+                fn = self.reset if rest[2] == "reset" else self.step
+                return await loop.run_in_executor(pool, lambda: _dumps(fn(rest[1], _json_body(raw))))
             if method == "DELETE" and len(rest) == 2:
-                return app.delete(rest[1])
-        raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {method} {self.path}")
+                return await loop.run_in_executor(pool, lambda: _dumps(self.delete(rest[1])))
+        raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {method[:20]} {path[:200]}")
 
-    def _dispatch(self, method: str) -> None:
-        try:
-            status, payload = HTTPStatus.OK, self._route(method)
-        except _HTTPError as exc:
-            status, payload = exc.status, {"error": str(exc)}
-        except Exception as exc:  # an env bug answers 500 and leaves the server up
-            logger.exception("env server: %s %s failed", method, self.path)
-            status, payload = HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(exc).__name__}: {exc}"}
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return value.tolist()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return str(value)
+
+
+def _dumps(payload: Any) -> bytes:
+    """JSON of a reply: numpy values, tuples and ``to_dict`` objects as :func:`to_jsonable` gives them."""
+    try:
+        return json.dumps(payload, default=_json_default).encode("utf-8")
+    except (TypeError, ValueError):  # e.g. keys that JSON cannot take: the slow walk makes them strings
+        return json.dumps(to_jsonable(payload)).encode("utf-8")
+
+
+def _json_body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw.decode("utf-8")) if raw else {}
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _HTTPError(HTTPStatus.BAD_REQUEST, "the request body is not valid UTF-8 JSON") from None
+    if not isinstance(body, dict):
+        raise _HTTPError(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object")
+    return body
 
 
 # ------------------------------------------------------------------ CLI
@@ -346,6 +623,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--allow-client-kwargs",
         action="store_true",
         help="let clients pass any env kwargs (trusted networks only; default: split, max_turns, num_tasks)",
+    )
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV}); needed to bind beyond loopback",
+    )
+    parser.add_argument(
+        "--reveal-gold", action="store_true", help="include info['gold'] and info['task'] in replies (trusted clients)"
+    )
+    parser.add_argument("--max-connections", type=int, default=256, help="connections open at once (more get 503)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="threads running env calls (default: 4 per CPU, <= 32)"
+    )
+    parser.add_argument(
+        "--read-timeout", type=float, default=30.0, help="seconds for a request to arrive whole once it has begun"
+    )
+    parser.add_argument(
+        "--idle-connection", type=float, default=120.0, help="seconds an idle keep-alive connection stays open"
     )
     parser.set_defaults(func=_run)
 
@@ -364,8 +659,15 @@ def _run(args: argparse.Namespace) -> int:
         max_episodes=args.max_episodes,
         env_kwargs=env_kwargs,
         allow_client_kwargs=args.allow_client_kwargs,
+        token=args.token or os.environ.get(TOKEN_ENV) or None,
+        reveal_gold=args.reveal_gold,
+        max_connections=args.max_connections,
+        workers=args.workers,
+        read_timeout_s=args.read_timeout,
+        idle_connection_s=args.idle_connection,
     )
-    print(f"agentflow env server on {server.url} (idle timeout {server.idle_timeout_s:g} s)", flush=True)
+    auth = "token required" if server._token else "no token"
+    print(f"agentflow env server on {server.url} (idle timeout {server.idle_timeout_s:g} s, {auth})", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -46,6 +46,17 @@ class _EnvHost:
     def step(self, j: int, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         return self.envs[j].step(action)
 
+    def step_timed(self, j: int, action: Any, planner_s: float) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """A step with the episode clock charged the planner's time and running only during the step."""
+        from agentflow_env.scheduler import timed_step
+
+        return timed_step(self.envs[j], action, planner_s)
+
+    def pause_clock(self, j: int) -> None:
+        from agentflow_env.scheduler import pause_clock
+
+        pause_clock(self.envs[j])
+
     def pid(self) -> int:
         import os
 
@@ -112,12 +123,26 @@ class _EnvProxy:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return self._step("step", action)
+
+    def step_timed(self, action: Any, planner_s: float) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """``step`` with the remote env's episode clock handled there (see :mod:`agentflow_env.scheduler`)."""
+        return self._step("step_timed", action, planner_s)
+
+    def pause_clock(self) -> None:
+        ray = _ray()
+        try:
+            self._call("pause_clock")
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            pass  # the next step finds the worker gone and reports the episode lost
+
+    def _step(self, method: str, *args: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         ray = _ray()
         generation = self.worker.generation
         lost = generation != self.episode_generation  # the actor was replaced since this episode began
         if not lost:
             try:
-                obs, reward, term, trunc, info = self._call("step", action)
+                obs, reward, term, trunc, info = self._call(method, *args)
                 self.last_obs = obs
                 return obs, reward, term, trunc, info
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:

@@ -5,8 +5,6 @@
 - ``agents.integrations``: bridges to TRL, SkyRL and verl;
 - ``agents.tiny_lm``: the tiny offline LM; ``agents.sb3_baseline``: the Stable-Baselines3 PPO baseline.
 
-The old flat module paths (``agents.flow_grpo``, ``agents.registry``, ...) are aliases of the moved modules.
-
 The name ``agents`` is shared with the openai-agents wheel, which installs a top-level ``agents`` package
 too. ``__agentflow_env__`` marks this one; importing it when the other wheel's files sit in the same folder
 fails here with a message that says what to do (``agentflow-env`` checks the marker before its commands).

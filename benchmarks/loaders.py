@@ -1,7 +1,7 @@
 """Row readers for the paper's benchmarks: AgentFlow JSON folders, the Hugging Face hub, and JSONL/JSON/Parquet files.
 
 Each reader returns plain dicts renamed to canonical keys (``question``, ``answer``, ...) by a column map;
-turning rows into :class:`~agentflow_env.types.Task` records is :mod:`benchmarks.paper`'s job.
+turning rows into :class:`~agentflow_env.types.Task` records is :mod:`benchmarks.paper.rows`' job.
 """
 
 from __future__ import annotations

@@ -104,16 +104,16 @@ def _pick(kwargs: dict[str, Any], names: frozenset[str] | None) -> dict[str, Any
 # benchmark name -> "module:attribute" of its BenchmarkSpec
 SPEC_TABLE: dict[str, str] = {
     # the paper's ten benchmarks
-    "Bamboogle": "benchmarks.paper:BAMBOOGLE",
-    "TwoWiki": "benchmarks.paper:TWOWIKI",
-    "HotpotQA": "benchmarks.paper:HOTPOTQA",
-    "Musique": "benchmarks.paper:MUSIQUE",
-    "GAIA": "benchmarks.paper:GAIA",
-    "AIME24": "benchmarks.paper:AIME24",
-    "AMC23": "benchmarks.paper:AMC23",
-    "GameOf24": "benchmarks.paper:GAMEOF24",
-    "GPQA": "benchmarks.paper:GPQA",
-    "MedQA": "benchmarks.paper:MEDQA",
+    "Bamboogle": "benchmarks.paper.specs:BAMBOOGLE",
+    "TwoWiki": "benchmarks.paper.specs:TWOWIKI",
+    "HotpotQA": "benchmarks.paper.specs:HOTPOTQA",
+    "Musique": "benchmarks.paper.specs:MUSIQUE",
+    "GAIA": "benchmarks.paper.specs:GAIA",
+    "AIME24": "benchmarks.paper.specs:AIME24",
+    "AMC23": "benchmarks.paper.specs:AMC23",
+    "GameOf24": "benchmarks.paper.specs:GAMEOF24",
+    "GPQA": "benchmarks.paper.specs:GPQA",
+    "MedQA": "benchmarks.paper.specs:MEDQA",
     "Gen-GameOf24": "benchmarks.generated.game24:SPEC",
     "Gen-MultiHop": "benchmarks.generated.multihop:SPEC",
     "Gen-Math": "benchmarks.generated.mathgen:SPEC",
@@ -151,6 +151,9 @@ def make_env(
     Env kwargs (``max_turns``, ``executor``, ...) go to :class:`AgentFlowEnv`; the rest go to the
     task loader, the scorer and the tool factory (``data_dir``, ``num_tasks``, ``seed``, ...).
 
+    ``mcp_servers`` adds the tools of MCP servers (a ``{"mcpServers": ...}`` mapping, a JSON file of one, or a
+    list of ``{"command"|"url": ...}`` entries; see :mod:`agentflow_env.tools.mcp_tools`).
+
     ``flow="paper"`` builds :class:`~agentflow_env.paper_mode.PaperFlowEnv` instead: AgentFlow's solver
     module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
     ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``,
@@ -161,10 +164,13 @@ def make_env(
     records how questions were built.
     """
     flow = kwargs.pop("flow", "modes")
+    mcp_servers = kwargs.pop("mcp_servers", None)
     if flow not in FLOWS:
         raise ConfigError(f"flow={flow!r}; choose 'modes' (the env's own modules) or 'paper' (AgentFlow's solver)")
     spec = get_spec(benchmark)
     if flow == "paper":
+        if mcp_servers is not None:
+            raise ConfigError("mcp_servers works with the env's own flow; the paper flow runs AgentFlow's toolbox")
         return _make_paper_env(spec, split, tasks, scorer, tools, kwargs)
     config = EnvConfig.pop_from(kwargs, {"max_turns": spec.max_turns, **spec.env_defaults})
     _check_options(spec.name, kwargs, spec.options)
@@ -177,6 +183,10 @@ def make_env(
         env_tools = spec.make_tools(**spec.tool_kwargs({**kwargs, "split": split}))
     else:
         env_tools = [make_tool(name) for name in spec.tools]
+    if mcp_servers is not None:  # tools of MCP servers, added to the benchmark's (see agentflow_env.tools.mcp_tools)
+        from agentflow_env.tools.mcp_tools import load_mcp_tools
+
+        env_tools = [*env_tools, *load_mcp_tools(mcp_servers)]
     if config.engine is not None:  # LLM-backed tools built without an engine use the env's
         for tool in env_tools:
             attach = getattr(tool, "attach_engine", None)

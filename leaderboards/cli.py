@@ -71,15 +71,49 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         help='engine spec of the LLM judge for benchmarks with scorer = "judge", overriding the protocol\'s '
         "[judge] engine (recorded in the result), e.g. openai:gpt-4o@https://api.openai.com/v1",
     )
-    parser.add_argument("--batch-size", type=int, default=16, help="episodes stepped together (one act() per turn)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="episodes in flight, each on its own (default: 64 when an HTTP server does the work: an HTTP planner, "
+        "the paper flow or llm modes; else 16). The planner's engine allows as many requests in flight",
+    )
+    parser.add_argument(
+        "--judge-concurrency", type=int, default=16, help="the LLM judge's own limit on requests in flight"
+    )
+    parser.add_argument(
+        "--batch-window",
+        type=float,
+        default=0.005,
+        help="seconds a planner batch waits for more ready episodes (never longer; not a barrier)",
+    )
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="spread the episodes' envs over a Ray cluster: auto, an address (ray://HOST:10001), or local; "
+        "the planner and the result files stay here (needs the ray extra, and this package on the workers)",
+    )
+    parser.add_argument("--ray-workers", type=int, default=None, help="Ray env actors (default: the cluster's CPUs)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the run plan and a time estimate (see --latency), run nothing",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=1.5, help="seconds per LLM call, for the --dry-run estimate (default 1.5)"
+    )
+    parser.add_argument(
+        "--agentflow-src",
+        default=None,
+        help="AgentFlow checkout whose prompts and judge a protocol such as paper-v2 reads (default: "
+        "$AGENTFLOW_SRC); without it such a run uses this project's wording and is labelled not comparable",
+    )
     parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
     parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
     parser.add_argument("--notes", default="", help="free text kept in the result record")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
-    from agentflow_env.cli import add_aliases
-
-    add_aliases(parser, "--output-dir", "--out")  # the spelling before the CLI used one style
     parser.set_defaults(func=_run_eval)
 
 
@@ -87,7 +121,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     import json
 
     from agentflow_env.error import AgentFlowError, ConfigError
-    from leaderboards.runner import EvalConfig, evaluate
+    from leaderboards.runner import EvalConfig, dry_run, evaluate
 
     config = EvalConfig(
         policy=args.policy,
@@ -97,13 +131,21 @@ def _run_eval(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         engine=args.engine,
         judge_engine=args.judge_engine,
-        batch_size=args.batch_size,
+        concurrency=args.concurrency,
+        judge_concurrency=args.judge_concurrency,
+        batch_window_s=args.batch_window,
+        ray=args.ray,
+        ray_workers=args.ray_workers,
+        agentflow_src=args.agentflow_src,
         fast=args.fast,
         overwrite=args.overwrite,
         progress=not args.no_progress,
         notes=args.notes,
     )
     try:
+        if args.dry_run:
+            sys.stdout.write(dry_run(config, args.latency) + "\n")
+            return 0
         result = evaluate(config)
     except ConfigError as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -156,7 +198,10 @@ def print_result(result: Any) -> None:
     console.print(scoring_note(rec))
     paper = paper_settings_note(rec)
     if paper:
-        console.print(paper)
+        console.print(paper, markup=False)  # fingerprints in [...] are text, not rich markup
+    comparable = comparability_note(rec)
+    if comparable:
+        console.print(comparable, markup=False)
     tokens = result.tokens()
     console.print(
         f"wall time {rec.wall_s:.1f} s over {rec.sessions} session(s); tokens: "
@@ -176,11 +221,25 @@ def scoring_note(record: Any) -> str:
     scoring = record.scoring
     if scoring == "judge":
         return f"scored by the LLM judge {record.judge_engine or ''}".rstrip() + (
-            " (the paper's metric)" if paper else ""
+            " (the paper's metric)" if paper and getattr(record, "comparability", None) is None else ""
         )
     text = {"rule": "scored by rules (exact match, numeric equality, checkers)", "mixed": "scored partly by rules"}
     note = text.get(scoring, "scorer not recorded")
     return note + (": NOT comparable with the paper's LLM-judged numbers" if paper else "")
+
+
+def comparability_note(record: Any) -> str | None:
+    """One line on whether a paper-v2-style run used AgentFlow's own prompts and judge, or ``None``."""
+    label = getattr(record, "comparability", None)
+    if not label:
+        return None
+    used = getattr(record, "agentflow", None) or {}
+    if used.get("source"):
+        return (
+            f"{label} (from {used['source']}: prompts [{used.get('prompt_fingerprint')}], "
+            f"judge [{used.get('judge_fingerprint')}])"
+        )
+    return label
 
 
 def paper_settings_note(record: Any) -> str | None:
@@ -215,9 +274,6 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
         help=f"site folder to (re)write (default: ./{default_site()})",
     )
     render.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib needed)")
-    from agentflow_env.cli import add_aliases
-
-    add_aliases(render, "--output-dir", "--out")  # the spelling before the CLI used one style
     render.set_defaults(func=_run_render)
     show = sub.add_parser("show", help="print the stored results as tables")
     show.add_argument("--results", type=Path, action="append", default=None, help=results_help)

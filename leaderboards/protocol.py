@@ -27,8 +27,10 @@ __all__ = [
     "PAPER_DEFAULTS",
     "PROTOCOL_DIR",
     "BenchmarkEntry",
+    "PlannedBenchmark",
     "PlannerSetup",
     "Protocol",
+    "RunPlan",
     "WorkUnit",
     "list_protocols",
     "load_protocol",
@@ -43,6 +45,12 @@ _UNHASHED = ("description", "fast_tasks", "superseded_by")
 FLOWS = ("modes", "paper")
 # [paper]: what the paper flow runs with (agentflow_env.paper_mode): prompt source, toolbox, planner sampling
 PAPER_DEFAULTS = {"prompts": "builtin", "toolbox": "as_coded", "sampling": "as_coded"}
+# `prompts = "agentflow_src"` and `[judge] rules = "agentflow_src"`: AgentFlow's own text, read from the checkout
+# the run names (--agentflow-src PATH or $AGENTFLOW_SRC); the path is not part of the protocol (or its hash)
+AGENTFLOW_SRC = "agentflow_src"
+JUDGE_RULES = ("builtin", AGENTFLOW_SRC)  # or "agentflow:PATH"
+COMPARABLE = "comparable: AgentFlow's prompts and judge"
+NOT_COMPARABLE = "own wording: not comparable with the reported rows"
 # [env] keys of the env's own modes, which the paper flow replaces with AgentFlow's modules and budgets
 _MODES_ONLY = ("executor", "verifier", "generator", "memory_budget", "llm_kwargs", "max_action_chars", "turn_rewards")
 
@@ -120,6 +128,47 @@ class Protocol:
     superseded_by: str | None = None
     paper: dict[str, Any] = field(default_factory=dict)  # [paper] of the paper flow, defaults filled in
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # the AgentFlow checkout this run reads "agentflow_src" from (set by the runner; not hashed)
+    agentflow_src: str | None = field(default=None, compare=False)
+
+    @property
+    def wants_agentflow_src(self) -> bool:
+        """The protocol reads AgentFlow's prompts or judge from a checkout the run names."""
+        return self.paper.get("prompts") == AGENTFLOW_SRC or self.judge.get("rules") == AGENTFLOW_SRC
+
+    def with_agentflow_src(self, path: str | None) -> Protocol:
+        """This protocol reading ``"agentflow_src"`` from ``path`` (``None``: this project's own wording)."""
+        if path is not None:
+            from agentflow_env.paper_mode.agentflow_source import find_package_dir
+
+            find_package_dir(path)  # not a checkout: a clear error before anything runs
+            path = str(Path(path).expanduser().resolve())
+        return dataclasses.replace(self, agentflow_src=path)
+
+    def _resolve(self, value: str) -> str:
+        if value != AGENTFLOW_SRC:
+            return value
+        return f"agentflow:{self.agentflow_src}" if self.agentflow_src else "builtin"
+
+    @property
+    def paper_resolved(self) -> dict[str, Any]:
+        """``[paper]`` as this run uses it: ``"agentflow_src"`` becomes ``agentflow:PATH``, or ``builtin``."""
+        if not self.paper:
+            return {}
+        return {**self.paper, "prompts": self._resolve(str(self.paper["prompts"]))}
+
+    @property
+    def judge_rules(self) -> str:
+        """The judge this run uses: ``builtin`` (this project's fenced judge, with the hedge rule) or
+        ``agentflow:PATH`` (AgentFlow's test/calculate_score_unified.py)."""
+        return self._resolve(str(self.judge.get("rules", "builtin")))
+
+    @property
+    def comparability(self) -> str | None:
+        """For a protocol that reads AgentFlow's text: whether this run used it (``None`` for other protocols)."""
+        if not self.wants_agentflow_src:
+            return None
+        return COMPARABLE if self.agentflow_src else NOT_COMPARABLE
 
     @property
     def flow(self) -> str:
@@ -155,7 +204,7 @@ class Protocol:
         kwargs["max_turns"] = self.max_turns
         chosen = engine or self.env.get("engine")
         if self.flow == "paper":
-            kwargs.update(self.paper)
+            kwargs.update(self.paper_resolved)
             if not chosen:
                 raise ConfigError(
                     f'protocol {self.name} runs AgentFlow\'s modules (flow = "paper") and needs their engine: '
@@ -177,7 +226,7 @@ class Protocol:
         return PlannerSetup(
             sampling={**params, **self.sampling},  # [sampling] may add a seed only (checked on load)
             extra_body=preset.extra_body(),
-            system_prompt=planner_system_prompt(self.paper["prompts"]),
+            system_prompt=planner_system_prompt(self.paper_resolved["prompts"]),
         )
 
     def judge_engine(self, override: str | None = None) -> str | None:
@@ -205,8 +254,175 @@ class Protocol:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("raw")
+        d.pop("agentflow_src")
         d["hash"] = self.hash
         return d
+
+    def resolve(
+        self,
+        *,
+        engine: str | None = None,
+        judge_engine: str | None = None,
+        data_dir: str | None = None,
+        fast: bool = False,
+        fast_tasks: dict[str, int] | None = None,
+    ) -> RunPlan:
+        """This protocol with a run's choices, resolved once into what the runner executes (see :class:`RunPlan`).
+
+        ``engine``/``judge_engine`` override the protocol's; ``data_dir`` goes to the loaders that take one;
+        ``fast`` keeps the first ``fast_tasks`` tasks of each benchmark (or ``fast_tasks[env_id]``).
+        """
+        import gymnasium as gym
+
+        import agentflow_env  # noqa: F401  (registers the env ids)
+
+        env_kwargs = self.env_kwargs(engine)
+        planned = []
+        for entry in self.benchmarks:
+            if entry.env_id not in gym.registry:
+                from agentflow_env.registration import registered_ids
+
+                raise ConfigError(
+                    f"protocol {self.name} needs {entry.env_id}, which is not registered here; "
+                    f"registered: {', '.join(registered_ids())}"
+                )
+            loader = _loader_options(entry.env_id)
+            kwargs: dict[str, Any] = {**entry.options, **env_kwargs, "split": entry.split}
+            if data_dir and "data_dir" in loader:
+                kwargs["data_dir"] = data_dir
+            trial = self.trial_seed_option if self.trial_seed_option in loader else None
+            planned.append(PlannedBenchmark(entry, kwargs, trial))
+        env = dict(self.env)
+        if engine:
+            env["engine"] = engine
+        return RunPlan(
+            protocol=self,
+            benchmarks=tuple(planned),
+            engine=env_kwargs.get("engine"),
+            judge_engine=self.judge_engine(judge_engine) if self.uses_judge else None,
+            judge_options={k: v for k, v in self.judge.items() if k not in ("engine", "rules")},
+            planner=self.planner(),
+            env=env,
+            fast=fast,
+            fast_tasks=dict(fast_tasks or {}),
+        )
+
+
+def _loader_options(env_id: str) -> frozenset[str]:
+    """The options the benchmark's task loader states it takes (none for an env id without a benchmark)."""
+    import gymnasium as gym
+
+    bench = (gym.spec(env_id).kwargs or {}).get("benchmark")
+    if bench is None:
+        return frozenset()
+    from benchmarks.specs import get_spec
+
+    return frozenset(get_spec(bench).loader_options or ())
+
+
+@dataclass(frozen=True)
+class PlannedBenchmark:
+    """One benchmark as a run makes it: the ``gymnasium.make`` kwargs (options, env settings, split, data
+    folder) and the loader option that takes each trial's seed (``None``: the trials share one task set)."""
+
+    entry: BenchmarkEntry
+    make_kwargs: dict[str, Any]
+    trial_option: str | None
+
+    @property
+    def env_id(self) -> str:
+        return self.entry.env_id
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A protocol resolved once with a run's choices; :mod:`leaderboards.runner` executes it.
+
+    It holds every fact the runner needs: per benchmark the env's kwargs and trial-seed option, the
+    modules' and the judge's engines, the planner's settings, which tasks run (``fast``) and what the record
+    names (``env``: the protocol's ``[env]`` with the engine override).
+    """
+
+    protocol: Protocol
+    benchmarks: tuple[PlannedBenchmark, ...]
+    engine: str | None  # the env modules' engine spec (None: offline modules)
+    judge_engine: str | None  # None: no benchmark is judged
+    judge_options: dict[str, Any]
+    planner: PlannerSetup
+    env: dict[str, Any]
+    fast: bool = False
+    fast_tasks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.protocol.name
+
+    @property
+    def env_ids(self) -> list[str]:
+        return [b.env_id for b in self.benchmarks]
+
+    def benchmark(self, env_id: str) -> PlannedBenchmark:
+        for planned in self.benchmarks:
+            if planned.env_id == env_id:
+                return planned
+        raise ConfigError(f"{env_id} is not in protocol {self.name}; it has {', '.join(self.env_ids)}")
+
+    def make_kwargs(self, env_id: str, trial_seed: int | None = None) -> dict[str, Any]:
+        """``gymnasium.make`` kwargs of ``env_id`` in trial ``trial_seed`` (the scorer and tasks come apart)."""
+        planned = self.benchmark(env_id)
+        kwargs = dict(planned.make_kwargs)
+        if planned.trial_option and trial_seed is not None:
+            kwargs[planned.trial_option] = trial_seed
+        return kwargs
+
+    def trial_key(self, env_id: str, seed: int | None) -> int | None:
+        """Which task set an episode of trial ``seed`` plays: its own per trial, or one shared (``None``)."""
+        return seed if self.benchmark(env_id).trial_option else None
+
+    def units(self, env_id: str, num_tasks: int) -> list[WorkUnit]:
+        """The episodes of one benchmark with ``num_tasks`` tasks available."""
+        return self.protocol.units(env_id, num_tasks, fast=self.fast, limit=self.fast_tasks.get(env_id))
+
+    @property
+    def http_modules(self) -> bool:
+        """Whether the env's modules call an LLM (the paper flow, or llm modes with an engine)."""
+        return self.engine is not None
+
+    def calls_per_episode(self, turns: float) -> float:
+        """LLM calls of one episode of ``turns`` planner turns (the planner's included)."""
+        judged = 1.0 if self.judge_engine else 0.0
+        if self.protocol.flow == "paper":  # query analysis; planner, executor, tool, verifier per step; final
+            return 2 + 4 * turns + judged  # (the generalist tool's call counted; other tools call none)
+        env = self.env
+        per_turn = 1 + sum(env.get(k) == "llm" for k in ("executor", "verifier"))
+        return per_turn * turns + (env.get("generator") == "llm") + judged
+
+    def describe(self, episodes: dict[str, int], concurrency: int, latency_s: float) -> str:
+        """The plan in words, with the wall-time estimate of ``episodes`` at ``latency_s`` per LLM call."""
+        total = sum(episodes.values())
+        lines = [f"protocol {self.name} (hash {self.protocol.hash}), flow {self.protocol.flow}"]
+        lines.append(f"  modules' engine: {self.engine or 'none (offline modules)'}")
+        lines.append(f"  judge: {self.judge_engine or 'none'}")
+        for planned in self.benchmarks:
+            trial = f", trial seed -> {planned.trial_option}" if planned.trial_option else ""
+            lines.append(f"  {planned.env_id}: {episodes.get(planned.env_id, 0)} episodes{trial}")
+        lines.append(f"  {total} episodes, {concurrency} in flight, max {self.protocol.max_turns} turns")
+        for label, turns in (("typical (2 turns)", 2.0), ("worst case", float(self.protocol.max_turns))):
+            k = self.calls_per_episode(turns)
+            seconds = total * k * latency_s / concurrency
+            lines.append(
+                f"  {label}: {k:g} LLM calls per episode, at {latency_s:g} s per call about "
+                f"{_duration(seconds)} (bound: {concurrency} in flight / ({k:g} calls x {latency_s:g} s))"
+            )
+        return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def list_protocols(directory: Path = PROTOCOL_DIR) -> list[str]:
@@ -284,6 +500,12 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
     judge = dict(raw.get("judge", {}))
     if not isinstance(judge.get("engine", ""), str):
         raise ConfigError(f"{source}: [judge] engine must be an engine spec string")
+    rules = judge.get("rules", "builtin")
+    if not isinstance(rules, str) or not (rules in JUDGE_RULES or rules.startswith("agentflow:")):
+        raise ConfigError(
+            f'{source}: [judge] rules={rules!r}; use "builtin" (this project\'s judge, with the hedge rule), '
+            '"agentflow_src" (AgentFlow\'s, from --agentflow-src) or "agentflow:PATH"'
+        )
     trial_seed_option = raw.get("trial_seed_option")
     if trial_seed_option is not None and not (isinstance(trial_seed_option, str) and trial_seed_option):
         raise ConfigError(f'{source}: trial_seed_option must name a loader option (e.g. "seed") or be absent')
@@ -335,8 +557,11 @@ def _paper_settings(raw: dict[str, Any], env: dict[str, Any], sampling: dict[str
 
     paper = {**PAPER_DEFAULTS, **given}
     prompts = paper["prompts"]
-    if not isinstance(prompts, str) or not (prompts == "builtin" or prompts.startswith("agentflow:")):
-        raise ConfigError(f'{source}: [paper] prompts={prompts!r}; use "builtin" or "agentflow:PATH"')
+    if not isinstance(prompts, str) or not (prompts in ("builtin", AGENTFLOW_SRC) or prompts.startswith("agentflow:")):
+        raise ConfigError(
+            f'{source}: [paper] prompts={prompts!r}; use "builtin", "agentflow_src" (the checkout of '
+            '--agentflow-src) or "agentflow:PATH"'
+        )
     for key, allowed in (("toolbox", TOOLBOX_PRESETS), ("sampling", SAMPLING_PRESETS)):
         if paper[key] not in allowed:
             raise ConfigError(f"{source}: [paper] {key}={paper[key]!r}; choose one of {', '.join(allowed)}")

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderboards.protocol import CATEGORIES, load_protocol
+from leaderboards.protocol import CATEGORIES, COMPARABLE, NOT_COMPARABLE, load_protocol
 from leaderboards.store import RESULTS_DIR, EvalResult, iter_runs
 from leaderboards.viewer import viewer_href, write_viewers
 
 __all__ = [
+    "BOARD_FILE",
     "Board",
     "BoardRow",
     "Cell",
@@ -33,6 +34,7 @@ __all__ = [
     "render_html",
     "render_markdown",
     "render_site",
+    "write_board",
 ]
 
 logger = logging.getLogger(__name__)
@@ -88,6 +90,7 @@ class BoardRow:
     views: dict[str, str] = field(default_factory=dict)  # env_id -> the viewer page, relative to the site
     scoring: str = "unknown"  # RunRecord.scoring: judge, rule, mixed, unknown, or paper (reported rows)
     comparable: bool = True  # False: a row not scored as the reported rows were (marked wherever it shows)
+    comparability: str | None = None  # RunRecord.comparability (protocols reading AgentFlow's own text)
 
 
 @dataclass
@@ -154,6 +157,7 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
     paper_board = any(r.kind == "reported" for r in board.rows) or _is_paper(name)
     for r in board.rows:
         r.comparable = not paper_board or r.kind == "reported" or r.scoring == "judge"
+        r.comparable = r.comparable and r.comparability != NOT_COMPARABLE
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
     return board
 
@@ -220,6 +224,7 @@ def _row(run: EvalResult, phash: str | None) -> BoardRow:
         fast=rec.fast,
         source=rec.source,
         scoring=rec.scoring,
+        comparability=rec.comparability,
         tokens_split=tokens,
         views=views,
     )
@@ -246,7 +251,11 @@ def _marks(row: BoardRow) -> list[tuple[str, str]]:
         marks.append(("fast subset", "fast subset"))
     if not row.current:
         marks.append(("older protocol", "older protocol version"))
-    if not row.comparable:
+    if row.comparability == COMPARABLE:
+        marks.append(("comparable", "AgentFlow's own prompts and judge: comparable with the reported rows"))
+    elif row.comparability == NOT_COMPARABLE:
+        marks.append(("own wording, not comparable", NOT_COMPARABLE))
+    if not row.comparable and row.comparability != NOT_COMPARABLE:
         how = {"rule": "exact-match/rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
         short = {"rule": "rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
         marks.append((f"{short}, not comparable", f"{how}, not comparable with the paper's LLM-judged numbers"))
@@ -597,6 +606,17 @@ def site_json(boards: Sequence[Board], source: str) -> str:
         for b in boards
     ]
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+# the committed board (Markdown, no charts): the HTML site is built, not tracked
+BOARD_FILE = Path(__file__).resolve().parent / "leaderboard.md"
+
+
+def write_board(results_dir: Path | Sequence[Path] = RESULTS_DIR, path: Path = BOARD_FILE) -> Path:
+    """Rewrite the committed Markdown board (``leaderboards/leaderboard.md``) from the stored references."""
+    boards = [board_rows(runs) for runs in group_by_protocol(results_dir).values()]
+    _write_if_changed(Path(path), render_markdown(boards, charts=False, source=describe_source(results_dir)))
+    return Path(path)
 
 
 def render_site(

@@ -1,4 +1,9 @@
-"""Runs a policy over a protocol: batched episodes across envs, one ``act`` per policy per turn, resumable.
+"""Runs a policy over a protocol: the protocol resolves once into a :class:`~leaderboards.protocol.RunPlan`, then
+``concurrency`` episodes run in flight, each on its own (:mod:`agentflow_env.scheduler`), resumable.
+
+An HTTP planner (``concurrent_act``) gets its observations in batches gathered within ``batch_window_s``, never
+a barrier; a local or stateful policy plays lock-step turns so a seeded run repeats. Each episode's
+``time_budget_s`` clock counts only its own work, so scores do not depend on the concurrency.
 
 Each finished episode appends its trajectory, then its outcome line; a rerun skips every unit whose
 outcome line is on disk, so an interrupted evaluation never redoes finished tasks.
@@ -6,20 +11,23 @@ outcome line is on disk, so an interrupted evaluation never redoes finished task
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
+import functools
 import logging
-import numbers
+import os
 import shutil
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentflow_env.error import ConfigError, EngineError
-from leaderboards.protocol import Protocol, WorkUnit, load_protocol
+from agentflow_env.error import ConfigError
+from leaderboards.episodes import normalize_actions, run_units
+from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
 from leaderboards.store import (
     RUN_FILE,
     TASKS_FILE,
@@ -27,11 +35,10 @@ from leaderboards.store import (
     EvalResult,
     JsonlAppender,
     RunRecord,
-    TaskOutcome,
     git_state,
     load_run,
     lock_run_dir,
-    read_jsonl,
+    read_tasks,
     run_name_for,
     validate_run_name,
     write_json_atomic,
@@ -53,7 +60,13 @@ class EvalConfig:
     data_dir: str | None = None
     engine: str | None = None  # overrides the protocol's engine for llm modes or the paper flow (recorded)
     judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
-    batch_size: int = 16
+    concurrency: int | None = None  # episodes in flight; None: 64 with an HTTP planner or env engine, else 16
+    batch_window_s: float = 0.005  # the planner's batch gathers the episodes ready within this window
+    judge_concurrency: int = 16  # the judge's own limit on requests in flight
+    ray: str | None = None  # spread the episodes over Ray: "auto", an address, or "local" (an in-process Ray)
+    ray_workers: int | None = None  # env actors per benchmark and trial (default: the cluster's CPUs)
+    # the AgentFlow checkout a protocol's "agentflow_src" prompts and judge are read from (else $AGENTFLOW_SRC)
+    agentflow_src: str | None = None
     fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
     fast_tasks: dict[str, int] | None = None  # with ``fast``: tasks per benchmark instead (the sized score guard)
     code_dir: Path | None = None  # whose git state the record names (default: agentflow-env's own checkout)
@@ -74,76 +87,50 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    params = inspect.signature(fn).parameters.values()
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
-
-
 def build_env(
-    protocol: Protocol,
+    plan: RunPlan,
     env_id: str,
-    data_dir: str | None = None,
-    engine: str | None = None,
-    tasks: Any = None,
     *,
+    tasks: Any = None,
     trial_seed: int | None = None,
     scorer: Any = None,
-    judge_engine: str | None = None,
+    shared_engine: Any = None,
 ) -> Any:
-    """The env of one protocol benchmark, with the protocol's split, options, modes, turn budget and scorer.
+    """The env of one benchmark of ``plan``: its split, options, modes, turn budget and scorer.
 
     ``tasks`` reuses another instance's task source (loading or generating tasks once per benchmark and
     trial). ``trial_seed`` goes to the loader option the protocol names in ``trial_seed_option``.
-    ``scorer`` is a ready scorer object (shared across envs); else one is built from the protocol entry,
-    the judge's engine from ``judge_engine`` or the protocol's ``[judge] engine``.
+    ``scorer`` is a ready scorer object (shared across envs); else one is built from the plan.
+    ``shared_engine``: an engine object built from the plan's engine spec, given to the env instead of the spec
+    (one HTTP client for every env of a run: building a client per env costs about 0.2 s of CPU).
     """
     import gymnasium as gym
 
-    if env_id not in gym.registry:
-        from agentflow_env.registration import registered_ids
-
-        raise ConfigError(
-            f"protocol {protocol.name} needs {env_id}, which is not registered here; "
-            f"registered: {', '.join(registered_ids())}"
-        )
-    entry = protocol.benchmark(env_id)
-    kwargs: dict[str, Any] = {**entry.options, **protocol.env_kwargs(engine)}
-    kwargs["split"] = entry.split
-    spec_kwargs = gym.spec(env_id).kwargs or {}
-    bench = spec_kwargs.get("benchmark")
-    if data_dir and bench is not None:
-        from benchmarks.specs import get_spec
-
-        if _accepts(get_spec(bench).load_tasks, "data_dir"):
-            kwargs["data_dir"] = data_dir
-    if protocol.trial_seed_option and trial_seed is not None and bench is not None:
-        from benchmarks.specs import get_spec
-
-        if _accepts(get_spec(bench).load_tasks, protocol.trial_seed_option):
-            kwargs[protocol.trial_seed_option] = trial_seed
+    planned = plan.benchmark(env_id)
+    kwargs = plan.make_kwargs(env_id, trial_seed)
     if scorer is not None:
         kwargs["scorer"] = scorer
-    elif entry.scorer != "default":
-        kwargs["scorer"] = make_protocol_scorer(protocol, entry.scorer, judge_engine)
+    elif planned.entry.scorer != "default":
+        kwargs["scorer"] = make_protocol_scorer(plan, planned.entry.scorer)
     if tasks is not None:
         kwargs["tasks"] = tasks
+    if shared_engine is not None and isinstance(kwargs.get("engine"), str):
+        kwargs["engine"] = shared_engine
     return gym.make(env_id, disable_env_checker=True, **kwargs)
 
 
-def make_protocol_scorer(protocol: Protocol, name: str, judge_engine: str | None = None) -> Any:
-    """The scorer a protocol entry names; ``"judge"`` takes its engine from ``judge_engine`` or ``[judge]``."""
+def make_protocol_scorer(plan: RunPlan, name: str) -> Any:
+    """The scorer a protocol entry names; ``"judge"`` takes the plan's judge engine and ``[judge]`` options."""
     from agentflow_env.scoring import make_scorer
 
     if name != "judge":
         return make_scorer(name)
-    spec = protocol.judge_engine(judge_engine)
-    if not spec:
+    if not plan.judge_engine:
         raise ConfigError(
-            f'protocol {protocol.name} scores with scorer = "judge" but names no judge engine: '
+            f'protocol {plan.name} scores with scorer = "judge" but names no judge engine: '
             '`--judge-engine SPEC` (e.g. openai:gpt-4o@https://api.openai.com/v1) or [judge] engine = "SPEC"'
         )
-    options = {k: v for k, v in protocol.judge.items() if k != "engine"}
-    return make_scorer("judge", judge_engine=spec, **options)
+    return make_scorer("judge", judge_engine=plan.judge_engine, rules=plan.protocol.judge_rules, **plan.judge_options)
 
 
 def describe_scorer(scorer: Any) -> str:
@@ -156,86 +143,6 @@ def describe_scorer(scorer: Any) -> str:
     return f"rule:{scorer!r}" if type(scorer).__repr__ is not object.__repr__ else f"rule:{type(scorer).__name__}"
 
 
-def normalize_actions(policy: Any, raw: Sequence[Any], n: int) -> tuple[list[str], list[dict[str, int] | None]]:
-    """Action texts and per-action token counts from whatever ``act`` returned.
-
-    Items may be strings, dicts with ``text``/``action``, or objects with ``.text`` (trainable
-    policies); token counts come from ``prompt_ids``/``action_ids`` lengths, ``prompt_tokens``/
-    ``completion_tokens``, or the policy's ``last_usage`` list. Missing counts are ``None``.
-    """
-    if not isinstance(raw, Sequence) or isinstance(raw, str) or len(raw) != n:
-        raise ConfigError(
-            f"{type(policy).__name__}.act returned {type(raw).__name__} of length "
-            f"{len(raw) if hasattr(raw, '__len__') else '?'}; it must return one action per observation ({n})"
-        )
-    usage = getattr(policy, "last_usage", None)
-    texts, tokens = [], []
-    for i, item in enumerate(raw):
-        get = item.get if isinstance(item, dict) else lambda k, d=None, it=item: getattr(it, k, d)
-        text = item if isinstance(item, str) else get("text", get("action"))
-        texts.append(text if isinstance(text, str) else str(text))
-        count = _token_count(get) if not isinstance(item, str) else None
-        if count is None and isinstance(usage, Sequence) and len(usage) == n and isinstance(usage[i], dict):
-            count = _token_count(usage[i].get)
-        tokens.append(count)
-    return texts, tokens
-
-
-MAX_TOKENS_PER_ACTION = 10_000_000  # a count past this (per prompt or completion) is not believed
-
-
-def _token_count(get: Callable[..., Any]) -> dict[str, int] | None:
-    """The action's token counts, or ``None`` when unknown. Counts come from the policy, which may be anyone's
-    code: one that is not a whole number in [0, MAX_TOKENS_PER_ACTION] is reported (once) and counted as unknown,
-    so a bad count neither ends the evaluation nor reaches the result."""
-    prompt, completion = get("prompt_tokens", None), get("completion_tokens", None)
-    if prompt is None and completion is None:
-        pids, aids = get("prompt_ids", None), get("action_ids", get("response_ids", None))
-        try:
-            prompt = len(pids) if pids is not None else None
-            completion = len(aids) if aids is not None else None
-        except TypeError:
-            _warn_token_count(f"token ids without a length ({type(pids).__name__}, {type(aids).__name__})")
-            return None
-    if prompt is None and completion is None:
-        return None
-    counts = {}
-    for key, value in (("prompt", prompt), ("completion", completion)):
-        if value is None:
-            counts[key] = 0
-            continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            if not (isinstance(value, float) and value.is_integer()):
-                _warn_token_count(f"{key} tokens = {value!r} ({type(value).__name__}), not a whole number")
-                return None
-        number = int(value)
-        if not 0 <= number <= MAX_TOKENS_PER_ACTION:
-            _warn_token_count(f"{key} tokens = {number}, outside 0..{MAX_TOKENS_PER_ACTION:,}")
-            return None
-        counts[key] = number
-    return counts
-
-
-_TOKEN_WARNINGS: set[str] = set()
-
-
-def _warn_token_count(problem: str) -> None:
-    if problem not in _TOKEN_WARNINGS:
-        _TOKEN_WARNINGS.add(problem)
-        logger.warning("the policy reported %s; this action's token count is recorded as unknown", problem)
-
-
-@dataclass
-class _Episode:
-    unit: WorkUnit
-    env: Any
-    obs: dict[str, str]
-    started: float
-    turns: int = 0
-    tokens: dict[str, int] | None = None
-    token_known: bool = True
-
-
 class _EnvPool:
     """Reusable env instances per (env id, trial); a benchmark's envs close once its last episode ends.
 
@@ -243,59 +150,139 @@ class _EnvPool:
     order differs per trial); otherwise every trial shares one. Scorers are built once per env id.
     """
 
-    def __init__(self, protocol: Protocol, data_dir: str | None, engine: str | None, judge_engine: str | None = None):
-        self.protocol, self.data_dir, self.engine, self.judge_engine = protocol, data_dir, engine, judge_engine
+    def __init__(self, plan: RunPlan):
+        self.plan = plan
+        self.lock = threading.RLock()  # episodes acquire and release envs from their own threads
+        self.judge_concurrency: int | None = None
+        self.concurrency: int | None = None  # set: every env shares one engine allowing that many requests
+        self._engine: Any = None
+        self.ray: str | None = None  # set: episodes' envs live in Ray actors (agentflow_env.ray_vector)
+        self.ray_workers: int | None = None
+        self._vectors: dict[tuple[str, int | None], Any] = {}
         self.free: dict[tuple[str, int | None], list[Any]] = {}
         self.all: dict[tuple[str, int | None], list[Any]] = {}
         self.scorers: dict[str, Any] = {}
 
     def _key(self, env_id: str, seed: int | None) -> tuple[str, int | None]:
-        return env_id, (seed if self.protocol.trial_seed_option else None)
+        return env_id, self.plan.trial_key(env_id, seed)
 
     def scorer(self, env_id: str) -> Any:
         """The protocol entry's scorer, shared by every env of ``env_id`` (``None``: the benchmark's own)."""
-        entry = self.protocol.benchmark(env_id)
-        if entry.scorer == "default":
+        name = self.plan.benchmark(env_id).entry.scorer
+        if name == "default":
             return None
         if env_id not in self.scorers:
-            same = [v for e, v in self.scorers.items() if self.protocol.benchmark(e).scorer == entry.scorer]
+            same = [v for e, v in self.scorers.items() if self.plan.benchmark(e).entry.scorer == name]
             if not same:
-                same = [make_protocol_scorer(self.protocol, entry.scorer, self.judge_engine)]
+                same = [make_protocol_scorer(self.plan, name)]
+                engine = getattr(same[0], "engine", None)  # the judge's own connection limit
+                if self.judge_concurrency and callable(getattr(engine, "set_concurrency", None)):
+                    engine.set_concurrency(self.judge_concurrency)
             self.scorers[env_id] = same[0]
         return self.scorers[env_id]
 
     def acquire(self, env_id: str, seed: int | None = None) -> Any:
+        with self.lock:
+            return self._acquire(env_id, seed)
+
+    def _acquire(self, env_id: str, seed: int | None) -> Any:
         key = self._key(env_id, seed)
         free = self.free.setdefault(key, [])
         if free:
             return free.pop()
+        if self.ray:
+            return self._remote(key, env_id, seed)
         siblings = self.all.setdefault(key, [])
         tasks = siblings[0].unwrapped.tasks if siblings else None
         env = build_env(
-            self.protocol,
-            env_id,
-            self.data_dir,
-            self.engine,
-            tasks=tasks,
-            trial_seed=seed,
-            scorer=self.scorer(env_id),
-            judge_engine=self.judge_engine,
+            self.plan, env_id, tasks=tasks, trial_seed=seed, scorer=self.scorer(env_id), shared_engine=self._engine_()
         )
         siblings.append(env)
         return env
 
+    def local(self, env_id: str, seed: int | None) -> Any:
+        """An env of this process, to read a benchmark's tasks, scorer and settings (released by ``give_back``)."""
+        if not self.ray:
+            return self.acquire(env_id, seed)
+        return build_env(self.plan, env_id, trial_seed=seed, scorer=self.scorer(env_id))
+
+    def give_back(self, env_id: str, env: Any, seed: int | None) -> None:
+        if self.ray:
+            env.close()
+        else:
+            self.release(env_id, env, seed)
+
+    def _remote(self, key: tuple[str, int | None], env_id: str, seed: int | None) -> Any:
+        """The first of ``concurrency`` envs of ``key`` built in Ray actors (proxies that step them there)."""
+        from agentflow_env.ray_vector import RayVectorEnv
+
+        if key in self._vectors:
+            raise RuntimeError(f"every remote env of {key} is in use; more episodes in flight than envs")
+        n = max(self.concurrency or 1, 1)
+        fns = [functools.partial(_remote_env, self.plan, env_id, seed) for _ in range(n)]
+        workers = min(self.ray_workers or _ray_cpus(self.ray), n)
+        vec = RayVectorEnv(fns, num_workers=workers, autoreset_mode="disabled", ray_init=_ray_init(self.ray))
+        self._vectors[key] = vec
+        self.all.setdefault(key, []).extend(vec.envs)
+        self.free[key] = list(vec.envs[1:])
+        return vec.envs[0]
+
+    def _engine_(self) -> Any:
+        """One engine for the modules of every env, when it is thread-safe (an HTTP client); else None."""
+        if self.concurrency is None:
+            return None
+        if self._engine is None:
+            spec = self.plan.engine
+            if not isinstance(spec, str):
+                self._engine = False
+                return None
+            from agentflow_env.engines import make_engine
+
+            engine = make_engine(spec)
+            if getattr(engine, "thread_safe", False) and callable(getattr(engine, "set_concurrency", None)):
+                engine.set_concurrency(max(self.concurrency, getattr(engine, "concurrency", 1)))
+                self._engine = engine
+            else:
+                self._engine = False
+        return self._engine or None
+
     def release(self, env_id: str, env: Any, seed: int | None = None) -> None:
-        self.free.setdefault(self._key(env_id, seed), []).append(env)
+        with self.lock:
+            self.free.setdefault(self._key(env_id, seed), []).append(env)
 
     def close_env_id(self, env_id: str) -> None:
-        for key in [k for k in self.all if k[0] == env_id]:
-            for env in self.all.pop(key, []):
-                env.close()
-            self.free.pop(key, None)
+        with self.lock:
+            for key in [k for k in self.all if k[0] == env_id]:
+                for env in self.all.pop(key, []):
+                    env.close()
+                self.free.pop(key, None)
+                vec = self._vectors.pop(key, None)
+                if vec is not None:
+                    vec.close()
 
     def close(self) -> None:
         for env_id in {k[0] for k in self.all}:
             self.close_env_id(env_id)
+        if self._engine:
+            self._engine.close()
+
+
+def _remote_env(plan: RunPlan, env_id: str, seed: int | None) -> Any:
+    """Builds one env of ``plan`` inside a Ray actor (with its own scorer and engine there)."""
+    return build_env(plan, env_id, trial_seed=seed)
+
+
+def _ray_init(address: str) -> dict[str, Any]:
+    """``ray.init`` kwargs for ``--ray`` (used only when Ray is not initialised in this process yet)."""
+    return {} if address == "local" else {"address": address}
+
+
+def _ray_cpus(address: str) -> int:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False, **_ray_init(address))
+    return max(int(ray.cluster_resources().get("CPU", 1)), 1)
 
 
 def _policy_source(config: EvalConfig) -> dict[str, str] | None:
@@ -307,19 +294,15 @@ def _policy_source(config: EvalConfig) -> dict[str, str] | None:
     return policy_source(config.policy)
 
 
-def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunRecord, RunRecord | None]:
+def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord, RunRecord | None]:
     """The run folder, the record this session will write, and the stored record when resuming."""
     from agentflow_env import __version__
 
+    protocol, planner = plan.protocol, plan.planner
     run_dir = Path(config.out) / protocol.name / config.run_name
     if config.overwrite and run_dir.exists():
         shutil.rmtree(run_dir)
     commit, dirty = git_state(config.code_dir)
-    env = dict(protocol.env)
-    if config.engine:
-        env["engine"] = config.engine
-    judge_engine = protocol.judge_engine(config.judge_engine) if protocol.uses_judge else None
-    planner = protocol.planner()
     fresh = RunRecord(
         name=config.run_name,
         protocol=protocol.name,
@@ -333,15 +316,16 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
         seeds=list(protocol.seeds),
         samples_per_task=protocol.samples_per_task,
         max_turns=protocol.max_turns,
-        env=env,
+        env=dict(plan.env),
         sampling={**planner.sampling, **planner.extra_body},  # as the planner sends it (frequency penalty too)
         benchmarks={
             b.env_id: {"label": b.label, "category": b.category, "split": b.split} for b in protocol.benchmarks
         },
         started_at=_now(),
         notes=config.notes,
-        judge_engine=judge_engine,
+        judge_engine=plan.judge_engine,
         trial_seed_option=protocol.trial_seed_option,
+        comparability=protocol.comparability,
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -353,6 +337,7 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
                 ("fast", old.fast, fresh.fast),
                 ("engine", old.env.get("engine"), fresh.env.get("engine")),
                 ("judge_engine", old.judge_engine, fresh.judge_engine),
+                ("comparability", old.comparability, fresh.comparability),
             )
             if a != b
         ]
@@ -368,18 +353,18 @@ def _prepare_run_dir(config: EvalConfig, protocol: Protocol) -> tuple[Path, RunR
     return run_dir, fresh, None
 
 
-def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
+def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
     """Every episode of the run; records how each benchmark is scored in ``record.scorers`` and, in the paper
     flow, the env's ``paper_settings`` (prompt source, toolbox, tools, sampling; per benchmark how questions
     were built)."""
     units: list[WorkUnit] = []
-    seed = protocol.seeds[0]
-    for entry in protocol.benchmarks:
-        env = pool.acquire(entry.env_id, seed)
+    seed = plan.protocol.seeds[0]
+    for entry in (b.entry for b in plan.benchmarks):
+        env = pool.local(entry.env_id, seed)
         num = len(env.unwrapped.tasks)
         record.scorers[entry.env_id] = describe_scorer(env.unwrapped.scorer)
         settings = getattr(env.unwrapped, "paper_settings", None)
-        if protocol.flow == "paper" and isinstance(settings, dict):
+        if plan.protocol.flow == "paper" and isinstance(settings, dict):
             settings = dict(settings)
             questions = settings.pop("questions", None)
             if questions is not None:
@@ -388,43 +373,111 @@ def _plan(protocol: Protocol, config: EvalConfig, pool: _EnvPool, record: RunRec
                 record.paper_settings = settings
             elif settings != record.paper_settings:  # one toolbox and sampling for every benchmark, as in AgentFlow
                 raise ConfigError(
-                    f"{entry.env_id} runs with other paper settings than {protocol.benchmarks[0].env_id}; "
+                    f"{entry.env_id} runs with other paper settings than {plan.env_ids[0]}; "
                     "the paper flow uses one prompt source, toolbox and sampling for all benchmarks"
                 )
-        pool.release(entry.env_id, env, seed)
-        limit = (config.fast_tasks or {}).get(entry.env_id)
-        units.extend(protocol.units(entry.env_id, num, fast=config.fast, limit=limit))
+        pool.give_back(entry.env_id, env, seed)
+        units.extend(plan.units(entry.env_id, num))
+    if plan.protocol.wants_agentflow_src:
+        record.agentflow = _agentflow_fingerprints(plan.protocol, record, pool)
     return units
+
+
+def _agentflow_fingerprints(protocol: Protocol, record: RunRecord, pool: _EnvPool) -> dict[str, Any]:
+    """Which AgentFlow text this run used: the checkout, the prompts' and the judge's fingerprints."""
+    judges = {getattr(s, "fingerprint", None) for s in pool.scorers.values()} - {None}
+    return {
+        "source": protocol.agentflow_src,
+        "prompts": (record.paper_settings or {}).get("prompts"),
+        "prompt_fingerprint": (record.paper_settings or {}).get("prompt_fingerprint"),
+        "judge": protocol.judge_rules,
+        "judge_fingerprint": judges.pop() if len(judges) == 1 else sorted(judges) or None,
+    }
 
 
 def evaluate(config: EvalConfig) -> EvalResult:
     """Run (or resume) ``config.policy`` on ``config.protocol``; returns the stored result."""
-    if config.batch_size < 1:
-        raise ConfigError(f"batch_size must be at least 1, got {config.batch_size}")
+    if config.concurrency is not None and config.concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {config.concurrency}")
+    if config.batch_window_s < 0:
+        raise ConfigError(f"batch_window_s must be >= 0 seconds, got {config.batch_window_s}")
     config.run_name  # noqa: B018  (a bad --name fails before anything is loaded or written)
-    protocol = load_protocol(config.protocol)
+    plan = plan_run(config)
+    policies = _policies(config, plan)  # a bad spec fails before anything is written
+    config = dataclasses.replace(config, concurrency=config.concurrency or default_concurrency(plan, policies))
+    _raise_engine_limits(policies, config.concurrency or 1)
+    run_dir = Path(config.out) / plan.name / config.run_name
+    with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
+        return _evaluate_locked(config, plan, policies)
+
+
+def plan_run(config: EvalConfig) -> RunPlan:
+    """``config.protocol`` resolved with the run's engines, data folder and task selection."""
+    protocol = _with_agentflow_src(load_protocol(config.protocol), config.agentflow_src)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
-    policies = _policies(config, protocol)  # a bad spec fails before anything is written
-    run_dir = Path(config.out) / protocol.name / config.run_name
-    with lock_run_dir(run_dir):  # a second eval on the same folder fails fast, naming this process
-        return _evaluate_locked(config, protocol, policies)
+    return protocol.resolve(
+        engine=config.engine,
+        judge_engine=config.judge_engine,
+        data_dir=config.data_dir,
+        fast=config.fast,
+        fast_tasks=config.fast_tasks,
+    )
 
 
-def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str, Any]) -> EvalResult:
-    run_dir, record, stored = _prepare_run_dir(config, protocol)
-    pool = _EnvPool(protocol, config.data_dir, config.engine, config.judge_engine)
+def _with_agentflow_src(protocol: Protocol, given: str | None) -> Protocol:
+    """The protocol reading ``"agentflow_src"`` from ``given`` or ``$AGENTFLOW_SRC`` (neither: own wording)."""
+    path = given or os.environ.get("AGENTFLOW_SRC") or None
+    if not protocol.wants_agentflow_src:
+        if given:
+            logger.warning("--agentflow-src is unused: protocol %s reads nothing from a checkout", protocol.name)
+        return protocol
+    if path is None:
+        logger.warning(
+            "protocol %s runs without AgentFlow's checkout (--agentflow-src PATH or $AGENTFLOW_SRC): this project's "
+            "own prompt wording and judge; the run is labelled %r",
+            protocol.name,
+            NOT_COMPARABLE,
+        )
+    return protocol.with_agentflow_src(path)
+
+
+def dry_run(config: EvalConfig, latency_s: float) -> str:
+    """The plan of ``config`` and its time estimate at ``latency_s`` per LLM call; runs no episode.
+
+    Builds one env per benchmark to count its tasks (no LLM call: the paper flow's first call is at reset).
+    """
+    plan = plan_run(config)
+    policies = _policies(config, plan)
+    concurrency = config.concurrency or default_concurrency(plan, policies)
+    pool = _EnvPool(plan)
     try:
-        units = _plan(protocol, config, pool, record)
+        units = _units(plan, pool, RunRecord(name="", protocol=plan.name, protocol_hash=plan.protocol.hash, policy=""))
+    finally:
+        pool.close()
+    episodes: dict[str, int] = {}
+    for unit in units:
+        episodes[unit.env_id] = episodes.get(unit.env_id, 0) + 1
+    return f"policy {config.policy}\n" + plan.describe(episodes, concurrency, latency_s)
+
+
+def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]) -> EvalResult:
+    run_dir, record, stored = _prepare_run_dir(config, plan)
+    pool = _EnvPool(plan)
+    pool.judge_concurrency = config.judge_concurrency
+    pool.concurrency = config.concurrency
+    pool.ray, pool.ray_workers = config.ray, config.ray_workers
+    try:
+        units = _units(plan, pool, record)
         if record.paper_settings is not None:
-            record.paper_settings["planner_sends"] = _planner_sends(policies, protocol)
+            record.paper_settings["planner_sends"] = _planner_sends(policies, plan.planner)
             _check_same_prompts(stored, record, run_dir)
-        done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
+        done = {d.get("key") for d in read_tasks(run_dir, repair=True)}
         todo = deque(u for u in units if u.key not in done)
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
             logger.warning(
                 "all %d episodes of this run are already stored: showing them. Pass --overwrite to run "
-                "again, or --out DIR / --name NAME for a separate run",
+                "again, or --output-dir DIR / --name NAME for a separate run",
                 len(units),
             )
             return load_run(run_dir)
@@ -433,7 +486,7 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
         session_start = time.monotonic()
         try:
             with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
-                _loop(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
+                run_units(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
             record.complete = True
         finally:
             record.wall_s += time.monotonic() - session_start
@@ -444,15 +497,30 @@ def _evaluate_locked(config: EvalConfig, protocol: Protocol, policies: dict[str,
     return load_run(run_dir)
 
 
-def _policies(config: EvalConfig, protocol: Protocol) -> dict[str, Any]:
+def default_concurrency(plan: RunPlan, policies: dict[str, Any]) -> int:
+    """64 episodes in flight when an HTTP server does the work (an HTTP planner, the paper flow's or the llm
+    modes' engine), else 16 (a local model batches its turns; offline modules are quick)."""
+    http_policy = any(getattr(p, "concurrent_act", False) for p in policies.values())
+    return 64 if http_policy or plan.http_modules else 16
+
+
+def _raise_engine_limits(policies: dict[str, Any], concurrency: int) -> None:
+    """An HTTP planner's engine allows as many requests in flight as there are episodes."""
+    for policy in {id(p): p for p in policies.values()}.values():
+        engine = getattr(policy, "engine", None)
+        if callable(getattr(engine, "set_concurrency", None)) and getattr(engine, "concurrency", 0) < concurrency:
+            engine.set_concurrency(concurrency)
+
+
+def _policies(config: EvalConfig, plan: RunPlan) -> dict[str, Any]:
     if config.policy_factory is not None:
-        return {e: config.policy_factory(e) for e in protocol.env_ids}
+        return {e: config.policy_factory(e) for e in plan.env_ids}
     from agents.policies.registry import make_policies
 
-    planner = protocol.planner()  # the paper flow: AgentFlow's planner sampling, penalty and system prompt
+    planner = plan.planner  # the paper flow: AgentFlow's planner sampling, penalty and system prompt
     return make_policies(
         config.policy,
-        protocol.env_ids,
+        plan.env_ids,
         planner.sampling,
         extra_body=planner.extra_body,
         system_prompt=planner.system_prompt,
@@ -470,13 +538,12 @@ def _check_same_prompts(stored: RunRecord | None, record: RunRecord, run_dir: Pa
         )
 
 
-def _planner_sends(policies: dict[str, Any], protocol: Protocol) -> dict[str, bool | None]:
+def _planner_sends(policies: dict[str, Any], planner: PlannerSetup) -> dict[str, bool | None]:
     """Whether the policies send the paper flow's planner sampling, extra fields and system prompt.
 
     A planner with ``sampling`` (LLMPlanner, HFPlanner) and no ``extra_body``/``system_prompt`` sends none
     (``False``); ``None``: a policy the runner cannot inspect (a ``module:attr`` policy may apply them itself).
     """
-    planner = protocol.planner()
     found: dict[str, set[bool | None]] = {"sampling": set(), "extra_body": set(), "system_prompt": set()}
     for policy in {id(p): p for p in policies.values()}.values():
         sampling = getattr(policy, "sampling", None)
@@ -489,131 +556,3 @@ def _planner_sends(policies: dict[str, Any], protocol: Protocol) -> dict[str, bo
         found["extra_body"].add(all(k in body and body[k] == v for k, v in planner.extra_body.items()))
         found["system_prompt"].add(getattr(policy, "system_prompt", None) == planner.system_prompt)
     return {k: (v.pop() if len(v) == 1 else False if False in v else None) for k, v in found.items()}
-
-
-def _loop(
-    todo: deque[WorkUnit],
-    total: int,
-    initial: int,
-    policies: dict[str, Any],
-    pool: _EnvPool,
-    config: EvalConfig,
-    traj: JsonlAppender,
-    tasks: JsonlAppender,
-) -> None:
-    from tqdm.auto import tqdm
-
-    remaining = {e: 0 for e in policies}
-    for u in todo:
-        remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
-    for env_id, count in remaining.items():
-        if count == 0:
-            pool.close_env_id(env_id)
-    active: list[_Episode] = []
-    if initial:
-        logger.warning(
-            "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
-        )
-    bar = tqdm(
-        total=total,
-        initial=initial,
-        desc=f"eval {config.policy}",
-        unit="task",
-        disable=not config.progress,
-        dynamic_ncols=True,
-    )
-    scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
-    try:
-        while todo or active:
-            while todo and len(active) < config.batch_size:
-                unit = todo.popleft()
-                env = pool.acquire(unit.env_id, unit.seed)
-                obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
-                active.append(_Episode(unit, env, obs, time.perf_counter()))
-            finished = _turn(active, policies)
-            for ep, reward, info in finished:
-                _check_judged(ep, info, pool)
-                _record(ep, reward, info, traj, tasks)
-                active.remove(ep)
-                pool.release(ep.unit.env_id, ep.env, ep.unit.seed)
-                remaining[ep.unit.env_id] -= 1
-                if remaining[ep.unit.env_id] == 0:
-                    pool.close_env_id(ep.unit.env_id)
-                scored += 1
-                score_sum += reward
-                bar.set_postfix(score=f"{score_sum / scored:.3f}", refresh=False)
-                bar.update(1)
-    finally:
-        bar.close()
-
-
-def _turn(active: list[_Episode], policies: dict[str, Any]) -> list[tuple[_Episode, float, dict[str, Any]]]:
-    """One planner turn for every active episode: one ``act`` call per distinct policy object."""
-    groups: dict[int, list[_Episode]] = {}
-    for ep in active:
-        groups.setdefault(id(policies[ep.unit.env_id]), []).append(ep)
-    finished = []
-    for eps in groups.values():
-        policy = policies[eps[0].unit.env_id]
-        # trainable policies also return token ids (counted, not stored); plain ones return strings
-        act = getattr(policy, "act_with_samples", None) or policy.act
-        texts, tokens = normalize_actions(policy, act([ep.obs for ep in eps]), len(eps))
-        for ep, text, count in zip(eps, texts, tokens):
-            ep.turns += 1
-            if count is None:
-                ep.token_known = False
-            else:
-                ep.tokens = {k: (ep.tokens or {}).get(k, 0) + v for k, v in count.items()}
-            ep.obs, reward, terminated, truncated, info = ep.env.step(text)
-            if terminated or truncated:
-                info["_terminated"] = bool(terminated)
-                finished.append((ep, float(reward), info))
-    return finished
-
-
-def _check_judged(ep: _Episode, info: dict[str, Any], pool: _EnvPool) -> None:
-    """A judge that failed (engine down, no reply) stops the run: storing 0 would blame the policy."""
-    from agentflow_env.scoring import scorer_kind
-
-    error = info.get("score_error")
-    if error and scorer_kind(ep.env.unwrapped.scorer) == "judge":
-        raise EngineError(f"the judge failed on {ep.unit.key} ({error}); this episode is not stored")
-
-
-def _record(ep: _Episode, reward: float, info: dict[str, Any], traj: JsonlAppender, tasks: JsonlAppender) -> None:
-    task = info.get("task") or {}
-    unit = ep.unit
-    offset, length = traj.append(
-        {
-            "key": unit.key,
-            "env_id": unit.env_id,
-            "task_id": info.get("task_id"),
-            "question": task.get("question"),
-            "gold": info.get("gold"),
-            "answer": info.get("answer"),
-            "score": info.get("score", reward),
-            "trajectory": info.get("trajectory", []),
-            # the paper flow's trace of every module call (query analysis, planner, executor, tool, verifier, ...)
-            **({"module_calls": info["module_calls"]} if "module_calls" in info else {}),
-        }
-    )
-    outcome = TaskOutcome(
-        key=unit.key,
-        env_id=unit.env_id,
-        index=unit.index,
-        seed=unit.seed,
-        sample=unit.sample,
-        task_id=str(info.get("task_id")),
-        score=float(info.get("score", reward)),
-        answer=str(info.get("answer", "")),
-        gold=info.get("gold"),
-        turns=ep.turns,
-        terminated=info["_terminated"],
-        truncated=not info["_terminated"],
-        wall_s=round(time.perf_counter() - ep.started, 4),
-        tokens=ep.tokens if ep.token_known else None,
-        trajectory={"file": TRAJECTORIES_FILE, "offset": offset, "length": length},
-        error=info.get("score_error"),
-        episode_seed=unit.episode_seed(),
-    )
-    tasks.append(outcome.to_dict())

@@ -1,47 +1,168 @@
-"""Load test of ``agentflow-env env-server`` on loopback: N concurrent ``RemoteEnv`` clients play
-scripted episodes for a bounded time; prints episodes/s and step latency percentiles as JSON.
+"""The env server on loopback, paired with what it serves, in one run; prints JSON.
 
-    python perf/env_server.py --clients 64 --seconds 20 [--env agentflow/Gen-GameOf24-v1] [--out FILE]
+- ``one_client``: step latency of one ``RemoteEnv`` client (p50/p99), paired with the same steps played
+  in-process (the HTTP hop's cost is the difference), interleaved in rounds;
+- ``many_clients``: ``--clients`` concurrent clients (spread over ``--client-procs`` processes so that
+  the clients' own GIL does not time the server) for ``--seconds``: episodes/s and step latency p50/p99;
+  with ``--batch`` also one ``RemoteEnvBatch`` of the same size stepping every episode per request;
+- ``creation``: on a fresh server each time, one episode creation alone, then ``--clients`` creations
+  at once; the ratio of the two (shared precomputes are built once, not once per thread).
 
-The server runs in its own process (``--port 0``, loopback only); requests stop at the time limit
-or at ``--max-episodes``, whichever comes first. Also reports the same episodes played in-process by
-one client, for the overhead of the HTTP hop.
+    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--out FILE]
+
+Each server runs in its own process (``--port 0``, loopback only).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
-import agentflow_env  # noqa: F401
-from agentflow_env.remote import RemoteEnv
-from agents.policies.scripted import scripted_planner_for
+
+def _start_server() -> tuple[subprocess.Popen, str]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentflow_env.cli", "env-server", "--port", "0", "--max-episodes", "4096"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    line = server.stdout.readline()
+    return server, line.split(" on ")[1].split()[0]
 
 
-def _client(url: str, env_id: str, seed0: int, stop_at: float, budget: list[int], lock: threading.Lock, out: dict):
+def _stop(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(30)
+
+
+_ECHO = r"""
+import asyncio, socket, sys
+async def handle(reader, writer):
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
+            body = await reader.readexactly(n)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    except Exception:
+        writer.close()
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+def _start_echo() -> tuple[subprocess.Popen, int]:
+    """A stdlib asyncio HTTP echo with TCP_NODELAY in its own process: the floor of a loopback request here."""
+    echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    return echo, int(echo.stdout.readline())
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return round(float(np.percentile(np.array(xs) * 1000, q)), 3) if xs else float("nan")
+
+
+# ------------------------------------------------------------------ one client vs in-process
+def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, Any]:
+    import socket
+
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401
+    from agentflow_env.remote import RemoteEnv
+    from agents.policies.scripted import scripted_planner_for
+
+    planner = scripted_planner_for(env_id)
+    envs = {"remote": RemoteEnv(env_id, url, split="test", timeout_s=60), "local": gym.make(env_id, split="test")}
+    lat: dict[str, list[float]] = {"remote": [], "local": [], "echo": []}
+    ratios, echo_ratios, per_round = [], [], []
+    echo, echo_port = _start_echo()
+    echo_sock = socket.create_connection(("127.0.0.1", echo_port))
+    echo_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def echo_once(payload: bytes) -> float:
+        t0 = time.perf_counter()
+        echo_sock.sendall(b"POST /x HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+        need, got = len(payload), b""
+        while b"\r\n\r\n" not in got or len(got.split(b"\r\n\r\n", 1)[1]) < need:
+            got += echo_sock.recv(65536)
+        return time.perf_counter() - t0
+
+    for r in range(-1, rounds):  # round -1 warms up (imports, pools, the calculator's helper) and is not kept
+        medians = {}
+        for name in ("remote", "local") if r % 2 else ("local", "remote"):
+            env, xs = envs[name], []
+            for e in range(episodes):
+                obs, _ = env.reset(seed=(r + 1) * 1000 + e)
+                done = False
+                while not done:
+                    action = planner.act([obs])[0]
+                    t0 = time.perf_counter()
+                    obs, _, terminated, truncated, _ = env.step(action)
+                    xs.append(time.perf_counter() - t0)
+                    done = terminated or truncated
+            if r >= 0:
+                lat[name] += xs
+                medians[name] = statistics.median(xs)
+        payload = json.dumps({"observation": obs, "reward": 0.0, "info": {}}).encode()  # a step reply's size
+        xs = [echo_once(payload) for _ in range(len(lat["remote"]) // max(r + 1, 1) or 50)]
+        if r >= 0:
+            lat["echo"] += xs
+            ratios.append(medians["remote"] / medians["local"])
+            per_round.append(round(medians["remote"] * 1000, 3))
+            echo_ratios.append(medians["remote"] / statistics.median(xs))
+    for env in envs.values():
+        env.close()
+    echo_sock.close()
+    _stop(echo)
+    return {
+        "steps_each": len(lat["remote"]),
+        "remote_step_ms": {"p50": _pct(lat["remote"], 50), "p99": _pct(lat["remote"], 99)},
+        "in_process_step_ms": {"p50": _pct(lat["local"], 50), "p99": _pct(lat["local"], 99)},
+        "remote_step_p50_ms_per_round": per_round,
+        "stdlib_echo_ms": {"p50": _pct(lat["echo"], 50), "p99": _pct(lat["echo"], 99)},
+        "http_hop_ms_p50": round(_pct(lat["remote"], 50) - _pct(lat["local"], 50), 3),
+        "paired_ratio_remote_over_in_process_p50": round(statistics.median(ratios), 2),
+        "paired_ratio_remote_over_stdlib_echo_p50": round(statistics.median(echo_ratios), 2),
+        "goal": "remote p50 <= 2 ms",
+    }
+
+
+# ------------------------------------------------------------------ many clients
+def _client(url: str, env_id: str, seed0: int, ready: Any, go: Any, seconds: float, out: list) -> None:
+    from agentflow_env.remote import RemoteEnv
+    from agents.policies.scripted import scripted_planner_for
+
     planner = scripted_planner_for(env_id)
     latencies: list[float] = []
-    episodes, seed = 0, seed0
+    episodes, seed, error = 0, seed0, None
     try:
         env = RemoteEnv(env_id, url, split="test", timeout_s=60)
     except Exception as exc:  # counted as a failed client, not hidden
-        out[seed0] = (0, latencies, f"{type(exc).__name__}: {exc}")
+        out.append((0, latencies, f"{type(exc).__name__}: {exc}"))
+        ready.release()
         return
+    ready.release()
+    go.wait()
+    stop_at = time.monotonic() + seconds
     try:
         while time.monotonic() < stop_at:
-            with lock:
-                if budget[0] <= 0:
-                    break
-                budget[0] -= 1
             obs, _ = env.reset(seed=seed)
             seed += 1000
             done = False
@@ -53,87 +174,162 @@ def _client(url: str, env_id: str, seed0: int, stop_at: float, budget: list[int]
                 done = terminated or truncated
             episodes += 1
     except Exception as exc:
-        out[seed0] = (episodes, latencies, f"{type(exc).__name__}: {exc}")
-        return
+        error = f"{type(exc).__name__}: {exc}"
     finally:
         env.close()
-    out[seed0] = (episodes, latencies, None)
+    out.append((episodes, latencies, error))
 
 
-def _local_rate(env_id: str, seconds: float) -> float:
-    import gymnasium as gym
+def _client_proc(url: str, env_id: str, seeds: list[int], seconds: float, ready: Any, go: Any, queue: Any) -> None:
+    """Clients in threads of one process: each makes its episode, says it is ready, and plays from ``go``."""
+    import agentflow_env  # noqa: F401
+
+    out: list = []
+    threads = [threading.Thread(target=_client, args=(url, env_id, s, ready, go, seconds, out)) for s in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    queue.put(out)
+
+
+def many_clients(url: str, env_id: str, clients: int, procs: int, seconds: float) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    queue, ready, go = ctx.Queue(), ctx.Semaphore(0), ctx.Event()
+    groups = [list(range(i, clients, procs)) for i in range(procs)]
+    ps = [ctx.Process(target=_client_proc, args=(url, env_id, g, seconds, ready, go, queue)) for g in groups if g]
+    for p in ps:
+        p.start()
+    deadline = time.monotonic() + 300
+    for _ in range(clients):  # every client imported, connected and holding its episode
+        while not ready.acquire(timeout=1.0):
+            if time.monotonic() > deadline or not all(p.is_alive() for p in ps):
+                for p in ps:
+                    p.kill()
+                raise RuntimeError("a client process died or the clients were not ready within 300 s")
+    go.set()
+    out = [row for _ in ps for row in queue.get(timeout=seconds + 300)]
+    for p in ps:
+        p.join(30)
+    episodes = sum(e for e, _, _ in out)
+    lat = [x for _, xs, _ in out for x in xs]
+    errors = [err for _, _, err in out if err]
+    return {
+        "clients": clients,
+        "client_processes": len(ps),
+        "clients_failed": len(errors),
+        "first_error": errors[0] if errors else None,
+        "seconds": seconds,
+        "episodes": episodes,
+        "steps": len(lat),
+        "episodes_per_s": round(episodes / seconds, 1),
+        "steps_per_s": round(len(lat) / seconds, 1),
+        "step_latency_ms": {"p50": _pct(lat, 50), "p90": _pct(lat, 90), "p99": _pct(lat, 99)},
+        "goal": "p99 <= 50 ms",
+    }
+
+
+def batched(url: str, env_id: str, clients: int, seconds: float) -> dict[str, Any]:
+    from agentflow_env.remote import RemoteEnvBatch
+    from agents.policies.scripted import scripted_planner_for
 
     planner = scripted_planner_for(env_id)
-    env = gym.make(env_id, split="test")
-    stop_at, n = time.monotonic() + seconds, 0
-    while time.monotonic() < stop_at:
-        obs, _ = env.reset(seed=n)
-        done = False
-        while not done:
-            obs, _, terminated, truncated, _ = env.step(planner.act([obs])[0])
-            done = terminated or truncated
-        n += 1
-    return n / seconds
+    batch = RemoteEnvBatch(env_id, url, clients, split="test", timeout_s=120)
+    steps, lat, episodes, r = 0, [], 0, 0
+    stop_at = time.monotonic() + seconds
+    try:
+        while time.monotonic() < stop_at:
+            obs = [o for o, _ in batch.reset(seeds=[r * clients + i for i in range(clients)])]
+            r += 1
+            alive = [True] * clients
+            while any(alive) and time.monotonic() < stop_at:
+                t0 = time.perf_counter()
+                out = batch.step(planner.act(obs))  # a finished episode is stepped again: counted, not timed
+                lat.append(time.perf_counter() - t0)
+                steps += sum(alive)
+                for i, (o, _, term, trunc, _) in enumerate(out):
+                    obs[i] = o
+                    if alive[i] and (term or trunc):
+                        alive[i] = False
+                        episodes += 1
+    finally:
+        batch.close()
+    return {
+        "episodes_in_one_batch": clients,
+        "episode_steps_per_s": round(steps / seconds, 1),
+        "episodes_per_s": round(episodes / seconds, 1),
+        "request_latency_ms": {"p50": _pct(lat, 50), "p99": _pct(lat, 99)},
+    }
+
+
+# ------------------------------------------------------------------ creations on a fresh server
+def _create(url: str, env_id: str, n: int) -> float:
+    """Seconds until ``n`` episodes created at once on the server all exist."""
+    from agentflow_env.remote import RemoteEnv
+
+    made: list[Any] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        env = RemoteEnv(env_id, url, split="test", timeout_s=120)
+        with lock:
+            made.append(env)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    if len(made) != n:
+        raise RuntimeError(f"{n - len(made)} of {n} creations failed")
+    for env in made:
+        env.close()
+    return elapsed
+
+
+def creation(env_id: str, clients: int, rounds: int) -> dict[str, Any]:
+    one, many = [], []
+    for r in range(rounds):
+        for n in (1, clients) if r % 2 == 0 else (clients, 1):
+            server, url = _start_server()
+            try:
+                (one if n == 1 else many).append(_create(url, env_id, n))
+            finally:
+                _stop(server)
+    ratios = [m / o for o, m in zip(one, many)]
+    return {
+        "fresh_server_rounds": rounds,
+        "one_creation_s": round(statistics.median(one), 3),
+        f"{clients}_creations_at_once_s": round(statistics.median(many), 3),
+        "paired_ratio_many_over_one": round(statistics.median(ratios), 2),
+        "goal": "ratio <= 2",
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, default=64)
-    ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--max-episodes", type=int, default=20_000)
+    ap.add_argument("--client-procs", type=int, default=4)
+    ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--env", default="agentflow/Gen-GameOf24-v1")
+    ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds of the paired measurements")
+    ap.add_argument("--batch", action="store_true", help="also step every episode in one RemoteEnvBatch")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
-    server = subprocess.Popen(
-        [sys.executable, "-m", "agentflow_env.cli", "env-server", "--port", "0", "--max-episodes", "4096"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
+    result: dict[str, Any] = {"benchmark": "env_server", "env_id": args.env}
+    server, url = _start_server()
     try:
-        line = server.stdout.readline()
-        url = line.split(" on ")[1].split()[0]
-        out: dict = {}
-        lock = threading.Lock()
-        budget = [args.max_episodes]
-        started = time.monotonic()
-        stop_at = started + args.seconds
-        threads = [
-            threading.Thread(target=_client, args=(url, args.env, i, stop_at, budget, lock, out))
-            for i in range(args.clients)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(args.seconds + 120)
-        wall = time.monotonic() - started
+        result["one_client"] = one_client(url, args.env, args.rounds, episodes=50)
+        result["many_clients"] = many_clients(url, args.env, args.clients, args.client_procs, args.seconds)
+        if args.batch:
+            result["one_batch"] = batched(url, args.env, args.clients, args.seconds)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
-    episodes = sum(e for e, _, _ in out.values())
-    lat = np.array([x for _, xs, _ in out.values() for x in xs]) * 1000
-    errors = [err for _, _, err in out.values() if err]
-    result = {
-        "env_id": args.env,
-        "clients": args.clients,
-        "clients_failed": len(errors),
-        "first_error": errors[0] if errors else None,
-        "wall_s": round(wall, 2),
-        "episodes": episodes,
-        "steps": int(lat.size),
-        "episodes_per_s": round(episodes / wall, 1),
-        "steps_per_s": round(lat.size / wall, 1),
-        "step_latency_ms": {
-            q: round(float(np.percentile(lat, p)), 2) for q, p in (("p50", 50), ("p90", 90), ("p99", 99))
-        }
-        if lat.size
-        else {},
-        "local_in_process_episodes_per_s": round(_local_rate(args.env, min(args.seconds, 5.0)), 1),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-    }
+        _stop(server)
+    result["creation"] = creation(args.env, args.clients, args.rounds)
+    result.update(cpus=os.cpu_count(), load_average_1m=round(os.getloadavg()[0], 2), python=platform.python_version())
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -1,6 +1,6 @@
 """Step time of ``AgentFlowEnv`` with a no-op tool, as JSON: throughput, and how it grows.
 
-Three measurements, on one core:
+Four measurements, on one core:
 
 - ``throughput``: planner turns per second (parse + execute + memory + render + prompt + verify), one
   env and a ``SyncVectorEnv`` of several envs.
@@ -12,7 +12,11 @@ Three measurements, on one core:
 - ``episode_length``: the median step time over the last turns of episodes of 10 to 5,000 turns,
   and its exponent (0 is flat).
 
-Usage: ``python perf/env_step.py [--quick] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
+- ``paired_tool_turn``: a no-op tool turn of this env, of a 20-line env doing the same job (parse the
+  action, call the tool, append to memory, join the prompt) and of GEM's tool env (``gem-llm``; install it
+  with ``pip install --no-deps gem-llm``, the column is left out without it), in interleaved rounds, CPU time.
+
+Usage: ``python perf/env_step.py [--quick] [--paired-only] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -88,6 +93,139 @@ def bench_vector(turns: int, num_envs: int, max_turns: int) -> float:
     elapsed = time.perf_counter() - start
     envs.close()
     return done_turns / elapsed
+
+
+# ---------------------------------------------------------------------------------------------- paired
+# A no-op tool turn, three ways, interleaved in one run (a busy machine slows all of them alike):
+# - "agentflow": AgentFlowEnv with NoOpTool (parse the action, run the tool, memory, observation, info);
+# - "minimal": the same job in 20 lines (below);
+# - "gem": GEM's ToolEnvWrapper + ObservationWrapper (history concatenated as text) around a one-question
+#   env, with a no-op tool that parses its action with GEM's own PythonCodeTool parser.
+_MIN_HEADER = re.compile(r"^(Justification|Context|Sub-Goal|Tool Name|Command|Final Answer):[ \t]*(.*)$", re.M)
+
+
+class MinimalEnv:
+    """The same job as a tool turn of AgentFlowEnv, and nothing more: parse, call, remember, prompt."""
+
+    def __init__(self, tools: dict[str, Callable[[str], str]], head: str, tail: str, max_turns: int = 10):
+        self.tools, self.head, self.tail, self.max_turns = tools, head, tail, max_turns
+
+    def reset(self, seed: int | None = None) -> tuple[dict[str, str], dict]:
+        self.question, self.memory, self.turn = "What is the answer to question 1?", [], 0
+        return {"question": self.question, "prompt": f"{self.head}{self.question}{self.tail}"}, {"turn": 0}
+
+    def step(self, action: str) -> tuple[dict[str, str], float, bool, bool, dict]:
+        self.turn += 1
+        fields = {key: value.strip() for key, value in _MIN_HEADER.findall(action)}
+        if "Final Answer" in fields:
+            return {"question": self.question, "prompt": ""}, float(fields["Final Answer"] == "42"), True, False, {}
+        tool = self.tools.get(fields.get("Tool Name", ""))
+        result = tool(fields.get("Command", "")) if tool else "Invalid action"
+        sub_goal, command, name = fields.get("Sub-Goal", ""), fields.get("Command", ""), fields.get("Tool Name")
+        self.memory.append(
+            f"Step {self.turn}: {name}\n  Sub-goal: {sub_goal}\n  Command: {command}\n  Result: {result}"
+        )
+        memory, left = "\n".join(self.memory), self.max_turns - self.turn
+        prompt = f"{self.head}{self.question}\n\nMemory:\n{memory}{self.tail}\n\nTurns left: {left}."
+        obs = {"question": self.question, "memory": memory, "prompt": prompt}
+        return obs, 0.0, False, self.turn >= self.max_turns, {"turn": self.turn}
+
+
+def _gem_env() -> tuple[object | None, str]:
+    """GEM's tool env with a no-op tool, or None and why not."""
+    import logging
+    import sys
+    import types
+
+    try:
+        if "reasoning_gym" not in sys.modules:
+            try:
+                import reasoning_gym  # noqa: F401
+            except ImportError:  # gem/envs/__init__ registers reasoning-gym tasks at import; none are used here
+                stub = types.ModuleType("reasoning_gym")
+                stub.factory = types.SimpleNamespace(DATASETS={})  # type: ignore[attr-defined]
+                sys.modules["reasoning_gym"] = stub
+        level = logging.getLogger().level
+        from gem.core import Env as GemEnv
+        from gem.tools.base_tool import BaseTool as GemBaseTool
+        from gem.tools.python_code_tool import PythonCodeTool
+        from gem.tools.tool_env_wrapper import ToolEnvWrapper
+        from gem.wrappers.observation_wrapper import ObservationWrapper
+
+        logging.getLogger().setLevel(level)  # gem configures the root logger at import
+    except Exception as exc:
+        return None, f"gem-llm not importable: {type(exc).__name__}: {exc}"
+    from importlib.metadata import version
+
+    class OneQuestion(GemEnv):
+        def reset(self, seed=None):
+            super().reset(seed)
+            return "What is the answer to question 1?", {}
+
+        def step(self, action):
+            return "", 0.0, True, False, {}
+
+    class GemNoOpTool(GemBaseTool):
+        tool_type = "noop"
+        _parse_action = PythonCodeTool._parse_action  # GEM's own action parser for its code tool
+
+        def instruction_string(self):
+            return "Wrap the tool input in <python>...</python>."
+
+        def execute_action(self, action):
+            code, parsed, valid = self._parse_action(action)
+            if not valid:
+                return False, True, "", parsed
+            return True, False, "Code execution result: ok\n", parsed
+
+    inner = ToolEnvWrapper(OneQuestion(), [GemNoOpTool()], max_tool_uses=None)
+    env = ObservationWrapper(inner, include_action=True, include_chat_template=False)
+    return env, f"gem-llm {version('gem-llm')}: ObservationWrapper(ToolEnvWrapper(one-question env, [no-op tool]))"
+
+
+GEM_ACTION = "The memory has no result yet, so ping the tool.\n<python>ping</python>"
+
+
+def _rate(env: object, action: str, episodes: int, turns: int) -> float:
+    """Tool turns per CPU second over ``episodes`` episodes of ``turns`` tool turns (resets included)."""
+    start = time.process_time()
+    for _ in range(episodes):
+        env.reset(seed=0)  # type: ignore[attr-defined]
+        for _ in range(turns):
+            env.step(action)  # type: ignore[attr-defined]
+    return episodes * turns / (time.process_time() - start)
+
+
+def bench_paired(rounds: int, episodes: int, turns: int = 9) -> dict[str, object]:
+    ours = make_env(max_turns=turns + 1)
+    prompt = ours._prompt
+    minimal = MinimalEnv({"NoOp_Tool": lambda command: "ok"}, f"{prompt._head}Question:\n", f"\n\n{prompt.format_text}")
+    envs: dict[str, tuple[object, str]] = {"agentflow": (ours, ACTION), "minimal": (minimal, ACTION)}
+    gem, gem_note = _gem_env()
+    if gem is not None:
+        envs["gem"] = (gem, GEM_ACTION)
+    for env, action in envs.values():
+        _rate(env, action, max(episodes // 5, 1), turns)  # warm-up
+    rates: dict[str, list[float]] = {name: [] for name in envs}
+    order = list(envs)
+    for r in range(rounds):
+        random.Random(r).shuffle(order)
+        for name in order:
+            rates[name].append(_rate(*envs[name], episodes, turns))
+    out: dict[str, object] = {
+        "what": f"tool turns per CPU second, a no-op tool, episodes of {turns} tool turns (resets included); "
+        f"{rounds} interleaved rounds of {episodes} episodes each; medians",
+        "gem": gem_note,
+        "turns_per_cpu_s": {name: round(statistics.median(xs)) for name, xs in rates.items()},
+    }
+    ratios = {}
+    for other in ("minimal", "gem"):
+        if other in rates:
+            paired = [a / b for a, b in zip(rates["agentflow"], rates[other])]
+            ratios[f"agentflow_over_{other}"] = round(statistics.median(paired), 3)
+    out["paired_ratio_median"] = ratios
+    out["goal"] = "agentflow_over_gem >= 2; agentflow_over_minimal >= 0.5"
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- growth
@@ -189,11 +327,16 @@ def main() -> None:
     parser.add_argument("--max-chars", type=int, default=1_000_000, help="the longest action timed")
     parser.add_argument("--max-episode", type=int, default=5_000, help="the longest episode timed")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and turns")
+    parser.add_argument("--paired-only", action="store_true", help="only the paired tool-turn comparison")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     turns = 2_000 if args.quick else args.turns
     reps = 3 if args.quick else 7
+    paired = bench_paired(rounds=3 if args.quick else 9, episodes=300 if args.quick else 1000)
+    if args.paired_only:
+        print(json.dumps({"benchmark": "env_step", "paired_tool_turn": paired}, indent=2))
+        return
     bench_single(500, args.max_turns)  # warm-up
     single = bench_single(turns, args.max_turns)
     vector = bench_vector(turns, args.num_envs, args.max_turns)
@@ -202,6 +345,7 @@ def main() -> None:
     result = {
         "benchmark": "env_step",
         "what": "AgentFlowEnv.step, no-op tool, one core: throughput, growth with action and episode length",
+        "paired_tool_turn": paired,
         "throughput": {
             "turns": turns,
             "max_turns": args.max_turns,

@@ -23,12 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search import make_corpus
 
-from agentflow_env.tools.search import BM25Index
+from agentflow_env.tools.bm25 import BM25Index
 
 
 def _forget_verified() -> None:
     try:
-        from agentflow_env.tools import index_check
+        from agentflow_env.tools.bm25 import check as index_check
     except ImportError:  # a version without checksums
         return
     index_check._verified.clear()

@@ -45,7 +45,7 @@ def make_corpus(n_passages: int, seed: int = 0, n_words: int = 60_000, length: i
     As in natural text, the most frequent ranks are function words (the tokenizer's stopwords), followed by
     pseudo-words; passages are about as long as DPR's 100-word Wikipedia passages once stopwords are removed.
     """
-    from agentflow_env.tools.search import STOPWORDS
+    from agentflow_env.tools.bm25 import STOPWORDS
 
     rng = np.random.default_rng(seed)
     vocab = np.array(sorted(STOPWORDS) + make_vocab(n_words - len(STOPWORDS), rng), dtype=object)
@@ -92,7 +92,7 @@ class Clock:
 
 
 def bench_ours(corpus: list[dict[str, str]], queries: list[str], k: int, folder: Path) -> dict[str, object]:
-    from agentflow_env.tools.search import BM25Index
+    from agentflow_env.tools.bm25 import BM25Index
 
     with Clock() as build:
         index = BM25Index.build(corpus, out_dir=folder)
@@ -116,7 +116,7 @@ def bench_bm25s(queries: list[str], k: int, folder: Path) -> dict[str, object]:
     """Stock bm25s retrieve (numba backend, serial) on the very same index files."""
     import bm25s
 
-    from agentflow_env.tools.search import tokenize
+    from agentflow_env.tools.bm25 import tokenize
 
     retriever = bm25s.BM25.load(folder, mmap=True)
     tokens = [t for t in (tokenize(q) for q in queries) if t]  # bm25s rejects a query with no known token
@@ -137,7 +137,7 @@ def bench_bm25s(queries: list[str], k: int, folder: Path) -> dict[str, object]:
 def bench_rank_bm25(corpus: list[dict[str, str]], queries: list[str], k: int) -> dict[str, object]:
     from rank_bm25 import BM25Okapi
 
-    from agentflow_env.tools.search import tokenize
+    from agentflow_env.tools.bm25 import tokenize
 
     with Clock() as build:
         model = BM25Okapi([tokenize(f"{p['title']} {p['text']}") for p in corpus])

@@ -23,7 +23,7 @@ from agentflow_env.scoring.game24 import Game24Scorer
 from agentflow_env.tools.calculator import CalculatorTool
 from agentflow_env.types import Task
 from benchmarks.generated.game24 import solve_24
-from benchmarks.paper import BENCHMARKS
+from benchmarks.paper.catalog import BENCHMARKS
 
 IDS = registered_ids()
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")  # v0 ids still run

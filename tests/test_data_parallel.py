@@ -76,7 +76,7 @@ def _config(tmp_path: Path, **changes) -> FlowGRPOConfig:
 
 def _bank(cfg: FlowGRPOConfig) -> list:
     """Real tiny-LM rollouts of every train question, then cut to unequal lengths (1, 2 or 3 turns)."""
-    learner = FlowGRPOLearner(cfg.replace(reward_fn="tests.test_flow_grpo_train:length_reward"))
+    learner = FlowGRPOLearner(cfg.replace(reward_fn="tests.helpers:length_reward"))
     n = len(learner.tasks(cfg.train_split))
     rollouts = learner.collect(cfg.train_split, list(range(n)), cfg.group_size, seed=7)
     learner.close()
@@ -151,7 +151,7 @@ def _train_command(tmp_path: Path, out: Path) -> list[str]:
     config.write_text(
         f'output_dir = "{out.as_posix()}"\nsteps = 10\nthreads = 1\nprogress = false\neval_every = 5\neval_tasks = 3\n'
         "tensorboard = false\ncheckpoint_every = 2\nkeep_checkpoints = 1\nminibatch_size = 3\n"
-        'reward_fn = "tests.test_flow_grpo_train:length_reward"\n[rollout]\nquestions_per_step = 2\n'
+        'reward_fn = "tests.helpers:length_reward"\n[rollout]\nquestions_per_step = 2\n'
         "group_size = 2\nmax_new_tokens = 4\n[env_kwargs]\nmax_turns = 1\n",
         encoding="utf-8",
     )

@@ -129,3 +129,29 @@ def test_benchmark_spec_states_its_options() -> None:
         make_env("Gen-MultiHop", num_tasks=2, top_kk=3)
     env = make_env("Gen-MultiHop", num_tasks=2, top_k=1, max_turns=3)
     assert env.unwrapped.max_turns == 3 and len(env.unwrapped.tasks) == 2
+
+
+def test_dataclass_flags_round_trip_through_argparse() -> None:
+    import argparse
+    from dataclasses import dataclass
+
+    from agentflow_env.config import add_dataclass_flags, doc_field, flag_values
+
+    @dataclass
+    class Demo:
+        ids: str | list[str] = doc_field("ids", repeat=True, default="a")  # noqa: RUF009
+        table: dict = doc_field("a table", default_factory=dict)  # noqa: RUF009
+        limit: int | None = doc_field("a cap", default=None)
+        keep: bool = doc_field("drop nothing", flag="--drop-none", switch=True, default=True)
+        rate: float = doc_field("a rate in %", default=0.5)
+
+    parser = argparse.ArgumentParser()
+    add_dataclass_flags(parser, Demo)
+    assert "--drop-none" in parser.format_help() and "--rate" in parser.format_help()
+    args = parser.parse_args(["--ids", "x", "--ids", "y", "--table", '{"k": 1}', "--limit", "3", "--drop-none"])
+    assert flag_values(args, Demo) == {"ids": ["x", "y"], "table": {"k": 1}, "limit": 3, "keep": False}
+    assert flag_values(parser.parse_args([]), Demo) == {}  # only given flags override
+    with pytest.raises(ConfigError, match="JSON object"):
+        flag_values(parser.parse_args(["--table", "[1, 2]"]), Demo)
+    with pytest.raises(ConfigError, match="limit"):
+        flag_values(parser.parse_args(["--limit", "many"]), Demo)

@@ -22,11 +22,6 @@ from agents.training.flow_grpo import FlowGRPOLearner, train  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def length_reward(trajectory) -> float:
-    """A reward that differs between rollouts of a random model (so advantages are not all zero)."""
-    return (len(trajectory.turns[0].action) % 5) / 4.0
-
-
 def _config(tmp_path: Path, **changes) -> FlowGRPOConfig:
     base = dict(
         output_dir=str(tmp_path / "run"),
@@ -44,7 +39,7 @@ def _config(tmp_path: Path, **changes) -> FlowGRPOConfig:
         grad_accum_steps=2,
         learning_rate=1e-3,
         beta=0.05,
-        reward_fn="tests.test_flow_grpo_train:length_reward",
+        reward_fn="tests.helpers:length_reward",
         tensorboard=False,
     )
     base.update(changes)
@@ -120,10 +115,10 @@ def test_cli_train_subprocess(tmp_path):
             "train",
             "--config",
             str(config),
-            "--minibatch_size",
+            "--minibatch-size",
             "4",
-            "--reward_fn",
-            "tests.test_flow_grpo_train:length_reward",
+            "--reward-fn",
+            "tests.helpers:length_reward",
             "--json",
         ],
         capture_output=True,
@@ -140,7 +135,7 @@ def test_cli_train_subprocess(tmp_path):
 
 def test_cli_rejects_bad_settings_with_a_clear_message(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "agentflow_env.cli", "train", "--scale_rewards", "group", "--eps_low", "1.5"],
+        [sys.executable, "-m", "agentflow_env.cli", "train", "--scale-rewards", "group", "--eps-low", "1.5"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -290,7 +285,7 @@ def test_sigkilled_cli_run_resumes_to_the_same_weights(tmp_path):
         config.write_text(
             f'output_dir = "{out.as_posix()}"\nsteps = 40\nthreads = 1\nprogress = false\neval_every = 0\n'
             "tensorboard = false\ncheckpoint_every = 2\nkeep_checkpoints = 1\nminibatch_size = 4\n"
-            'reward_fn = "tests.test_flow_grpo_train:length_reward"\n[rollout]\nquestions_per_step = 2\n'
+            'reward_fn = "tests.helpers:length_reward"\n[rollout]\nquestions_per_step = 2\n'
             "group_size = 2\nmax_new_tokens = 4\n[env_kwargs]\nmax_turns = 1\n",
             encoding="utf-8",
         )

@@ -8,13 +8,9 @@ failure instead of a stuck run.
 
 from __future__ import annotations
 
-import contextlib
 import random
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +19,7 @@ from hypothesis import strategies as st
 from agentflow_env import AgentFlowEnv, Task
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import ToolResult
+from tests.helpers import cpu_step_seconds, hang_guard, repeat_to
 
 MAX_CHARS = 3_200_000
 STEP_BOUND_S = 10.0  # per step of up to MAX_CHARS characters; about 0.5 s here on one core
@@ -42,29 +39,6 @@ class EchoTool(BaseTool):
 def make_env(max_turns: int = 50, **kwargs: object) -> AgentFlowEnv:
     tasks = [Task(id="t0", question="What is 2+2?", answer="4")]
     return AgentFlowEnv(tasks, lambda p, t: float(p.strip() == t.answer), [EchoTool()], max_turns=max_turns, **kwargs)
-
-
-@contextlib.contextmanager
-def hang_guard(seconds: int) -> Iterator[None]:
-    """Fail (rather than hang) if the block runs past ``seconds``; a no-op off the main thread."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _raise(signum: int, frame: object) -> None:
-        raise TimeoutError(f"env.step ran for over {seconds} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def repeat_to(unit: str, size: int) -> str:
-    return (unit * (size // max(len(unit), 1) + 1))[:size]
 
 
 _RNG = random.Random(19)
@@ -138,15 +112,6 @@ def timed_step(env: AgentFlowEnv, action: str) -> tuple[float, tuple]:
         start = time.process_time()
         out = env.step(action)
         return time.process_time() - start, out
-
-
-def cpu_step_seconds(env: AgentFlowEnv | Any, action: str) -> float:
-    """This process's CPU seconds for one step: unlike wall time, it does not grow while a busy machine
-    (other tests, a training run) keeps the process waiting, so growth ratios measure the parser alone."""
-    with hang_guard(HANG_S):
-        start = time.process_time()
-        env.step(action)
-        return time.process_time() - start
 
 
 @settings(

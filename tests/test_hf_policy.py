@@ -14,7 +14,8 @@ pytest.importorskip("transformers")
 import agentflow_env  # noqa: E402,F401
 from agentflow_env.engines.base import SamplingParams  # noqa: E402
 from agentflow_env.error import ConfigError  # noqa: E402
-from agents.policies.hf_policy import HFPlanner, PolicySample, sequence_logprobs  # noqa: E402
+from agents.lm import sequence_logprobs  # noqa: E402
+from agents.policies.hf_policy import HFPlanner, PolicySample  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +166,7 @@ def test_stop_strings_end_the_response(lm, observations):
 
 
 def test_pad_left_and_right_place_tokens_and_masks():
-    from agents.policies.hf_policy import pad_left, pad_right
+    from agents.lm import pad_left, pad_right
 
     ids, mask = pad_left([[1, 2], [3], []], 0)
     assert ids.tolist() == [[1, 2], [0, 3], [0, 0]] and mask.tolist() == [[1, 1], [0, 1], [0, 0]]

@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from agentflow_env.error import DataError, IndexCorrupted
-from agentflow_env.tools.search import (
+from agentflow_env.tools.bm25 import BM25Index
+from agentflow_env.tools.bm25.check import (
     DATA_FILE,
     INDICES_FILE,
     INDPTR_FILE,
@@ -34,9 +35,8 @@ from agentflow_env.tools.search import (
     PARAMS_FILE,
     PASSAGES_FILE,
     VOCAB_FILE,
-    BM25Index,
-    BM25SearchTool,
 )
+from agentflow_env.tools.search import BM25SearchTool
 
 pytest.importorskip("numba")
 pytest.importorskip("bm25s")
@@ -49,7 +49,8 @@ ARRAYS = {"data": DATA_FILE, "indices": INDICES_FILE, "indptr": INDPTR_FILE, "of
 # the child: open each folder, query every word, and print one JSON line before and after each case
 CHILD = r"""
 import json, sys
-from agentflow_env.tools.search import BM25Index, BM25SearchTool
+from agentflow_env.tools.bm25 import BM25Index
+from agentflow_env.tools.search import BM25SearchTool
 cases, queries = json.load(open(sys.argv[1]))
 for name, folder, verify in cases:
     print(json.dumps({"begin": name}), flush=True)
@@ -455,7 +456,7 @@ def test_the_search_tool_reports_a_damaged_index(clean: Path, tmp_path: Path) ->
 
 
 def test_a_verified_folder_is_not_read_again_until_a_file_changes(clean: Path, tmp_path: Path, monkeypatch) -> None:
-    from agentflow_env.tools import index_check
+    from agentflow_env.tools.bm25 import check as index_check
 
     folder = tmp_path / "idx"
     shutil.copytree(clean, folder)

@@ -186,7 +186,7 @@ def test_interrupted_eval_resumes_without_redoing_finished_tasks(tmp_path: Path)
         protocol=str(one_seed),
         out=tmp_path,
         progress=False,
-        batch_size=2,
+        concurrency=2,
         policy_factory=lambda env_id: first,
     )
     with pytest.raises(KeyboardInterrupt):
@@ -315,7 +315,7 @@ def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
             "random",
             "--protocol",
             str(tiny),
-            "--out",
+            "--output-dir",
             str(tmp_path / "res"),
             "--no-progress",
             "--fast",
@@ -336,7 +336,7 @@ def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
             "render",
             "--results",
             str(tmp_path / "res"),
-            "--out",
+            "--output-dir",
             str(tmp_path / "site"),
             "--no-charts",
         ],
@@ -352,9 +352,9 @@ def test_cli_eval_then_render(tmp_path: Path, tiny: Path) -> None:
 def test_cli_reports_bad_input_without_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from agentflow_env.cli import main
 
-    assert main(["eval", "--policy", "random", "--protocol", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["eval", "--policy", "random", "--protocol", "nope", "--output-dir", str(tmp_path)]) == 2
     assert "known:" in capsys.readouterr().err
-    assert main(["eval", "--policy", "bogus", "--protocol", "offline-v0", "--out", str(tmp_path)]) == 2
+    assert main(["eval", "--policy", "bogus", "--protocol", "offline-v0", "--output-dir", str(tmp_path)]) == 2
     assert "unknown policy spec" in capsys.readouterr().err
     assert main(["leaderboard"]) == 2 and "render" in capsys.readouterr().out
     assert main(["leaderboard", "show", "--protocol", "paper-v0"]) == 0
@@ -411,7 +411,8 @@ def test_one_act_call_per_turn_spans_benchmarks(tmp_path: Path) -> None:
             protocol=str(two),
             out=tmp_path,
             progress=False,
-            batch_size=32,
+            concurrency=32,
+            batch_window_s=60.0,  # a batch goes when every episode in flight is waiting, or after the window
             policy_factory=lambda env_id: shared,
         )
     )
@@ -464,9 +465,9 @@ def test_a_killed_eval_resumes_from_disk(tmp_path: Path) -> None:
         "tests.test_leaderboard:SlowScripted",
         "--protocol",
         str(protocol),
-        "--out",
+        "--output-dir",
         str(tmp_path),
-        "--batch-size",
+        "--concurrency",
         "1",
         "--no-progress",
     ]

@@ -53,9 +53,9 @@ def test_two_real_evals_on_one_folder(tmp_path: Path) -> None:
         "tests.test_leaderboard:SlowScripted",  # 0.1 s per act call
         "--protocol",
         str(protocol),
-        "--out",
+        "--output-dir",
         str(tmp_path),
-        "--batch-size",
+        "--concurrency",
         "1",
         "--no-progress",
     ]

@@ -97,7 +97,7 @@ def test_paired_bootstrap_diff() -> None:
 
 
 def test_learning_proof_statistics_pools_seeds_by_majority_vote() -> None:
-    from perf.learning_proof import statistics
+    from perf.learning_proof_report import statistics
 
     def arm(per_seed: list[list[bool]], turns: int) -> dict[int, dict]:
         return {

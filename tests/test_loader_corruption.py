@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import DataError
-from benchmarks.paper import BENCHMARKS, load_paper_tasks
+from benchmarks.paper.catalog import BENCHMARKS
+from benchmarks.paper.loading import load_paper_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,7 +179,8 @@ _DEEP_SCRIPT = """
 import sys
 from pathlib import Path
 from agentflow_env.error import DataError
-from benchmarks.paper import BENCHMARKS, load_paper_tasks
+from benchmarks.paper.catalog import BENCHMARKS
+from benchmarks.paper.loading import load_paper_tasks
 folder = Path(sys.argv[1])
 try:
     load_paper_tasks(BENCHMARKS["Bamboogle"], data_dir=folder)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentflow_env.error import ConfigError
-from leaderboards.runner import MAX_TOKENS_PER_ACTION, EvalConfig, evaluate, normalize_actions
+from leaderboards.episodes import MAX_TOKENS_PER_ACTION, normalize_actions
+from leaderboards.runner import EvalConfig, evaluate
 from leaderboards.store import run_name_for, validate_run_name
 
 

@@ -14,7 +14,9 @@ from gymnasium.utils.env_checker import check_env
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DataError
 from agentflow_env.tools.calculator import CalculatorTool
-from benchmarks.paper import BENCHMARKS, load_paper_tasks, make_paper_scorer
+from benchmarks.paper.catalog import BENCHMARKS
+from benchmarks.paper.loading import load_paper_tasks
+from benchmarks.paper.specs import make_paper_scorer
 from benchmarks.specs import get_spec
 
 PAPER = list(BENCHMARKS)
@@ -127,7 +129,7 @@ def test_gpqa_suspect_options_are_cleaned_and_reported(tmp_path, caplog):
     )
     path = tmp_path / "gpqa.json"
     path.write_text(json.dumps(rows), encoding="utf-8")
-    with caplog.at_level("WARNING", logger="benchmarks.paper"):
+    with caplog.at_level("WARNING", logger="benchmarks.paper.rows"):
         trials = [load_paper_tasks(BENCHMARKS["GPQA"], path=path, seed=s) for s in range(6)]
     messages = [r.getMessage() for r in caplog.records if "suspect options" in r.getMessage()]
     assert len(messages) == len(trials)  # one summary per load, not one line per option
@@ -151,7 +153,7 @@ def test_gpqa_suspect_options_are_cleaned_and_reported(tmp_path, caplog):
 
 
 def test_gpqa_agentflow_rows_with_bad_options(testsets_dir, caplog):
-    with caplog.at_level("WARNING", logger="benchmarks.paper"):
+    with caplog.at_level("WARNING", logger="benchmarks.paper.rows"):
         tasks = [load_paper_tasks(BENCHMARKS["GPQA"], data_dir=testsets_dir, seed=s) for s in (0, 1, 2)]
     flagged = {i for i, t in enumerate(tasks[0]) if t.metadata.get("data_warnings")}
     assert flagged == {14, 135, 168, 272, 286}

@@ -130,9 +130,18 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
         PROTOCOL_TEXT.replace("seeds = [0, 1, 2]", "seeds = [0, 2]").replace("fast_tasks = 5", "fast_tasks = 1")
     )
     out = tmp_path / "runs"
-    args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{server.url}", "--batch-size", "1"]
+    args = [
+        "eval",
+        "--protocol",
+        str(small),
+        "--fast",
+        "--policy",
+        f"openai:planner@{server.url}",
+        "--concurrency",
+        "1",
+    ]
     args += ["--engine", f"openai:qwen@{server.url}", "--judge-engine", f"openai:judge@{server.url}"]
-    args += ["--data-dir", str(testsets_dir), "--out", str(out), "--no-progress", "--name", "e2e"]
+    args += ["--data-dir", str(testsets_dir), "--output-dir", str(out), "--no-progress", "--name", "e2e"]
     assert main(args) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     fingerprint = prompt_fingerprint(BuiltinPrompts(), list(builtin_metadata()), builtin_metadata())
@@ -225,7 +234,7 @@ def _option_texts(question: str) -> list[str]:
 def _file(env_id: str) -> str:
     import gymnasium as gym
 
-    from benchmarks.paper import BENCHMARKS
+    from benchmarks.paper.catalog import BENCHMARKS
 
     return BENCHMARKS[gym.spec(env_id).kwargs["benchmark"]].file
 
@@ -318,15 +327,15 @@ def test_make_policies_give_llm_planners_the_paper_planner_settings() -> None:
 def test_llm_planner_for_a_paper_env_and_engines_without_extra_fields() -> None:
     from agents.policies.llm_planner import LLMPlanner
     from benchmarks.specs import make_env
-    from tests.test_paper_mode import FakeSearch, _toolbox
+    from tests.helpers import FakeSearch, paper_toolbox
 
     engine = ScriptedEngine(["x"])
     env = make_env(
-        "Gen-GameOf24", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()), sampling="as_stated"
+        "Gen-GameOf24", flow="paper", engine=engine, tools=paper_toolbox(engine, FakeSearch()), sampling="as_stated"
     )
     greedy = LLMPlanner.for_paper_env(ScriptedEngine(["plan"]), env)  # as_stated: nothing beyond SamplingParams
     assert greedy.sampling.temperature == 0.0 and greedy.system_prompt == env.unwrapped.planner_system_prompt
-    coded = make_env("Gen-GameOf24", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()))
+    coded = make_env("Gen-GameOf24", flow="paper", engine=engine, tools=paper_toolbox(engine, FakeSearch()))
     with pytest.raises(ConfigError, match="does not send"):
         LLMPlanner.for_paper_env(ScriptedEngine(["plan"]), coded)
     sends = LLMPlanner.for_paper_env("openai:p@http://127.0.0.1:9/v1", coded)

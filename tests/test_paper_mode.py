@@ -11,8 +11,9 @@ import pytest
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.error import ConfigError
 from agentflow_env.paper_mode import PaperFlowEnv, planner_sampling
+from agentflow_env.paper_mode.commands import CommandError, run_block
 from agentflow_env.paper_mode.memory import ActionMemory, cut_result
-from agentflow_env.paper_mode.replies import parse_blocks, read_command, read_next_step, read_verdict, split_blocks
+from agentflow_env.paper_mode.replies import read_command, read_next_step, read_verdict, split_blocks
 from agentflow_env.paper_mode.toolbox import (
     GENERALIST,
     GOOGLE_SEARCH,
@@ -20,34 +21,14 @@ from agentflow_env.paper_mode.toolbox import (
     STATED_TOOLS,
     WEB_RAG,
     WIKIPEDIA,
-    GeneralistTool,
-    PaperTool,
     PythonCodeGeneratorTool,
-    SearchStandIn,
     WebPageStandIn,
     builtin_metadata,
 )
-from agentflow_env.tools.base import BaseTool
-from agentflow_env.types import Task, ToolResult
+from agentflow_env.types import Task
+from tests.helpers import FakeSearch, paper_toolbox
 
 TESTSETS = Path(__file__).resolve().parents[2] / "shared" / "data" / "agentflow-testsets"
-
-
-class FakeSearch(BaseTool):
-    """A search backend that answers from a dict and remembers its queries."""
-
-    name = "fake_search"
-
-    def __init__(self, answers: dict[str, str] | None = None):
-        self.answers = answers or {}
-        self.queries: list[str] = []
-
-    def _run(self, command: str, timeout: float) -> ToolResult:
-        self.queries.append(command)
-        for key, text in self.answers.items():
-            if key in command:
-                return ToolResult(text=text)
-        return ToolResult(text="no passage found")
 
 
 class Scorer:
@@ -62,18 +43,6 @@ class Scorer:
 
 
 TASK = Task(id="t1", question="In which year was the founder of Acme Corp born?", answer="1871", family="search")
-
-
-def _toolbox(engine: Any, search: FakeSearch) -> dict[str, PaperTool]:
-    from agentflow_env.engines.base import SamplingParams
-
-    return {
-        GENERALIST: GeneralistTool(engine, SamplingParams(max_tokens=2048), "sys"),
-        GOOGLE_SEARCH: SearchStandIn(GOOGLE_SEARCH, search, ("query", "add_citations")),
-        PYTHON_CODER: SearchStandIn(PYTHON_CODER, FakeSearch(), ("query",)),
-        WEB_RAG: WebPageStandIn(search),
-        WIKIPEDIA: SearchStandIn(WIKIPEDIA, search, ("query",)),
-    }
 
 
 PLAN_WIKI = (
@@ -114,7 +83,7 @@ def test_paper_episode_follows_agentflow_call_order_and_inputs() -> None:
     engine = _episode_engine()
     search = FakeSearch({"Acme": "Acme Corp was founded by Ada Stone."})
     scorer = Scorer()
-    env = PaperFlowEnv([TASK], scorer, engine=engine, tools=_toolbox(engine, search), max_turns=10)
+    env = PaperFlowEnv([TASK], scorer, engine=engine, tools=paper_toolbox(engine, search), max_turns=10)
     obs, info = env.reset(seed=0)
     analysis = "Summary: two hops. Tools: Wikipedia_RAG_Search_Tool."
     assert [c["module"] for c in info["module_calls"]] == ["query_analysis"]
@@ -198,7 +167,7 @@ def test_paper_episode_follows_agentflow_call_order_and_inputs() -> None:
 
 def test_only_the_budget_or_the_verifier_ends_a_run() -> None:
     engine = ScriptedEngine(["analysis", "Conclusion: CONTINUE", "Conclusion: CONTINUE", "Answer: 1871"])
-    env = PaperFlowEnv([TASK], Scorer(), engine=engine, tools=_toolbox(engine, FakeSearch()), max_turns=2)
+    env = PaperFlowEnv([TASK], Scorer(), engine=engine, tools=paper_toolbox(engine, FakeSearch()), max_turns=2)
     env.reset(seed=0)
     _, _, terminated, truncated, info = env.step("Final Answer: 1871")
     assert not terminated and not truncated
@@ -210,7 +179,7 @@ def test_only_the_budget_or_the_verifier_ends_a_run() -> None:
 
 def test_engine_failures_do_not_end_the_run() -> None:
     engine = ScriptedEngine([RuntimeError("down")])
-    env = PaperFlowEnv([TASK], Scorer(), engine=engine, tools=_toolbox(engine, FakeSearch()), max_turns=1)
+    env = PaperFlowEnv([TASK], Scorer(), engine=engine, tools=paper_toolbox(engine, FakeSearch()), max_turns=1)
     _, info = env.reset(seed=0)
     assert info["query_analysis"] == "" and "down" in info["module_calls"][0]["error"]
     _, reward, terminated, truncated, info = env.step(PLAN_WIKI)
@@ -229,7 +198,7 @@ def test_commands_run_without_running_model_code() -> None:
         ]
     )
     search = FakeSearch()
-    env = PaperFlowEnv([TASK], Scorer(), engine=engine, tools=_toolbox(engine, search), max_turns=1)
+    env = PaperFlowEnv([TASK], Scorer(), engine=engine, tools=paper_toolbox(engine, search), max_turns=1)
     env.reset(seed=0)
     env.step(PLAN_WIKI)
     result = env.action_memory.get_actions()["Action Step 1"]["result"]
@@ -266,10 +235,11 @@ def test_read_command_and_verdict() -> None:
     assert read_verdict('{"analysis": "ok", "stop_signal": true}') == "STOP"
     assert read_verdict("") == "CONTINUE"
     blocks = split_blocks('q = "a"\nexecution = tool.execute(query=q)\nexecution = tool.execute(query="b")')
-    assert len(blocks) == 2 and parse_blocks(blocks[0]).kwargs == {"query": "a"}
-    for bad in ("execution = tool.execute(query=open('x').read())", "x = 1", "del x\nexecution = tool.execute()"):
-        with pytest.raises(ValueError):
-            parse_blocks(bad)
+    assert len(blocks) == 2 and run_block(blocks[0], lambda **k: k) == {"query": "a"}
+    assert run_block("x = 1", lambda **k: k) is None  # no execution: AgentFlow's "no result" text follows
+    for bad in ("execution = tool.execute(query=open('x').read())", "del x\nexecution = tool.execute()"):
+        with pytest.raises(CommandError):
+            run_block(bad, lambda **k: k)
 
 
 def test_memory_format_and_result_cut() -> None:
@@ -351,7 +321,7 @@ def test_make_env_paper_flow_options_and_errors() -> None:
     with pytest.raises(ConfigError, match="toolbox"):
         make_env("Gen-GameOf24", flow="paper", engine=engine, toolbox="mine")
     env = make_env(
-        "Gen-GameOf24", flow="paper", engine=engine, toolbox="as_stated", tools=_toolbox(engine, FakeSearch())
+        "Gen-GameOf24", flow="paper", engine=engine, toolbox="as_stated", tools=paper_toolbox(engine, FakeSearch())
     )
     assert isinstance(env, PaperFlowEnv) and env.available_tools == sorted(STATED_TOOLS)
     assert env.paper_settings["toolbox"] == "as_stated" and env.paper_settings["sampling"] == "as_coded"
@@ -371,7 +341,7 @@ def test_paper_flow_keeps_agentflow_question_text_and_judges_in_full() -> None:
         engine=engine,
         data_dir=str(TESTSETS),
         num_tasks=2,
-        tools=_toolbox(engine, FakeSearch()),
+        tools=paper_toolbox(engine, FakeSearch()),
     )
     rows = json.loads((TESTSETS / "bamboogle.json").read_text())
     assert env.tasks[0].question == rows[0]["query"]
@@ -399,7 +369,7 @@ def test_gym_make_builds_the_paper_flow_on_any_registered_id() -> None:
     import agentflow_env  # noqa: F401  (registers the ids)
 
     engine = ScriptedEngine(["analysis", "Conclusion: STOP", "Answer: (8-4)*(7-1) = 24"])
-    env = gym.make("agentflow/Gen-GameOf24-v1", flow="paper", engine=engine, tools=_toolbox(engine, FakeSearch()))
+    env = gym.make("agentflow/Gen-GameOf24-v1", flow="paper", engine=engine, tools=paper_toolbox(engine, FakeSearch()))
     try:
         obs, info = env.reset(seed=3)
         assert env.observation_space.contains(obs) and info["paper_mode"]["flow"] == "paper"
@@ -491,7 +461,7 @@ def test_llm_planner_and_modules_over_http_with_the_as_coded_sampling() -> None:
     try:
         modules = make_engine(f"openai:qwen@{url}", timeout=20, max_retries=0)
         search = FakeSearch({"Acme": "Acme Corp was founded by Ada Stone (born 1871)."})
-        env = PaperFlowEnv([TASK], Scorer(), engine=modules, tools=_toolbox(modules, search), sampling="as_coded")
+        env = PaperFlowEnv([TASK], Scorer(), engine=modules, tools=paper_toolbox(modules, search), sampling="as_coded")
         coded = env.planner_sampling
         planner = LLMPlanner(
             make_engine(f"openai:planner@{url}", timeout=20, max_retries=0, extra_body=coded.extra_body()),

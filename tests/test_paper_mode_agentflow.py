@@ -9,6 +9,7 @@ env sent. Its reply readers must agree with the env's too.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from pathlib import Path
@@ -35,7 +36,7 @@ from agentflow_env.paper_mode.toolbox import (
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import Task, ToolResult
 
-SRC = Path(__file__).resolve().parents[2] / "shared" / "data" / "agentflow-src"
+SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[2] / "shared" / "data" / "agentflow-src")
 pytestmark = pytest.mark.skipif(
     not (SRC / "agentflow" / "agentflow" / "models" / "planner.py").is_file(), reason="AgentFlow sources not present"
 )

@@ -25,7 +25,7 @@ from agentflow_env.engines import ScriptedEngine
 from agentflow_env.paper_mode import PaperFlowEnv, replies
 from agentflow_env.paper_mode.toolbox import _PYTHON_BLOCK, STATED_TOOLS, PaperTool
 from agentflow_env.types import Task
-from tests.test_fuzz_actions import cpu_step_seconds, hang_guard, repeat_to
+from tests.helpers import cpu_step_seconds, hang_guard, repeat_to
 
 MAX_CHARS = 3_200_000
 STEP_BOUND_S = 10.0  # per step with replies of up to MAX_CHARS characters; well under 1 s here

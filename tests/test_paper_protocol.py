@@ -4,6 +4,7 @@ engine here), trial seeds that reach the loaders, and results that record how th
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -12,13 +13,13 @@ import pytest
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, EngineError
-from benchmarks.paper import BENCHMARKS
+from benchmarks.paper.catalog import BENCHMARKS
 from leaderboards.protocol import PROTOCOL_DIR, load_protocol
 from leaderboards.runner import EvalConfig, evaluate
 from leaderboards.store import RESULTS_DIR, TASKS_FILE, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-AGENTFLOW_SRC = ROOT.parent / "shared" / "data" / "agentflow-src"
+AGENTFLOW_SRC = Path(os.environ.get("AGENTFLOW_SRC") or ROOT.parent / "shared" / "data" / "agentflow-src")
 
 
 def _bench(env_id: str):
@@ -26,11 +27,12 @@ def _bench(env_id: str):
 
 
 # ------------------------------------------------------------------ the protocol file
-def test_paper_v1_task_counts_follow_agentflow_run_scripts(testsets_dir: Path) -> None:
+@pytest.mark.parametrize("name", ["paper-v1", "paper-v2"])
+def test_paper_task_counts_follow_agentflow_run_scripts(testsets_dir: Path, name: str) -> None:
     if not (AGENTFLOW_SRC / "test").is_dir():
         pytest.skip(f"AgentFlow's sources not found at {AGENTFLOW_SRC}")
-    protocol = load_protocol("paper-v1")
-    text = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
+    protocol = load_protocol(name)
+    text = (PROTOCOL_DIR / f"{name}.toml").read_text(encoding="utf-8")
     for entry in protocol.benchmarks:
         bench = _bench(entry.env_id)
         script = (AGENTFLOW_SRC / "test" / bench.file / "run.sh").read_text(encoding="utf-8")
@@ -257,7 +259,7 @@ def test_cli_judge_engine_flag(tmp_path: Path, data_dir: Path, capsys: pytest.Ca
         tmp_path, PROTOCOL.replace('[judge]\nengine = "scripted:tests.test_paper_protocol:honest_judge"\n', "")
     )
     base = ["eval", "--policy", "tests.test_paper_protocol:PickRight", "--protocol", str(no_engine), "--fast"]
-    base += ["--out", str(tmp_path / "out"), "--data-dir", str(data_dir), "--no-progress"]
+    base += ["--output-dir", str(tmp_path / "out"), "--data-dir", str(data_dir), "--no-progress"]
     assert main(base) == 2
     assert "--judge-engine" in capsys.readouterr().err
     assert main([*base, "--judge-engine", "scripted:tests.test_paper_protocol:honest_judge"]) == 0

@@ -12,9 +12,11 @@ import pytest
 
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.error import DataError
-from benchmarks.paper import BENCHMARKS, load_paper_tasks, rows_to_tasks
+from benchmarks.paper.catalog import BENCHMARKS
+from benchmarks.paper.loading import load_paper_tasks
+from benchmarks.paper.rows import rows_to_tasks
 from benchmarks.specs import make_env
-from tests.test_paper_mode import FakeSearch, _toolbox
+from tests.helpers import FakeSearch, paper_toolbox
 
 NAMES = sorted(BENCHMARKS)
 
@@ -29,7 +31,7 @@ def _records(testsets_dir: Path, name: str) -> list[dict]:
 def _paper_env(name: str, data_dir: Path, **options):
     engine = ScriptedEngine(["x"])
     return make_env(
-        name, flow="paper", engine=engine, data_dir=str(data_dir), tools=_toolbox(engine, FakeSearch()), **options
+        name, flow="paper", engine=engine, data_dir=str(data_dir), tools=paper_toolbox(engine, FakeSearch()), **options
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 
 import pytest
@@ -170,3 +171,42 @@ def test_long_keys_stay_out_of_the_key_cache():
     for i in range(50):
         assert parse_action(json.dumps({"k" * 10_000 + str(i): 1, "command": "x"})).command == "x"
     assert parsing._cached_key_to_field.cache_info().currsize == 1  # "command" only
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="possessive quantifiers need Python 3.11")
+def test_native_and_emulated_header_patterns_find_the_same_headers():
+    import random
+
+    flags = re.IGNORECASE | re.MULTILINE
+    native = re.compile(parsing._NATIVE_HEADER_PATTERN, flags)
+    emulated = re.compile(parsing._EMULATED_HEADER_PATTERN, flags)
+    rng = random.Random(0)
+    pieces = [
+        *" \t\n#>-*+1.):_`",
+        "12.",
+        "tool",
+        "Tool Name",
+        "command",
+        "final answer",
+        "sub-goal",
+        "x",
+        "\u017fub goal",
+    ]
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        spans = [[(m.span(), m.group("name")) for m in p.finditer(text)] for p in (native, emulated)]
+        assert spans[0] == spans[1], text
+
+
+def test_the_emulated_pattern_path_parses_as_the_native_one(monkeypatch):
+    actions = [
+        "Justification: j\nContext: c\nSub-Goal: s\nTool Name: T\nCommand: x = 1\nquery: y",
+        "**Tool Name:** `Calc`\n1. Command: ```python\nprint(1)\n```\nFinal Answer: no\nanswer: 42",
+        "\u017fub goal: folded\nTool: A\n> command:   b  ",
+        "nothing here",
+    ]
+    native = [parse_action(a) for a in actions]
+    emulated = re.compile(parsing._EMULATED_HEADER_PATTERN, re.IGNORECASE | re.MULTILINE)
+    monkeypatch.setattr(parsing, "_HEADER_RE", emulated)
+    monkeypatch.setattr(parsing, "_NAME_GROUP", emulated.groupindex["name"])
+    assert [parse_action(a) for a in actions] == native

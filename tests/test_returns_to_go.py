@@ -73,7 +73,7 @@ def test_config_checks():
     with pytest.raises(ConfigError, match="gamma"):
         FlowGRPOConfig(advantage="returns_to_go", gamma=0.0)
     with pytest.raises(ConfigError, match="reward_fn"):
-        FlowGRPOConfig(advantage="returns_to_go", reward_fn="tests.test_flow_grpo_train:length_reward")
+        FlowGRPOConfig(advantage="returns_to_go", reward_fn="tests.helpers:length_reward")
     with pytest.raises(ConfigError, match="advantage"):
         FlowGRPOConfig(advantage="gae")
 

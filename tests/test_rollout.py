@@ -25,6 +25,7 @@ from agents.training.rollout import (
     load_jsonl,
     save_jsonl,
 )
+from tests.helpers import ConcurrentScripted, flat_groups
 
 ENV_ID = "agentflow/Gen-GameOf24-v1"
 TOOL = "Tool Name: Calculator_Tool\nCommand: 1+1"
@@ -181,3 +182,17 @@ def test_group_rollouts_record_tokens_with_the_tiny_lm():
         for turn in traj.turns:
             assert turn.prompt_ids and len(turn.response_ids) == len(turn.logprobs) <= 6
             assert all(np.isfinite(turn.logprobs))
+
+
+def test_scheduled_group_rollouts_match_lock_step_turns():
+    ids = [t.task_id for t in collect_rollouts(_fns(2), ScriptedGameOf24Planner(), num_episodes=6, seed=1)]
+    stats = RolloutStats()
+    scheduled = collect_group_rollouts(_fns(5), ConcurrentScripted(), ids, group_size=3, seed=0, stats=stats)
+    turns = collect_group_rollouts(_fns(5), ConcurrentScripted(), ids, group_size=3, seed=0, scheduler="turns")
+    assert flat_groups(scheduled) == flat_groups(turns)
+    assert stats.episodes == 18 and stats.turns == sum(len(t.turns) for g in scheduled for t in g)
+    assert all(len(t.turns) >= 2 for g in scheduled for t in g), "the scripted planner checks with the calculator"
+    with pytest.raises(ConfigError, match="scheduler"):
+        collect_group_rollouts(_fns(1), ConcurrentScripted(), ids, group_size=1, scheduler="lockstep")
+    with pytest.raises(ConfigError, match="concurrency"):
+        collect_group_rollouts(_fns(1), ConcurrentScripted(), ids, group_size=1, concurrency=0)

@@ -89,7 +89,7 @@ def test_a_learner_step_with_tis_logs_the_mismatch(tmp_path):
         ppo_epochs=2,
         rollout_correction="tis",
         tensorboard=False,
-        reward_fn="tests.test_flow_grpo_train:length_reward",
+        reward_fn="tests.helpers:length_reward",
     )
     learner = FlowGRPOLearner(cfg)
     metrics = learner.train_step()

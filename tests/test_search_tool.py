@@ -13,7 +13,8 @@ import pytest
 
 from agentflow_env.error import DataError
 from agentflow_env.tools import make_tool
-from agentflow_env.tools.search import BM25Index, BM25SearchTool, SearchHit, format_hits, tokenize
+from agentflow_env.tools.bm25 import BM25Index, SearchHit, tokenize
+from agentflow_env.tools.search import BM25SearchTool, format_hits
 
 CITIES = [
     {"id": "fr", "title": "Paris", "text": "Paris is the capital and largest city of France, on the Seine."},
@@ -121,16 +122,16 @@ def test_streaming_build_to_disk_equals_in_memory(tmp_path) -> None:
 
 
 def test_build_streams_in_chunks(monkeypatch) -> None:
-    from agentflow_env.tools import search
+    from agentflow_env.tools.bm25 import build
 
     seen: list[int] = []
-    original = search._IndexWriter.add_chunk
+    original = build._IndexWriter.add_chunk
 
     def spy(self, chunk):  # type: ignore[no-untyped-def]
         seen.append(len(chunk))
         return original(self, chunk)
 
-    monkeypatch.setattr(search._IndexWriter, "add_chunk", spy)
+    monkeypatch.setattr(build._IndexWriter, "add_chunk", spy)
     BM25Index.build((p for p in synthetic(50)), chunk_size=8)
     assert seen == [8] * 6 + [2]
 

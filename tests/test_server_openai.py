@@ -134,8 +134,9 @@ def test_errors(client, server):
     with pytest.raises(openai.NotFoundError, match="does not exist"):
         client.chat.completions.create(model="gpt-4o", messages=CHAT, max_tokens=2)
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
-    with pytest.raises(openai.BadRequestError, match="tool calling is not supported"):
-        client.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=2, tools=[tool])
+    with pytest.raises(openai.BadRequestError, match="tool_choice 'required'"):  # tools work: test_serve_tools
+        client.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=2, tools=[tool], tool_choice="required")
+    assert client.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=2, tools=[tool]).choices
     with pytest.raises(openai.BadRequestError, match="top_logprobs"):
         client.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=2, logprobs=True, top_logprobs=3)
     with pytest.raises(openai.BadRequestError, match="'n'"):

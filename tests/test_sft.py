@@ -97,11 +97,11 @@ def test_sft_command_runs(lm_path, tmp_path):
         "-m",
         "agentflow_env.cli",
         "sft",
-        "--env",
+        "--env-id",
         ENV_ID,
         "--env-kwargs",
         '{"max_turns": 1}',
-        "--out",
+        "--output-dir",
         str(out),
         "--base",
         str(lm_path),
@@ -135,7 +135,7 @@ def test_demonstrations_follow_the_env_kwargs():
 
 def test_sft_command_rejects_a_bad_env_kwargs_value(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-kwargs", "[1, 2]", "--out", str(tmp_path)],
+        [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-kwargs", "[1, 2]", "--output-dir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -147,8 +147,19 @@ def test_one_model_learns_from_several_envs(lm_path, tmp_path):
     """Repeated --env-id mixes every env's demonstrations into one run, and evaluation covers each env."""
     out = tmp_path / "mixed"
     envs = ["agentflow/Gen-GameOf24-v1", "agentflow/Gen-Science-v1"]
-    cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", envs[0], "--env", envs[1]]
-    cmd += ["--out", str(out), "--base", str(lm_path), "--episodes", "2", "--max-steps", "1", "--batch-size", "2"]
+    cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", envs[0], "--env-id", envs[1]]
+    cmd += [
+        "--output-dir",
+        str(out),
+        "--base",
+        str(lm_path),
+        "--episodes",
+        "2",
+        "--max-steps",
+        "1",
+        "--batch-size",
+        "2",
+    ]
     cmd += ["--eval-episodes", "1", "--eval-max-tokens", "4", "--threads", "1", "--no-progress", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -60,3 +60,34 @@ def test_a_multi_turn_limit_from_env_config_ends_the_episode():
     second = env.step("Tool Name: Calculator_Tool\nCommand: 2 + 2")
     assert second["done"] and second["reward"] == 0.0 and second["metadata"]["truncated"]
     env.close()
+
+
+@pytest.mark.parametrize("env_id", ["agentflow/Gen-GameOf24-v1", "agentflow/Gen-MultiHop-v1"])
+def test_tool_calling_episodes_through_skyrl_score_as_the_text_format(env_id):
+    from agents.policies.tool_calling import as_tool_call
+
+    register_skyrl_envs([env_id])
+    rows = build_skyrl_dataset(env_id, split="test", num_tasks=3, tool_calling=True)
+    planner = scripted_planner_for(env_id)
+    local = gym.make(env_id, split="test")
+    for row in rows:
+        env = skyrl_gym.make(
+            env_id, env_config={"tool_calling": True}, extras={"task_id": row["task_id"], "split": "test"}
+        )
+        messages, meta = env.init(row["prompt"])
+        assert messages == row["prompt"] and messages[0]["role"] == "system" and "<tools>" in messages[0]["content"]
+        assert [t["function"]["name"] for t in meta["tools"]][-1] == "final_answer"
+        obs, _ = local.reset(options={"task_id": row["task_id"]})
+        done = False
+        while not done:
+            action = planner.act([obs])[0]
+            out = env.step(as_tool_call(action, "hermes", final="content"))
+            obs, reward, terminated, truncated, _ = local.step(action)
+            done = terminated or truncated
+            assert out["done"] == done and out["reward"] == reward
+            if not done:  # the tool's result, Hermes style
+                assert len(out["observations"]) == 1 and out["observations"][0]["role"] == "user"
+                assert out["observations"][0]["content"].startswith("<tool_response>")
+        assert out["reward"] == 1.0
+        env.close()
+    local.close()

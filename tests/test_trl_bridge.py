@@ -103,3 +103,60 @@ def test_rollout_rows_are_token_exact_and_masked():
         assert "Step 1 result" in text
     assert set(out["env_reward"]) <= {0.0, 1.0}
     bridge.close()
+
+
+def test_tool_calling_rollouts_are_the_envs_chat_token_for_token(monkeypatch):
+    """tool_calling=True: the row's tokens are the env's own chat (system, question, the model's Hermes call,
+    the tool result, the answer) as the chat template renders it with the env's tools; only the model's
+    tokens are trained. The model is forced to call the calculator, then to answer."""
+    from types import SimpleNamespace
+
+    import agents.integrations.trl as bridge_module
+    from agents.integrations.chat import ChatCodec
+
+    model, tokenizer = load_tiny_lm(tiny_lm_path())
+    replies = iter(['<tool_call>{"name": "Calculator_Tool", "arguments": {"command": "6*4"}}</tool_call>', "24"])
+
+    def forced(model, tokenizer, contexts, args, max_new):
+        ids = tokenizer(next(replies), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        return [(list(ids), [-0.5] * len(ids)) for _ in contexts]
+
+    monkeypatch.setattr(bridge_module, "_generate", forced)
+    bridge = AgentFlowTRL(ENV_ID, env_kwargs={"max_turns": 3}, num_tasks=2, tool_calling=True)
+    data = bridge.dataset()
+    assert data[0]["prompt"][0]["role"] == "system" and data[0]["prompt"][1]["role"] == "user"
+    trainer = SimpleNamespace(
+        processing_class=tokenizer,
+        model=model,
+        accelerator=SimpleNamespace(unwrap_model=lambda m: m),
+        args=SimpleNamespace(max_completion_length=400, temperature=1.0, top_p=1.0),
+    )
+    out = bridge.rollout_func([data[0]["prompt"]], trainer)
+    assert bridge.last_turns == [2]
+    ids, mask = out["completion_ids"][0], out["env_mask"][0]
+    env_text = tokenizer.decode([t for t, m in zip(ids, mask) if m == 0])
+    assert "<tool_response>" in env_text and "24" in env_text  # the calculator's result, not trained
+    model_text = tokenizer.decode([t for t, m in zip(ids, mask) if m == 1], skip_special_tokens=True)
+    assert "<tool_call>" in model_text and model_text.endswith("24")
+    # the whole row is the env's chat rendered with its tools (Hermes fallback: the tiny template knows none)
+    env = bridge._env(0).unwrapped
+    codec = ChatCodec(tokenizer, tools=env.tool_schemas)
+    full = tokenizer.decode(out["prompt_ids"][0] + ids)
+    assert '"Calculator_Tool"' in full and full.count("<|im_start|>assistant") == 2
+    assert out["prompt_ids"][0] == codec.start_messages([dict(m) for m in data[0]["prompt"]])
+    assert out["env_reward"][0] in (0.0, 1.0)
+    bridge.close()
+
+
+def test_grpo_trainer_takes_a_step_in_the_tool_calling_format(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    torch.manual_seed(0)
+    bridge = AgentFlowTRL(ENV_ID, env_kwargs={"max_turns": 3}, num_tasks=8, max_new_tokens=32, tool_calling=True)
+    trainer = _trainer(tmp_path, bridge, steps=1)
+    before = {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(before[k], after[k].detach()) for k in before), "no parameter moved"
+    logged = [h for h in trainer.state.log_history if "loss" in h]
+    assert logged and all(math.isfinite(h["loss"]) for h in logged)
+    bridge.close()

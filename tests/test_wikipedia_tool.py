@@ -12,7 +12,7 @@ import pytest
 
 from agentflow_env.cli import main
 from agentflow_env.tools import make_tool
-from agentflow_env.tools.search import BM25Index
+from agentflow_env.tools.bm25 import BM25Index
 from agentflow_env.tools.wikipedia import WIKI_ENV_VAR, WikipediaSearchTool, iter_dpr_tsv, split_passages
 
 ARTICLES = [
@@ -45,7 +45,9 @@ def test_dpr_reader_streams_rows_and_unquotes(tmp_path) -> None:
 
 def test_build_index_from_dpr_and_search(tmp_path, capsys) -> None:
     out = tmp_path / "wiki"
-    summary = build(capsys, "--format", "dpr", "--input", str(write_dpr(tmp_path / "psgs.tsv")), "--out", str(out))
+    summary = build(
+        capsys, "--format", "dpr", "--input", str(write_dpr(tmp_path / "psgs.tsv")), "--output-dir", str(out)
+    )
     assert summary["passages"] == 4 and WIKI_ENV_VAR in summary["use"]
     tool = WikipediaSearchTool(index_path=out, top_k=2)
     result = tool.run("Where was the director of Jaws born?")
@@ -59,11 +61,14 @@ def test_build_index_from_dpr_and_search(tmp_path, capsys) -> None:
 def test_build_index_refuses_to_overwrite_without_force(tmp_path, capsys) -> None:
     dump = str(write_dpr(tmp_path / "psgs.tsv"))
     out = tmp_path / "wiki"
-    build(capsys, "--format", "dpr", "--input", dump, "--out", str(out))
-    assert main(["build-index", "--no-progress", "--format", "dpr", "--input", dump, "--out", str(out)]) == 2
+    build(capsys, "--format", "dpr", "--input", dump, "--output-dir", str(out))
+    assert main(["build-index", "--no-progress", "--format", "dpr", "--input", dump, "--output-dir", str(out)]) == 2
     assert "--force" in capsys.readouterr().err
     assert (
-        build(capsys, "--format", "dpr", "--input", dump, "--out", str(out), "--force", "--limit", "2")["passages"] == 2
+        build(capsys, "--format", "dpr", "--input", dump, "--output-dir", str(out), "--force", "--limit", "2")[
+            "passages"
+        ]
+        == 2
     )
 
 
@@ -79,7 +84,9 @@ def test_build_index_from_jsonl_kilt_like_with_passage_splitting(tmp_path, capsy
     )
     out = tmp_path / "kilt-index"
     assert (
-        build(capsys, "--format", "jsonl", "--input", str(kilt), "--out", str(out), "--passage-words", "50")["passages"]
+        build(capsys, "--format", "jsonl", "--input", str(kilt), "--output-dir", str(out), "--passage-words", "50")[
+            "passages"
+        ]
         == 4
     )  # 127 words -> 3 passages, plus the short article
     index = BM25Index.load(out)
@@ -92,7 +99,7 @@ def test_jsonl_with_named_fields_and_bad_input(tmp_path, capsys) -> None:
     dump = tmp_path / "custom.jsonl"
     dump.write_text(json.dumps({"name": "Lima", "body": "Capital of Peru."}) + "\n", encoding="utf-8")
     out = tmp_path / "custom"
-    args = ["--format", "jsonl", "--input", str(dump), "--out", str(out)]
+    args = ["--format", "jsonl", "--input", str(dump), "--output-dir", str(out)]
     assert main(["build-index", "--no-progress", *args]) == 2
     assert "--text-field" in capsys.readouterr().err
     build(capsys, *args, "--force", "--text-field", "body", "--title-field", "name")
@@ -105,12 +112,14 @@ def test_build_index_from_parquet_and_a_saved_dataset(tmp_path, capsys) -> None:
     import pyarrow.parquet as pq
 
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "wiki.parquet")
-    build(capsys, "--format", "parquet", "--input", str(tmp_path / "wiki.parquet"), "--out", str(tmp_path / "pq"))
+    build(
+        capsys, "--format", "parquet", "--input", str(tmp_path / "wiki.parquet"), "--output-dir", str(tmp_path / "pq")
+    )
 
     datasets = pytest.importorskip("datasets")
     datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "hub"))
-    build(capsys, "--format", "hub", "--input", str(tmp_path / "hub"), "--out", str(tmp_path / "hubidx"))
-    build(capsys, "--format", "hub", "--input", str(tmp_path / "wiki.parquet"), "--out", str(tmp_path / "hubpq"))
+    build(capsys, "--format", "hub", "--input", str(tmp_path / "hub"), "--output-dir", str(tmp_path / "hubidx"))
+    build(capsys, "--format", "hub", "--input", str(tmp_path / "wiki.parquet"), "--output-dir", str(tmp_path / "hubpq"))
     for folder in ("pq", "hubidx", "hubpq"):
         hit = BM25Index.load(tmp_path / folder).search("wrought iron lattice Paris", 1)[0]
         assert (hit.title, hit.id) == ("Eiffel Tower", "1")
@@ -118,7 +127,7 @@ def test_build_index_from_parquet_and_a_saved_dataset(tmp_path, capsys) -> None:
 
 def test_tool_uses_the_environment_variable(tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "wiki"
-    build(capsys, "--format", "dpr", "--input", str(write_dpr(tmp_path / "psgs.tsv")), "--out", str(out))
+    build(capsys, "--format", "dpr", "--input", str(write_dpr(tmp_path / "psgs.tsv")), "--output-dir", str(out))
     monkeypatch.setenv(WIKI_ENV_VAR, str(out))
     tool = make_tool("wikipedia", top_k=1)
     assert tool.name == "Wikipedia_Search_Tool"
@@ -153,7 +162,9 @@ def test_hub_ids_are_streamed_through_datasets(tmp_path, capsys, monkeypatch) ->
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     out = tmp_path / "hub"
-    build(capsys, "--format", "hub", "--input", "someone/wiki-passages", "--split", "validation", "--out", str(out))
+    build(
+        capsys, "--format", "hub", "--input", "someone/wiki-passages", "--split", "validation", "--output-dir", str(out)
+    )
     assert calls == [("someone/wiki-passages", {"split": "validation", "streaming": True})]
     hit = BM25Index.load(out).search("Cincinnati Ohio born", 1)[0]
     assert (hit.title, hit.id) == ("Steven Spielberg", "3")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 # A prompt is either raw text or a chat (a list of {"role", "content"} messages).
 Message = dict[str, str]
@@ -21,6 +21,9 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
     n: int = 1
+    # a structured-output request (OpenAI's ``response_format``, e.g. a JSON schema); sent by the
+    # OpenAI-compatible engine, ignored by engines without structured output (the caller validates replies)
+    response_format: dict[str, Any] | None = None
 
 
 @runtime_checkable

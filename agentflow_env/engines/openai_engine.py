@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentflow_env.engines.base import Prompt, SamplingParams, as_chat
+from agentflow_env.engines.meter import METER
 from agentflow_env.error import ConfigError, DependencyNotInstalled, EngineError
 
 __all__ = ["OpenAIEngine"]
@@ -40,6 +41,8 @@ class OpenAIEngine:
     as the server reported it (``None`` where it reported none, or only an estimate), and ``usage_total``
     adds them up over the engine's life.
     """
+
+    thread_safe = True  # generate may be called from many threads at once (a runner's episodes share it)
 
     def __init__(
         self,
@@ -69,7 +72,7 @@ class OpenAIEngine:
         self.concurrency = int(concurrency)
         self.extra_body = dict(extra_body or {})
         self._slots = threading.BoundedSemaphore(self.concurrency)
-        self.last_usage: list[dict[str, int] | None] = []
+        self._local = threading.local()  # last_usage per calling thread: many episodes share an engine
         self.usage_total = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "requests_with_usage": 0}
         self._usage_lock = threading.Lock()
         self._rng = random.Random(0)
@@ -95,6 +98,22 @@ class OpenAIEngine:
         if at > 0:
             model, base_url = target[:at], target[at + 1 :]
         return cls(model, base_url=base_url, **options)
+
+    @property
+    def last_usage(self) -> list[dict[str, int] | None]:
+        """Token counts of this thread's last ``generate`` (one entry per prompt)."""
+        return getattr(self._local, "usage", [])
+
+    @last_usage.setter
+    def last_usage(self, value: list[dict[str, int] | None]) -> None:
+        self._local.usage = value
+
+    def set_concurrency(self, n: int) -> None:
+        """Allow ``n`` requests in flight (a runner with ``n`` episodes in flight raises the limit to match)."""
+        if n < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {n}")
+        self.concurrency = int(n)
+        self._slots = threading.BoundedSemaphore(self.concurrency)
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
@@ -134,9 +153,27 @@ class OpenAIEngine:
             self.usage_total["requests_with_usage"] += 1
             self.usage_total["prompt_tokens"] += prompt
             self.usage_total["completion_tokens"] += completion
+        METER.add_tokens(completion)
         return {"prompt_tokens": prompt, "completion_tokens": completion}
 
-    def _request(self, prompt: Prompt, sampling: SamplingParams) -> tuple[str, dict[str, int] | None]:
+    def chat_with_tools(
+        self, chats: Sequence[list[dict[str, Any]]], tools: list[dict[str, Any]], sampling: SamplingParams | None = None
+    ) -> list[dict[str, Any]]:
+        """One assistant message per chat, with ``tools=`` sent: ``{"role", "content", "tool_calls"?}`` as the
+        server returned it (a vLLM server needs ``--enable-auto-tool-choice --tool-call-parser hermes``)."""
+        sampling = sampling or SamplingParams()
+        chats = list(chats)
+        if self.mode != "chat":
+            raise ConfigError("tool calling needs mode='chat' (chat/completions)")
+        workers = max(min(self.concurrency, len(chats)), 1)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai") as pool:
+            results = list(pool.map(lambda c: self._one(c, sampling, tools), chats))
+        self.last_usage = [usage for _, usage in results]
+        return [message for message, _ in results]
+
+    def _request(
+        self, prompt: Prompt, sampling: SamplingParams, tools: list[dict[str, Any]] | None = None
+    ) -> tuple[Any, dict[str, int] | None]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "temperature": sampling.temperature,
@@ -149,6 +186,22 @@ class OpenAIEngine:
             kwargs["seed"] = sampling.seed
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
+        if sampling.response_format is not None and self.mode == "chat":
+            kwargs["response_format"] = sampling.response_format
+        if tools is not None:
+            out = self.client.chat.completions.create(messages=as_chat(prompt), tools=tools, **kwargs)
+            message = out.choices[0].message
+            reply: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                reply["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in message.tool_calls
+                ]
+            return reply, self._record(out)
         if self.mode == "chat":
             out = self.client.chat.completions.create(messages=as_chat(prompt), **kwargs)
             return out.choices[0].message.content or "", self._record(out)
@@ -157,12 +210,14 @@ class OpenAIEngine:
         out = self.client.completions.create(prompt=prompt_text(prompt), **kwargs)
         return out.choices[0].text or "", self._record(out)
 
-    def _one(self, prompt: Prompt, sampling: SamplingParams) -> tuple[str, dict[str, int] | None]:
+    def _one(
+        self, prompt: Prompt, sampling: SamplingParams, tools: list[dict[str, Any]] | None = None
+    ) -> tuple[Any, dict[str, int] | None]:
         attempt = 0
         while True:
-            with self._slots:
+            with self._slots, METER.request():
                 try:
-                    return self._request(prompt, sampling)
+                    return self._request(prompt, sampling, tools)
                 except Exception as exc:
                     retry, wait_hint = _retryable(exc)
                     reason = _short(exc)

@@ -1,10 +1,17 @@
-"""A small OpenAI-compatible HTTP server backed by any Engine (chat and text completions).
+"""``agentflow-env serve``: any Engine behind an OpenAI-compatible HTTP server (chat and text completions).
 
-Concurrent requests with the same sampling settings are batched into one engine call. Every reply carries
+The wire format (requests, replies, stream chunks, tool calls) is :mod:`agentflow_env.engines.openai_wire`;
+this module is the batcher and the HTTP server. Concurrent requests with the same sampling settings are
+batched into one engine call (transformers: one left-padded ``generate`` per batch). Every reply carries
 ``usage`` (exact where the engine reports tokens, else an estimate flagged ``"estimated": true``) and
 ``finish_reason`` ``"length"`` when cut at ``max_tokens``; ``n`` and ``stream`` work (a streamed reply is
 generated whole, then sent in token pieces). An unknown model is a 404; a field the server cannot honour
-(``tools``, ``logit_bias``, JSON mode...) is a 400 that names it.
+(``logit_bias``, JSON mode...) is a 400 that names it. ``tools`` work: see ``openai_wire``.
+
+Under load: at most ``max_queue`` requests wait or run; one more is answered 503 with ``Retry-After``. A
+request whose client disconnects (a client-side timeout closes the connection) is cancelled while it waits,
+and its queue slot freed, so a client's retries do not pile up behind its abandoned requests; one already
+generating on a transformers engine has its rows stopped at the next token.
 
 Token-exact mode, for trainers in another process: send ``prompt_token_ids`` (or a completions ``prompt``
 that is a list of token ids, or ``return_token_ids: true``) and the reply has ``prompt_token_ids``, each
@@ -16,21 +23,33 @@ Run it: ``agentflow-env serve hf:runs/tiny-lm --port 8000`` (or ``python -m agen
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import queue
-import re
+import select
+import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
-from dataclasses import astuple, dataclass
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import astuple, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentflow_env.engines.base import Engine, SamplingParams
 from agentflow_env.engines.completions import Completion, TokenPrompt, complete, reports_tokens
+from agentflow_env.engines.openai_wire import (
+    BadRequest,
+    HTTPFault,
+    UnknownModel,
+    parse_request,
+    reply,
+    stream_events,
+    tool_prompt,
+    uses_tools,
+)
 from agentflow_env.error import ConfigError
 
 __all__ = ["EngineServer", "HTTPFault", "main"]
@@ -38,204 +57,49 @@ __all__ = ["EngineServer", "HTTPFault", "main"]
 logger = logging.getLogger(__name__)
 
 
-class HTTPFault(Exception):
-    """Raised by an engine behind the server to answer with this HTTP status (429, 500, 503...)."""
-
-    def __init__(self, status: int, message: str = "", retry_after: float | None = None):
-        super().__init__(message or f"HTTP {status}")
-        self.status = int(status)
-        self.message = message or f"HTTP {status}"
-        self.retry_after = retry_after
-
-
-class BadRequest(ValueError):
-    """The request body is not one the server can answer (HTTP 400)."""
-
-
-class UnknownModel(LookupError):
-    """The request names a model this server does not serve (HTTP 404)."""
-
-
-# OpenAI request fields this server cannot honour: a request that sets one (to anything but a no-op) is
-# refused with a 400 naming it, rather than answered as if it had not been sent
-_UNSUPPORTED = {
-    "tools": "tool calling",
-    "tool_choice": "tool calling",
-    "functions": "function calling",
-    "function_call": "function calling",
-    "logit_bias": "logit_bias",
-    "best_of": "best_of",
-    "echo": "echo",
-    "suffix": "suffix",
-    "audio": "audio output",
-    "modalities": "modalities other than text",
-    "prediction": "predicted outputs",
-}
-_NO_OPS: dict[str, tuple[Any, ...]] = {
-    "tool_choice": (None, "none"),
-    "tools": (None, []),
-    "functions": (None, []),
-    "function_call": (None, "none"),
-    "logit_bias": (None, {}),
-    "best_of": (None, 1),
-    "echo": (None, False),
-    "suffix": (None, ""),
-    "modalities": (None, ["text"]),
-}
-MAX_N = 16
-
-
-@dataclass
-class _Request:
-    """A parsed request: what to generate, how, and how to answer."""
-
-    prompt: TokenPrompt
-    sampling: SamplingParams
-    chat: bool
-    model: str
-    stream: bool = False
-    include_usage: bool = False
-    logprobs: bool = False
-    token_ids: bool = False  # token-exact mode: the reply carries prompt and response token ids
-
-
 @dataclass
 class _Job:
     prompt: TokenPrompt
     sampling: SamplingParams
     future: Future[list[Completion]]
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
-        if any(isinstance(p, dict) and p.get("type", "text") != "text" for p in content):
-            raise BadRequest("only text content parts are supported (no images, audio or files)")
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    raise BadRequest("message content must be a string or a list of text parts")
-
-
-def _check_supported(body: dict[str, Any]) -> None:
-    for key, what in _UNSUPPORTED.items():
-        if key in body and body[key] not in _NO_OPS.get(key, (None,)):
-            raise BadRequest(f"{what} is not supported by this server; remove '{key}' from the request")
-    fmt = body.get("response_format")
-    if fmt not in (None, {"type": "text"}):
-        raise BadRequest("response_format other than text (JSON mode, schemas) is not supported")
-    for key in ("presence_penalty", "frequency_penalty"):
-        if body.get(key) not in (None, 0, 0.0):
-            raise BadRequest(f"{key} is not supported; send 0 or leave it out")
-
-
-def _sampling(body: dict[str, Any]) -> SamplingParams:
-    stop = body.get("stop") or []
-    if isinstance(stop, str):
-        stop = [stop]
-    if not isinstance(stop, list) or not all(isinstance(x, str) for x in stop):
-        raise BadRequest("'stop' must be a string or a list of strings")
-    n = body.get("n")
-    n = 1 if n is None else n
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
-        raise BadRequest(f"'n' must be an integer from 1 to {MAX_N}")
-    defaults = SamplingParams()
-
-    def number(key: str, default: float) -> float:
-        value = body.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadRequest(f"'{key}' must be a number")
-        return float(value)
-
-    max_tokens = number("max_tokens", number("max_completion_tokens", defaults.max_tokens))
-    temperature, top_p = number("temperature", defaults.temperature), number("top_p", defaults.top_p)
-    if max_tokens < 1 or temperature < 0 or not 0 < top_p <= 1:
-        raise BadRequest("max_tokens must be >= 1, temperature >= 0 and top_p in (0, 1]")
-    seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise BadRequest("'seed' must be an integer")
-    return SamplingParams(
-        temperature=temperature, top_p=top_p, max_tokens=int(max_tokens), stop=list(stop), seed=seed, n=n
-    )
-
-
-def _token_list(value: Any, what: str) -> list[int]:
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(t, int) and not isinstance(t, bool) for t in value)
-    ):
-        raise BadRequest(f"{what} must be a non-empty list of token ids (integers)")
-    return list(value)
-
-
-def _parse(body: dict[str, Any], chat: bool, model_name: str) -> _Request:
-    model = body.get("model")
-    if model is not None and model != model_name:
-        raise UnknownModel(f"the model {model!r} does not exist here; this server serves {model_name!r}")
-    _check_supported(body)
-    sampling = _sampling(body)
-    token_ids = bool(body.get("return_token_ids"))
-    prompt: TokenPrompt
-    if body.get("prompt_token_ids") is not None:  # token-exact mode (messages / prompt are then not used)
-        prompt, token_ids = _token_list(body["prompt_token_ids"], "'prompt_token_ids'"), True
-    elif chat:
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-            raise BadRequest("'messages' must be a non-empty list of {role, content} objects")
-        prompt = [{"role": str(m.get("role", "user")), "content": _content_text(m.get("content"))} for m in messages]
-    else:
-        raw = body.get("prompt")
-        if isinstance(raw, list) and len(raw) == 1 and not isinstance(raw[0], int):
-            raw = raw[0]  # a batch of one
-        if isinstance(raw, list) and raw and all(isinstance(t, int) for t in raw):
-            prompt, token_ids = _token_list(raw, "'prompt'"), True  # the OpenAI form of a token prompt
-        elif isinstance(raw, str):
-            prompt = raw
-        else:
-            raise BadRequest("'prompt' must be one string or one list of token ids (send one request per prompt)")
-    if chat:
-        logprobs = bool(body.get("logprobs"))
-        if body.get("top_logprobs") not in (None, 0):
-            raise BadRequest("top_logprobs > 0 is not supported: only the sampled token's log-prob is reported")
-    else:
-        lp = body.get("logprobs")
-        if lp not in (None, 0) and not (isinstance(lp, bool) and not lp):
-            raise BadRequest("completions logprobs > 0 is not supported; send logprobs=0 for the sampled tokens")
-        logprobs = lp is not None
-    options = body.get("stream_options") or {}
-    if not isinstance(options, dict):
-        raise BadRequest("'stream_options' must be an object")
-    return _Request(
-        prompt=prompt,
-        sampling=sampling,
-        chat=chat,
-        model=model_name,
-        stream=bool(body.get("stream")),
-        include_usage=bool(options.get("include_usage")),
-        logprobs=logprobs or token_ids,
-        token_ids=token_ids,
-    )
+    abandoned: threading.Event = field(default_factory=threading.Event)  # its client left while it ran
 
 
 class _Batcher:
-    """One worker thread: takes the queued jobs, groups them by sampling settings, one engine call each."""
+    """One worker thread: takes the queued jobs, groups them by sampling settings, one engine call each.
 
-    def __init__(self, engine: Engine, window_s: float, max_batch: int):
+    ``max_queue`` bounds the jobs waiting or running (a full queue raises ``HTTPFault(503)``); a job
+    cancelled while it waits is skipped and its slot freed at once.
+    """
+
+    def __init__(self, engine: Engine, window_s: float, max_batch: int, max_queue: int = 256):
         self.engine = engine
         self.window_s = window_s
         self.max_batch = max_batch
+        self.max_queue = max_queue
         self.jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self.pending = 0  # jobs submitted and not yet finished or cancelled
+        self.cancelled = 0
+        self.prompts_run = 0
         self.thread = threading.Thread(target=self._loop, name="engine-batcher", daemon=True)
         self.thread.start()
 
-    def submit(self, prompt: TokenPrompt, sampling: SamplingParams) -> Future[list[Completion]]:
+    def submit(self, prompt: TokenPrompt, sampling: SamplingParams) -> _Job:
+        with self._lock:
+            if self.pending >= self.max_queue:
+                raise HTTPFault(503, f"the server is busy: {self.pending} requests are queued", retry_after=1.0)
+            self.pending += 1
         job = _Job(prompt, sampling, Future())
+        job.future.add_done_callback(self._done)
         self.jobs.put(job)
-        return job.future
+        return job
+
+    def _done(self, future: Future[list[Completion]]) -> None:
+        with self._lock:
+            self.pending -= 1
+            if future.cancelled():
+                self.cancelled += 1
 
     def close(self) -> None:
         self.jobs.put(None)
@@ -257,7 +121,8 @@ class _Batcher:
                     self.jobs.put(None)
                     break
                 batch.append(job)
-            self._run(batch)
+            # a job whose client went away was cancelled: it is not run
+            self._run([j for j in batch if j.future.set_running_or_notify_cancel()])
 
     def _run(self, batch: list[_Job]) -> None:
         groups: dict[tuple[Any, ...], list[_Job]] = {}
@@ -266,7 +131,13 @@ class _Batcher:
             groups.setdefault(key, []).append(job)
         for jobs in groups.values():
             try:
-                results = complete(self.engine, [j.prompt for j in jobs], jobs[0].sampling)
+                self.prompts_run += len(jobs)
+                results = complete(
+                    self.engine,
+                    [j.prompt for j in jobs],
+                    jobs[0].sampling,
+                    abandoned=functools.partial(_abandoned, jobs),
+                )
                 if len(results) != len(jobs):
                     raise RuntimeError(f"the engine returned {len(results)} results for {len(jobs)} prompts")
             except BaseException as exc:  # the error goes to each waiting request
@@ -277,114 +148,19 @@ class _Batcher:
                 j.future.set_result(result)
 
 
-_WORD = re.compile(r"\w+|[^\w\s]")
+def _abandoned(jobs: list[_Job]) -> list[bool]:
+    return [j.abandoned.is_set() for j in jobs]
 
 
-def _usage(prompt: TokenPrompt, choices: list[Completion]) -> dict[str, Any]:
-    """Token counts of a reply; engines that report no tokens get an estimate (words and marks), flagged."""
-    first = choices[0]
-    if first.prompt_tokens is not None and all(c.completion_tokens is not None for c in choices):
-        p, c = int(first.prompt_tokens), sum(int(x.completion_tokens or 0) for x in choices)
-        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
-    text = prompt if isinstance(prompt, str) else " ".join(str(m.get("content", "")) for m in prompt)  # type: ignore[union-attr]
-    p = len(_WORD.findall(text))
-    c = sum(len(_WORD.findall(x.text)) for x in choices)
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c, "estimated": True}
-
-
-def _logprobs_entry(c: Completion, chat: bool) -> dict[str, Any] | None:
-    if c.logprobs is None or c.token_ids is None:
-        return None
-    tokens = c.tokens or [f"token_id:{t}" for t in c.token_ids]
-    if chat:
-        return {
-            "content": [
-                {"token": t, "logprob": lp, "bytes": list(t.encode("utf-8")), "top_logprobs": []}
-                for t, lp in zip(tokens, c.logprobs)
-            ]
-        }
-    offsets, at = [], 0
-    for t in tokens:
-        offsets.append(at)
-        at += len(t)
-    return {"tokens": tokens, "token_logprobs": list(c.logprobs), "top_logprobs": None, "text_offset": offsets}
-
-
-def _choice(req: _Request, index: int, c: Completion) -> dict[str, Any]:
-    if req.chat:
-        choice: dict[str, Any] = {
-            "index": index,
-            "message": {"role": "assistant", "content": c.text},
-            "finish_reason": c.finish_reason,
-            "logprobs": _logprobs_entry(c, True) if req.logprobs else None,
-        }
-    else:
-        choice = {
-            "index": index,
-            "text": c.text,
-            "finish_reason": c.finish_reason,
-            "logprobs": _logprobs_entry(c, False) if req.logprobs else None,
-        }
-    if req.token_ids:
-        choice["token_ids"] = c.token_ids
-    return choice
-
-
-def _reply(req: _Request, choices: list[Completion]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion" if req.chat else "text_completion",
-        "created": int(time.time()),
-        "model": req.model,
-        "choices": [_choice(req, i, c) for i, c in enumerate(choices)],
-        "usage": _usage(req.prompt, choices),
-    }
-    if req.token_ids:
-        out["prompt_token_ids"] = choices[0].prompt_token_ids
-    return out
-
-
-def _pieces(c: Completion) -> list[str]:
-    """The reply's text in streamed pieces: one per token where the tokens spell the text, else one."""
-    if c.tokens and "".join(c.tokens) == c.text:
-        return [t for t in c.tokens if t]
-    return [c.text] if c.text else []
-
-
-def _stream_events(req: _Request, choices: list[Completion]) -> Iterator[dict[str, Any]]:
-    """The chunks of a streamed reply, in OpenAI's order: role, text pieces, finish reason, then usage."""
-    common = {
-        "id": f"{'chatcmpl' if req.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion.chunk" if req.chat else "text_completion",
-        "created": int(time.time()),
-        "model": req.model,
-    }
-    extra = {"usage": None} if req.include_usage else {}
-
-    def chunk(index: int, text: str | None, finish: str | None, first: bool = False) -> dict[str, Any]:
-        if req.chat:
-            delta: dict[str, Any] = {"role": "assistant", "content": ""} if first else {}
-            if text is not None:
-                delta["content"] = text
-            item: dict[str, Any] = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
-        else:
-            item = {"index": index, "text": text or "", "finish_reason": finish, "logprobs": None}
-        return {**common, "choices": [item], **extra}
-
-    for i, c in enumerate(choices):
-        if req.chat:
-            yield chunk(i, None, None, first=True)
-        for piece in _pieces(c):
-            yield chunk(i, piece, None)
-        last = chunk(i, None, c.finish_reason)
-        if req.logprobs:
-            last["choices"][0]["logprobs"] = _logprobs_entry(c, req.chat)
-        if req.token_ids:
-            last["choices"][0]["token_ids"] = c.token_ids
-            last["prompt_token_ids"] = c.prompt_token_ids
-        yield last
-    if req.include_usage:
-        yield {**common, "choices": [], "usage": _usage(req.prompt, choices)}
+def _gone(sock: socket.socket) -> bool:
+    """Whether the client closed its end (a readable socket with nothing to read; a request body was read)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -449,7 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
             if not isinstance(body, dict):
                 raise BadRequest("the request body must be a JSON object")
-            req = _parse(body, chat, self.server.model_name)
+            req = parse_request(body, chat, self.server.model_name)
             if req.token_ids and not reports_tokens(self.server.batcher.engine):
                 raise BadRequest("this server's engine reports no tokens: token ids cannot be sent or returned")
         except UnknownModel as exc:
@@ -458,8 +234,13 @@ class _Handler(BaseHTTPRequestHandler):
         except (BadRequest, ValueError, TypeError) as exc:
             self._error(400, f"bad request: {exc}")
             return
+        prompt = req.prompt
         try:
-            choices = self.server.batcher.submit(req.prompt, req.sampling).result()
+            if req.chat and uses_tools(req) and not req.token_ids:
+                prompt = tool_prompt(req, self.server.batcher.engine)
+            choices = self._wait(self.server.batcher.submit(prompt, req.sampling))
+            if choices is None:
+                return  # the client went away; its request was cancelled
         except HTTPFault as fault:
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else None
             self._error(fault.status, fault.message, headers)
@@ -472,15 +253,40 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, f"the engine failed: {type(exc).__name__}: {exc}")
             return
         if req.stream:
-            self._stream(_stream_events(req, choices))
+            self._stream(stream_events(req, choices))
         else:
-            self._send(200, _reply(req, choices))
+            self._send(200, reply(req, choices))
+
+    def _wait(self, job: _Job) -> list[Completion] | None:
+        """The job's result; ``None`` when the client disconnected first (the job is cancelled if it has not
+        started, and a started one's reply is dropped)."""
+        while True:
+            try:
+                return job.future.result(timeout=self.server.poll_s)
+            except FutureTimeout:
+                if _gone(self.connection):
+                    if not job.future.cancel():  # already generating: a transformers batch drops its rows
+                        job.abandoned.set()
+                    self.close_connection = True
+                    return None
+            except CancelledError:
+                return None
 
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog: bursts of clients connect before they are answered
     batcher: _Batcher
     model_name: str
+    poll_s: float
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a client that gave up
+            logger.debug("client %s went away", client_address)
+            return
+        super().handle_error(request, client_address)
 
 
 class EngineServer:
@@ -498,6 +304,8 @@ class EngineServer:
         model_name: str = "agentflow-engine",
         batch_window_s: float = 0.005,
         max_batch: int = 64,
+        max_queue: int = 256,
+        poll_s: float = 0.05,
     ):
         self.engine = engine
         self.host = host
@@ -505,8 +313,21 @@ class EngineServer:
         self.model_name = model_name
         self.batch_window_s = batch_window_s
         self.max_batch = max_batch
+        self.max_queue = max_queue
+        self.poll_s = poll_s
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def pending(self) -> int:
+        """Requests queued or running now (0 when idle)."""
+        return self._httpd.batcher.pending if self._httpd is not None else 0
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """``pending``, ``cancelled`` (requests dropped before they ran) and ``prompts_run`` so far."""
+        b = self._httpd.batcher if self._httpd is not None else None
+        return {"pending": b.pending, "cancelled": b.cancelled, "prompts_run": b.prompts_run} if b else {}
 
     @property
     def url(self) -> str:
@@ -514,8 +335,9 @@ class EngineServer:
 
     def start(self) -> EngineServer:
         httpd = _HTTPServer((self.host, self.port), _Handler)
-        httpd.batcher = _Batcher(self.engine, self.batch_window_s, self.max_batch)
+        httpd.batcher = _Batcher(self.engine, self.batch_window_s, self.max_batch, self.max_queue)
         httpd.model_name = self.model_name
+        httpd.poll_s = self.poll_s
         self.port = httpd.server_address[1]
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, name="engine-server", daemon=True)
@@ -552,6 +374,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=0.005,
         help="seconds to gather concurrent requests into one batch (default: 0.005)",
     )
+    parser.add_argument("--max-batch", type=int, default=64, help="most prompts in one engine call (default: 64)")
+    parser.add_argument(
+        "--max-queue",
+        type=int,
+        default=256,
+        help="most requests waiting or running; more are answered 503 with Retry-After (default: 256)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -560,7 +389,17 @@ def _run(args: argparse.Namespace) -> int:
 
     engine = make_engine(args.engine)
     name = args.model_name or parse_spec(args.engine)[1]
-    server = EngineServer(engine, args.host, args.port, model_name=name, batch_window_s=args.batch_window)
+    if args.max_batch < 1 or args.max_queue < 1:
+        raise ConfigError("--max-batch and --max-queue must be at least 1")
+    server = EngineServer(
+        engine,
+        args.host,
+        args.port,
+        model_name=name,
+        batch_window_s=args.batch_window,
+        max_batch=args.max_batch,
+        max_queue=args.max_queue,
+    )
     server.start()
     from rich.console import Console
 

@@ -98,22 +98,61 @@ def _is_safe(node: ast.AST) -> bool:
     return True
 
 
-def _text_only_path(body: list[ast.stmt]) -> list[ast.Assign]:
-    """The simple assignments on the text-only path of a function body, in order."""
-    out: list[ast.Assign] = []
+def _text_only_path(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement on the text-only path of a function body, in order (``is_multimodal`` branches resolved)."""
+    out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.If) and "is_multimodal" in ast.unparse(stmt.test):
             out.extend(_text_only_path(stmt.orelse))
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        else:
             out.append(stmt)
     return out
+
+
+def _is_step(stmt: ast.stmt) -> bool:
+    """A statement the reader evaluates: one name assigned from a whitelisted expression."""
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and _is_safe(stmt)
+    )
+
+
+def _changed_names(stmt: ast.stmt) -> set[str]:
+    """Names a statement may rebind or mutate: stored names, the base of stored attributes and items, and
+    the object of every method call (``x.append(...)``, ``x.update(...)``); for ``self`` only its stored
+    attributes count (its methods are AgentFlow's helpers, ``self.get_image_info(image)`` and the like)."""
+    out: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                out.add(base.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = node.func.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id != "self":
+                out.add(base.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+    return out
+
+
+def _loaded_names(stmts: list[ast.stmt]) -> set[str]:
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 @dataclass
 class _Template:
     """The statements that build one prompt, and the variable that ends up holding it."""
 
-    statements: list[ast.Assign]
+    statements: list[ast.stmt]
     target: str
     origin: str
 
@@ -134,18 +173,38 @@ class _Template:
 
 
 def _template(tree: ast.Module, origin: Path, cls: str, method: str) -> _Template:
+    """The statements that build ``cls.method``'s text-only prompt.
+
+    Every other statement on that path is checked: one the reader does not evaluate but that could change
+    the prompt (it rebinds or mutates the prompt variable, or any name the prompt is built from, before the
+    prompt is complete; or it rebinds the prompt variable afterwards) is an :class:`AgentFlowSourceError`
+    naming the file and line, never silently skipped.
+    """
     func = _find_method(_find_class(tree, cls, origin), method, origin)
-    steps = [s for s in _text_only_path(func.body) if _is_safe(s)]
+    path = _text_only_path(func.body)
     prompts = [
         i
-        for i, s in enumerate(steps)
-        if isinstance(s.value, (ast.JoinedStr, ast.Constant)) and "prompt" in s.targets[0].id  # type: ignore[attr-defined]
+        for i, s in enumerate(path)
+        if _is_step(s) and isinstance(s.value, (ast.JoinedStr, ast.Constant)) and "prompt" in s.targets[0].id  # type: ignore[attr-defined]
     ]
     if not prompts:
         raise AgentFlowSourceError(f"{origin}: {cls}.{method} builds no prompt the reader can evaluate")
-    last = prompts[-1]
-    target = steps[last].targets[0].id  # type: ignore[attr-defined]
-    return _Template(steps[: last + 1], target, f"{origin}:{cls}.{method}")
+    target = path[prompts[-1]].targets[0].id  # type: ignore[attr-defined]
+    last = max(i for i, s in enumerate(path) if target in _changed_names(s))
+    steps = [s for s in path[: last + 1] if _is_step(s)]
+    inputs = _loaded_names(steps) | {target}
+    for i, stmt in enumerate(path):
+        if _is_step(stmt) and i <= last:
+            continue
+        touched = _changed_names(stmt) & (inputs if i <= last else {target})
+        if touched:
+            raise AgentFlowSourceError(
+                f"{origin}:{stmt.lineno}: {cls}.{method} has a statement the template reader cannot evaluate "
+                f"that may change the prompt (it changes {', '.join(sorted(touched))}): "
+                f"{ast.unparse(stmt).splitlines()[0][:120]!r}. This reader evaluates assignments of string "
+                "literals and f-strings over names, attributes, memory.get_actions() and .strip()"
+            )
+    return _Template(steps, target, f"{origin}:{cls}.{method}")
 
 
 def _module_constants(tree: ast.Module) -> dict[str, Any]:
@@ -233,6 +292,39 @@ class _ToolFile:
         return metadata
 
 
+@dataclass(frozen=True)
+class _Text:
+    """An f-string of AgentFlow's over ``{block}`` or ``{str(e)}`` (the exception of its ``except`` clause)."""
+
+    parts: tuple[Any, ...]
+
+    @classmethod
+    def read(cls, node: ast.JoinedStr, origin: Path, exc_name: str | None = None) -> _Text:
+        parts: list[Any] = []
+        for value in node.values:
+            inner = value.value if isinstance(value, ast.FormattedValue) else None
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(inner, ast.Name) and inner.id == "block" and value.format_spec is None:  # type: ignore[union-attr]
+                parts.append(("block",))
+            elif (
+                exc_name is not None
+                and isinstance(inner, ast.Call)
+                and ast.unparse(inner) == f"str({exc_name})"
+                and value.format_spec is None  # type: ignore[union-attr]
+            ):
+                parts.append(("exc",))
+            else:
+                raise AgentFlowSourceError(
+                    f"{origin}:{node.lineno}: a field the reader cannot evaluate: {ast.unparse(value)!r}"
+                )
+        return cls(tuple(parts))
+
+    def render(self, block: str = "", exc: BaseException | None = None) -> str:
+        values = {"block": block, "exc": str(exc)}
+        return "".join(p if isinstance(p, str) else values[p[0]] for p in self.parts)
+
+
 class AgentFlowPrompts:
     """Prompts and tool metadata exactly as the AgentFlow checkout at ``path`` builds them.
 
@@ -257,6 +349,7 @@ class AgentFlowPrompts:
         coder_file = self.package / "tools" / "python_coder" / "tool.py"
         self._code = _template(_parse(coder_file), coder_file, "Python_Coder_Tool", "execute")
         self.missing_tool_command, self.missing_tool_result = self._missing_tool_texts()
+        self._no_result, self._command_error = self._command_texts(executor, executor_file)
         self.system_prompt = self._system_prompt("dashscope.py", "ChatDashScope")
         self.planner_system_prompt = self._system_prompt("vllm.py", "ChatVLLM")
         self._metadata = self._read_toolbox(list(enabled_tools))
@@ -283,6 +376,75 @@ class AgentFlowPrompts:
                     ):
                         found.setdefault(stmt.targets[0].id, stmt.value.value)
         return found.get("command", fallback[0]), found.get("result", fallback[1])
+
+    @staticmethod
+    def _command_texts(tree: ast.Module, origin: Path) -> tuple[_Text, _Text]:
+        """What ``Executor.execute_tool_command`` stores for a block that leaves no ``execution`` (the f-string
+        it appends) and for a command that raised (the f-string its outer ``except`` returns)."""
+        func = _find_method(_find_class(tree, "Executor", origin), "execute_tool_command", origin)
+        no_result = error = None
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "append"
+                and node.args
+                and isinstance(node.args[0], ast.JoinedStr)
+            ):
+                no_result = _Text.read(node.args[0], origin)
+        for stmt in func.body:
+            if isinstance(stmt, ast.Try):
+                for handler in stmt.handlers:
+                    for sub in handler.body:
+                        if isinstance(sub, ast.Return) and isinstance(sub.value, ast.JoinedStr):
+                            error = _Text.read(sub.value, origin, handler.name)
+        if no_result is None or error is None:
+            raise AgentFlowSourceError(
+                f"{origin}: Executor.execute_tool_command has no executions.append(f'...') or except-return f'...'"
+            )
+        return no_result, error
+
+    def online_texts(self) -> Any:
+        """The prompts of AgentFlow's Web RAG summary and Wikipedia page selection, for the online tools."""
+        from agentflow_env.paper_mode.online_tools import OnlineTexts
+
+        web_file = self.package / "tools" / "web_search" / "tool.py"
+        summarize = _module_constants(_parse(web_file)).get("SUMMARIZE_PROMPT_TEMPLATE")
+        if not isinstance(summarize, str):
+            raise AgentFlowSourceError(f"{web_file}: no SUMMARIZE_PROMPT_TEMPLATE string")
+        wiki_file = self.package / "tools" / "wikipedia_search" / "tool.py"
+        func = next(
+            (
+                n
+                for n in _parse(wiki_file).body
+                if isinstance(n, ast.FunctionDef) and n.name == "select_relevant_queries"
+            ),
+            None,
+        )
+        prompt = (
+            [s for s in ast.walk(func) if isinstance(s, ast.Assign) and isinstance(s.value, ast.JoinedStr)]
+            if func is not None
+            else []
+        )
+        if len(prompt) != 1:
+            raise AgentFlowSourceError(f"{wiki_file}: select_relevant_queries builds no single f-string prompt")
+        select = _Template([prompt[0]], prompt[0].targets[0].id, f"{wiki_file}:select_relevant_queries")  # type: ignore[attr-defined]
+
+        def select_text(query: str, candidates: str) -> str:
+            text = select.render({"original_query": query, "query_candidates": candidates})
+            return text.format(original_query=query, query_candidates=candidates)  # AgentFlow formats it again
+
+        return OnlineTexts(
+            lambda query, reference: summarize.format(query=query, reference_information=reference), select_text
+        )
+
+    def no_result(self, block: str) -> str:
+        """The result AgentFlow stores for a block after which ``execution`` is ``None``."""
+        return self._no_result.render(block=block)
+
+    def command_error(self, exc: BaseException) -> str:
+        """The result AgentFlow stores for a command whose run raised ``exc``."""
+        return self._command_error.render(exc=exc)
 
     def _system_prompt(self, file: str, cls: str) -> str:
         path = self.package / "engine" / file

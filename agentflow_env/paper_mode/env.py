@@ -15,7 +15,9 @@ does not run (the memory says why), the verdict is CONTINUE, the final output is
 ``info["answer_rejected"]``); its trace entry says why under ``"rejected"``. Every reader is linear in
 the reply's length.
 
-Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does.
+Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does; it counts
+the episode's own time (``self.clock``; a runner with many episodes in flight pauses it while the episode
+waits behind others and charges it the planner's call time, so concurrency does not change the budget).
 Once it is spent nothing new starts: a step that begins past it runs no module and ends the run
 (``truncated``); within a step the tool and the verifier start only while time is left, and each tool
 call runs with ``min(tool_timeout_s, time left)``. So a step ends past the budget by at most an executor
@@ -38,9 +40,9 @@ from agentflow_env.config import PaperConfig
 from agentflow_env.engines.base import Engine
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
+from agentflow_env.paper_mode.commands import run_block
 from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
 from agentflow_env.paper_mode.replies import (
-    parse_blocks,
     read_command,
     read_next_step,
     read_verdict,
@@ -173,6 +175,8 @@ class PaperFlowEnv(TaskEnv):
         prompts: str | PromptSource = "builtin",
         toolbox: str = "as_coded",
         sampling: str = "as_coded",
+        tool_backends: str = "offline",
+        online_tools: Mapping[str, Any] | None = None,
         tools: Mapping[str, PaperTool] | None = None,
         web_search: Tool | None = None,
         wikipedia: Tool | None = None,
@@ -197,8 +201,10 @@ class PaperFlowEnv(TaskEnv):
             toolbox=toolbox,
             sampling=sampling,
             reading=reading,
+            tool_backends=tool_backends,
         )
         self.reading = reading
+        self.tool_backends = tool_backends
         self.planner_sampling: ModuleSampling = planner_sampling(sampling)
         self.sampling_preset = sampling
         self.toolbox_preset = toolbox
@@ -233,6 +239,18 @@ class PaperFlowEnv(TaskEnv):
                 )
             except KeyError as exc:
                 raise ConfigError(f"no runnable stand-in for AgentFlow tool {exc.args[0]!r}") from None
+            if tool_backends == "online":  # the real search tools replace their stand-ins
+                from agentflow_env.paper_mode.online_tools import BUILTIN_TEXTS, online_toolbox
+
+                texts = (
+                    self.prompt_source.online_texts() if hasattr(self.prompt_source, "online_texts") else BUILTIN_TEXTS
+                )
+                tool_llm = engine if tool_engine is None or isinstance(tool_engine, Mapping) else tool_engine
+                if isinstance(tool_llm, str):
+                    from agentflow_env.engines import make_engine
+
+                    tool_llm = make_engine(tool_llm)
+                runnable.update(online_toolbox(self.available_tools, tool_llm, texts, **dict(online_tools or {})))
         missing = [n for n in self.available_tools if n not in runnable]
         if missing:
             raise ConfigError(f"tools= lacks {', '.join(missing)}; the toolbox lists {', '.join(self.available_tools)}")
@@ -257,7 +275,11 @@ class PaperFlowEnv(TaskEnv):
             "prompts": self.prompt_source.label,
             "prompt_fingerprint": self.prompt_fingerprint,
             "toolbox": self.toolbox_preset,
-            "tools": {name: STAND_INS.get(name, type(tool).__name__) for name, tool in self.toolbox.items()},
+            "tools": {
+                name: getattr(tool, "online_backend", None) or STAND_INS.get(name, type(tool).__name__)
+                for name, tool in self.toolbox.items()
+            },
+            "tool_backends": self.tool_backends,
             "sampling": self.sampling_preset,
             "reading": self.reading,
             "planner_sampling": self.planner_sampling.to_dict(),
@@ -441,12 +463,11 @@ class PaperFlowEnv(TaskEnv):
                     executions.append(f"Not run: {self._no_time(f'the last {len(blocks) - index} block(s)')}.")
                     break
                 tool.timeout = min(self.tool_timeout_s, remaining)
-                call = parse_blocks(block)
-                out = tool.execute(*call.args, **call.kwargs)
-                executions.append(out if out is not None else f"No result came back from this block: {block}")
+                out = run_block(block, tool.execute)  # AgentFlow exec()s the block; this evaluates it
+                executions.append(out if out is not None else self.prompt_source.no_result(block))
             result = executions
         except Exception as exc:  # a bad command costs the step, as in AgentFlow
-            result = f"Error while running the command: {type(exc).__name__}: {exc}"
+            result = self.prompt_source.command_error(exc)
         self._record("tool", step, command, result, None, time.perf_counter() - started)
         self.module_calls[-1]["tool"] = tool_name
         return result

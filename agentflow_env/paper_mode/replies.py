@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Sequence
@@ -20,9 +19,7 @@ from typing import Any
 
 __all__ = [
     "NO_COMMAND",
-    "ToolCall",
     "match_tool_name",
-    "parse_blocks",
     "read_command",
     "read_next_step",
     "read_verdict",
@@ -331,53 +328,3 @@ def _block_spans(text: str) -> list[tuple[int, int]]:
         end = n if after == n else text.rfind("\n", line_last + 1, after) + 1
         spans.append((block_start, end))
         block_start = search = end
-
-
-class ToolCall:
-    """One ``tool.execute(...)`` call with literal arguments, read without running any code."""
-
-    def __init__(self, args: list[Any], kwargs: dict[str, Any]):
-        self.args = args
-        self.kwargs = kwargs
-
-
-def parse_blocks(block: str) -> ToolCall:
-    """The call in one block. Only literal assignments (``q = "..."``) and the call itself are allowed;
-    anything else raises ``ValueError`` saying why (the offline executor never runs model-written code)."""
-    try:
-        tree = ast.parse(block)
-    except SyntaxError as exc:
-        raise ValueError(f"invalid syntax ({exc.msg}, line {exc.lineno})") from None
-    names: dict[str, Any] = {}
-    call: ToolCall | None = None
-
-    def value(node: ast.expr) -> Any:
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise ValueError(f"name {node.id!r} is not defined")
-            return names[node.id]
-        try:
-            return ast.literal_eval(node)
-        except ValueError:
-            raise ValueError(f"only literal arguments can be run offline, not {ast.unparse(node)[:80]!r}") from None
-
-    for stmt in tree.body:
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
-            raise ValueError(f"unsupported statement {ast.unparse(stmt)[:80]!r}")
-        target, rhs = stmt.targets[0].id, stmt.value
-        if (
-            isinstance(rhs, ast.Call)
-            and isinstance(rhs.func, ast.Attribute)
-            and rhs.func.attr == "execute"
-            and isinstance(rhs.func.value, ast.Name)
-            and rhs.func.value.id == "tool"
-        ):
-            if any(isinstance(a, ast.Starred) for a in rhs.args) or any(k.arg is None for k in rhs.keywords):
-                raise ValueError("* and ** arguments are not supported")
-            call = ToolCall([value(a) for a in rhs.args], {str(k.arg): value(k.value) for k in rhs.keywords})
-            names[target] = None
-        else:
-            names[target] = value(rhs)
-    if call is None:
-        raise ValueError("the block has no tool.execute(...) call")
-    return call

@@ -22,6 +22,10 @@ class PromptSource(Protocol):
     missing_tool_command: str  # memory's command and result for a step whose tool is not in the toolbox
     missing_tool_result: str
 
+    def no_result(self, block: str) -> str: ...
+
+    def command_error(self, exc: BaseException) -> str: ...
+
     def query_analysis(self, question: str, tools: list[str], metadata: dict[str, Any]) -> str: ...
 
     def next_step(
@@ -202,6 +206,16 @@ class BuiltinPrompts:
     system_prompt = _SYSTEM
     missing_tool_command = "No command was generated: the tool was not found."
     missing_tool_result = "No result was generated: the tool was not found."
+
+    @staticmethod
+    def no_result(block: str) -> str:
+        """The result stored for a block after which ``execution`` is ``None``."""
+        return f"No result came back from this block: {block}"
+
+    @staticmethod
+    def command_error(exc: BaseException) -> str:
+        """The result stored for a command whose run raised ``exc`` (the whole step's result)."""
+        return f"Error while running the command: {type(exc).__name__}: {exc}"
 
     def query_analysis(self, question: str, tools: list[str], metadata: dict[str, Any]) -> str:
         return _ANALYSIS.format(question=question, tools=tools, metadata=metadata)

@@ -31,6 +31,13 @@ def make_scorer(name: str, *, judge_engine: Any = None, **options: Any) -> Score
                 'scorer "judge" needs a judge engine: set [judge] engine = "..." in the protocol, '
                 "pass --judge-engine SPEC, or judge_engine=<Engine or spec string>"
             )
+        rules = options.pop("rules", "builtin")
+        if isinstance(rules, str) and rules.startswith("agentflow:"):  # AgentFlow's grading, from its checkout
+            from agentflow_env.paper_mode.agentflow_judge import AgentFlowJudge
+
+            return AgentFlowJudge(judge_engine, rules[len("agentflow:") :], **options)
+        if rules != "builtin":
+            raise ConfigError(f'judge rules={rules!r}; use "builtin" (this project\'s judge) or "agentflow:PATH"')
         return JudgeScorer(judge_engine, **options)
     if name in ("em", "f1", "cover", "gaia"):
         from agentflow_env.scoring.qa import QAScorer

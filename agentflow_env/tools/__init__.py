@@ -48,6 +48,8 @@ def _load(path: str) -> Any:
 
 def make_tool(name: str, **kwargs: Any) -> Tool:
     """Build a tool by short name (``calculator``, ``python``, ``search``, ...)."""
+    if name in BUILTIN_TOOLS:  # built-ins win over plugins anyway: no entry-point scan (tens of ms) for them
+        return _load(BUILTIN_TOOLS[name])(**kwargs)
     table = available_tools()
     if name not in table:
         raise ConfigError(f"unknown tool {name!r}; available: {', '.join(sorted(table))}")

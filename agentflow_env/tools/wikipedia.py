@@ -1,6 +1,6 @@
 """Wikipedia search over a local dump: streaming readers for DPR/KILT/hub dumps, the index builder CLI, the tool.
 
-``agentflow-env build-index --format dpr|jsonl|parquet|hub --input ... --out DIR`` writes a BM25 index folder.
+``agentflow-env build-index --format dpr|jsonl|parquet|hub --input ... --output-dir DIR`` writes a BM25 index folder.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import DataError
-from agentflow_env.tools.search import BM25Index, BM25SearchTool, iter_dataset_rows, jsonl_rows, parquet_rows
+from agentflow_env.tools.bm25 import BM25Index, iter_dataset_rows, jsonl_rows, parquet_rows
+from agentflow_env.tools.search import BM25SearchTool
 
 __all__ = [
     "WIKI_ENV_VAR",
@@ -187,7 +188,7 @@ class WikipediaSearchTool(BM25SearchTool):
     def _missing_message(self) -> str:
         return (
             f"Error: {self.name} has no Wikipedia index. Build one with `agentflow-env build-index --format "
-            f"dpr --input psgs_w100.tsv --out DIR`, then set ${self.env_var}=DIR (or pass index_path=DIR)."
+            f"dpr --input psgs_w100.tsv --output-dir DIR`, then set ${self.env_var}=DIR (or pass index_path=DIR)."
         )
 
 
@@ -224,9 +225,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite an existing index folder")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    from agentflow_env.cli import add_aliases
-
-    add_aliases(parser, "--output-dir", "--out")  # the spelling before the CLI used one style
     parser.set_defaults(func=_run_build_index)
 
 

@@ -13,6 +13,12 @@ SkyRL's generator keeps the conversation; each step's observation is one user me
 the planner's turn added to memory (:func:`agents.integrations.chat.step_message`). The reward is the
 env's verified outcome at the last step (0 before), as in the paper. ``build_skyrl_dataset`` writes
 the rows SkyRL's trainer reads (``prompt``, ``env_class``, ``task_id``, ``split``).
+
+``env_config={"tool_calling": True}`` (and ``build_skyrl_dataset(..., tool_calling=True)``) trains the native
+tool-calling format: the chat starts with the env's system message, which lists its tools Hermes style (so
+any chat template works, as SkyRL applies the template without ``tools=``), and the question; the model
+replies with ``<tool_call>`` blocks, each step's observation is the ``<tool_response>`` user message, and
+plain content without a call is the final answer.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ _ENV_CONFIG_KEYS = (
     "verifier",
     "generator",
     "engine",
+    "mcp_servers",
 )
 
 
@@ -64,7 +71,12 @@ class AgentFlowSkyRLEnv(BaseTextEnv):
         self.task_id = extras.get("task_id")
         self.index = extras.get("index")
         self.seed = extras.get("seed")
+        self.tool_calling = bool(config.get("tool_calling", False))
+        if self.tool_calling and not hasattr(self.env.unwrapped, "tool_schemas"):
+            self.env.close()
+            raise ConfigError("tool_calling needs the env's own flow; the paper flow reads AgentFlow's text format")
         self.info: dict[str, Any] = {}
+        self._seen = 0
 
     def init(self, prompt: Any = None) -> tuple[list[dict[str, str]], dict[str, Any]]:
         options: dict[str, Any] = {}
@@ -74,9 +86,13 @@ class AgentFlowSkyRLEnv(BaseTextEnv):
             options["index"] = int(self.index)
         else:
             raise ConfigError("an agentflow SkyRL env needs extras with task_id or index (see build_skyrl_dataset)")
+        options["tool_calling"] = self.tool_calling
         obs, info = self.env.reset(seed=self.seed, options=options)
         self.turns = 0
         self.info = info
+        if self.tool_calling:
+            self._seen = len(info["messages"])
+            return _hermes(info["messages"], info["tools"]), {"task_id": info.get("task_id"), "tools": info["tools"]}
         return [{"role": "user", "content": obs["prompt"]}], {"task_id": info.get("task_id")}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
@@ -84,7 +100,14 @@ class AgentFlowSkyRLEnv(BaseTextEnv):
         self.turns += 1
         self.info = info
         done = bool(terminated or truncated)
-        observations = [] if done else [{"role": "user", "content": step_message(info)}]
+        if done:
+            observations = []
+        elif self.tool_calling:  # the env's reply after the model's message, Hermes style
+            new = list(info["messages"])[self._seen + 1 :]
+            self._seen = len(info["messages"])
+            observations = _hermes(new, None)
+        else:
+            observations = [{"role": "user", "content": step_message(info)}]
         metadata = {"turn": self.turns, "terminated": bool(terminated), "truncated": bool(truncated)}
         if done:
             metadata.update(answer=info.get("answer"), score=info.get("score"))
@@ -95,6 +118,12 @@ class AgentFlowSkyRLEnv(BaseTextEnv):
 
     def close(self) -> None:
         self.env.close()
+
+
+def _hermes(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[dict[str, str]]:
+    from agentflow_env.engines.openai_wire import fallback_chat
+
+    return fallback_chat(messages, tools or [])
 
 
 def _creator(env_id: str) -> Any:
@@ -117,17 +146,23 @@ def register_skyrl_envs(env_ids: list[str] | None = None) -> list[str]:
 
 
 def build_skyrl_dataset(
-    env_id: str, split: str = "train", num_tasks: int | None = None, **env_kwargs: Any
+    env_id: str, split: str = "train", num_tasks: int | None = None, tool_calling: bool = False, **env_kwargs: Any
 ) -> list[dict]:
     """SkyRL training rows for ``env_id``: ``prompt`` (chat), ``env_class``, ``task_id``, ``split``.
 
-    Write them with ``datasets.Dataset.from_list(rows).to_parquet(path)`` for SkyRL's trainer.
+    Write them with ``datasets.Dataset.from_list(rows).to_parquet(path)`` for SkyRL's trainer. With
+    ``tool_calling`` the prompt is the tool-calling chat ``init`` starts (pair it with
+    ``env_config={"tool_calling": True}``).
     """
     env = gym.make(env_id, split=split, **env_kwargs)
     try:
-        return [
-            {"prompt": [{"role": "user", "content": prompt}], "env_class": env_id, "task_id": task_id, "split": split}
-            for _, prompt, task_id in first_prompts(env, num_tasks)
-        ]
+        rows = []
+        for index, prompt, task_id in first_prompts(env, num_tasks):
+            chat = [{"role": "user", "content": prompt}]
+            if tool_calling:
+                _, info = env.reset(options={"index": index, "tool_calling": True})
+                chat = _hermes(info["messages"], info["tools"])
+            rows.append({"prompt": chat, "env_class": env_id, "task_id": task_id, "split": split})
+        return rows
     finally:
         env.close()

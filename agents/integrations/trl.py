@@ -16,6 +16,11 @@ planner prompt, then each planner turn's tokens (trained, ``env_mask`` 1) and th
 tokens (not trained, ``env_mask`` 0). The reward is the env's verified outcome, so TRL's group
 advantage reaches every planner turn of the trajectory: Flow-GRPO's broadcast.
 
+``tool_calling=True`` trains the native tool-calling format instead: the conversation is the env's
+``info["messages"]`` (system, the question, then the planner's Hermes ``<tool_call>`` replies and the
+``tool`` results), rendered with the env's tool schemas through the tokenizer's chat template (or the Hermes
+fallback where the template knows no tools); plain content without a call is the final answer.
+
 Generated tokens are kept exactly as sampled (no re-tokenisation of the model's own text); only
 the env's reply is tokenised, and the model conditions on exactly those ids when it continues.
 An episode that would run past ``max_completion_length`` stops there and scores 0.
@@ -30,7 +35,7 @@ import gymnasium as gym
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError
-from agents.integrations.chat import ChatCodec, first_prompts, step_message
+from agents.integrations.chat import ChatCodec, env_reply, first_prompts, step_message
 
 __all__ = ["AgentFlowTRL"]
 
@@ -47,8 +52,10 @@ class AgentFlowTRL:
         num_tasks: int | None = None,
         max_new_tokens: int | None = None,
         seed: int = 0,
+        tool_calling: bool = False,
     ):
         self.env_id = env_id
+        self.tool_calling = bool(tool_calling)
         self.split = split
         self.env_kwargs = dict(env_kwargs or {})
         self.num_tasks = num_tasks
@@ -62,7 +69,11 @@ class AgentFlowTRL:
     # ------------------------------------------------------------------ data
     def _env(self, i: int) -> Any:
         while len(self._envs) <= i:
-            self._envs.append(gym.make(self.env_id, split=self.split, **self.env_kwargs))
+            env = gym.make(self.env_id, split=self.split, **self.env_kwargs)
+            if self.tool_calling and not hasattr(env.unwrapped, "tool_schemas"):
+                env.close()
+                raise ConfigError("tool_calling needs the env's own flow; the paper flow reads AgentFlow's text format")
+            self._envs.append(env)
         return self._envs[i]
 
     def dataset(self) -> Any:
@@ -70,7 +81,14 @@ class AgentFlowTRL:
         from datasets import Dataset
 
         rows = []
-        for _, prompt, task_id in first_prompts(self._env(0), self.num_tasks):
+        env = self._env(0)
+        for index, prompt, task_id in first_prompts(env, self.num_tasks):
+            if self.tool_calling:  # the chat a tool-calling model starts from: system and question
+                _, info = env.reset(options={"index": index})
+                chat = [dict(m) for m in info["messages"][:2]]
+                self._task_of_prompt[str(chat[-1]["content"])] = task_id
+                rows.append({"prompt": chat, "task_id": task_id})
+                continue
             self._task_of_prompt[prompt] = task_id
             rows.append({"prompt": prompt, "task_id": task_id})
         return Dataset.from_list(rows)
@@ -93,7 +111,7 @@ class AgentFlowTRL:
         args = trainer.args
         budget = int(getattr(args, "max_completion_length", 256) or 256)
         per_turn = int(self.max_new_tokens or budget)
-        chat = ChatCodec(tokenizer)
+        chat = ChatCodec(tokenizer, tools=self._env(0).unwrapped.tool_schemas if self.tool_calling else None)
         self._calls += 1
 
         rows = []
@@ -105,7 +123,13 @@ class AgentFlowTRL:
                     "a prompt row is not one of this bridge's dataset rows; build the dataset with .dataset()"
                 )
             env = self._env(r)
-            obs, info = env.reset(seed=_seed(self.seed, self._calls, r), options={"task_id": task_id})
+            options = {"task_id": task_id, "tool_calling": self.tool_calling}
+            obs, info = env.reset(seed=_seed(self.seed, self._calls, r), options=options)
+            if self.tool_calling:
+                messages = [dict(m) for m in info["messages"]]
+                rows.append(_Row(env=env, messages=messages, prompt_ids=chat.start_messages(messages)))
+                rows[-1].seen = len(messages)
+                continue
             rows.append(
                 _Row(
                     env=env, messages=[{"role": "user", "content": obs["prompt"]}], prompt_ids=chat.start(obs["prompt"])
@@ -131,13 +155,22 @@ class AgentFlowTRL:
                 action = tokenizer.decode(ids, skip_special_tokens=True)
                 _, reward, terminated, truncated, info = row.env.step(action)
                 row.turns += 1
-                row.messages.append({"role": "assistant", "content": action})
                 if terminated or truncated:
+                    row.messages.append({"role": "assistant", "content": action})
                     row.reward, row.done = float(reward), True
                     continue
-                message = step_message(info)
-                reply = chat.reply(row.messages, message, ended_with_eos=bool(ids) and ids[-1] in chat.eos_ids)
-                row.messages.append({"role": "user", "content": message})
+                ended = bool(ids) and ids[-1] in chat.eos_ids
+                if self.tool_calling:
+                    assistant, new = env_reply(info, row.seen, action)
+                    row.seen = len(info["messages"])
+                    row.messages.append(assistant)
+                    reply = chat.reply_messages(row.messages, new, ended_with_eos=ended)
+                    row.messages.extend(new)
+                else:
+                    message = step_message(info)
+                    row.messages.append({"role": "assistant", "content": action})
+                    reply = chat.reply(row.messages, message, ended_with_eos=ended)
+                    row.messages.append({"role": "user", "content": message})
                 if len(row.completion_ids) + len(reply) >= budget:
                     row.done = True  # no room for another turn
                     continue
@@ -170,6 +203,7 @@ class _Row:
         self.reward = 0.0
         self.turns = 0
         self.done = False
+        self.seen = 0  # tool calling: how many of the env's info["messages"] the chat holds
 
     def add(self, ids: Sequence[int], logps: Sequence[float], trained: bool) -> None:
         self.completion_ids.extend(int(i) for i in ids)

@@ -14,7 +14,10 @@ Two ways to hand the episode to verl (``extra_info["emit"]`` of the dataset row)
   accepts a list of outputs per rollout; the classic ``AgentLoopWorker`` accepts one only.
 - ``"trajectory"``: one output per rollout, the whole conversation as one sequence
   (:mod:`agents.integrations.chat`): planner tokens trained (``response_mask`` 1), env replies
-  masked. This runs on verl's classic trainer.
+  masked. This runs on verl's classic trainer. With ``extra_info["tool_calling"]`` the conversation is
+  the native tool-calling one, as verl's ``ToolAgentLoop`` builds it: the env's ``info["messages"]``
+  rendered with its OpenAI tool schemas (``apply_chat_template(..., tools=...)``, or the Hermes fallback
+  where the template knows no tools), Hermes ``<tool_call>`` turns trained, ``tool`` results masked.
 
 How AgentFlow (lupantech/AgentFlow, ``agentflow/verl/daemon.py``) fed turns to verl, and where this
 differs: it also makes one training row per (prompt, response) turn, puts the trajectory's reward on
@@ -37,7 +40,7 @@ import gymnasium as gym
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
-from agents.integrations.chat import ChatCodec, step_message
+from agents.integrations.chat import ChatCodec, env_reply, step_message
 from agents.policies.hf_policy import format_prompt
 
 try:
@@ -67,12 +70,16 @@ def episode_spec(kwargs: dict[str, Any]) -> dict[str, Any]:
     emit = str(info.get("emit") or "turns")
     if emit not in _EMIT:
         raise ConfigError(f"extra_info emit={emit!r}: choose one of {', '.join(_EMIT)}")
+    tool_calling = bool(info.get("tool_calling", False))
+    if tool_calling and emit != "trajectory":
+        raise ConfigError("extra_info tool_calling needs emit='trajectory' (the turns mode re-renders text prompts)")
     return {
         "env_id": str(info["env_id"]),
         "split": str(info.get("split") or "train"),
         "task_id": str(info["task_id"]),
         "env_kwargs": dict(env_kwargs),
         "emit": emit,
+        "tool_calling": tool_calling,
         "seed": None if info.get("seed") is None else int(info["seed"]),
     }
 
@@ -138,11 +145,12 @@ class AgentFlowAgentLoop(AgentLoopBase):
         loop = asyncio.get_running_loop()
         env = await loop.run_in_executor(None, _POOL.take, spec)
         try:
-            obs, _ = await loop.run_in_executor(
-                None, lambda: env.reset(seed=spec["seed"], options={"task_id": spec["task_id"]})
-            )
+            options = {"task_id": spec["task_id"], "tool_calling": spec["tool_calling"]}
+            obs, info = await loop.run_in_executor(None, lambda: env.reset(seed=spec["seed"], options=options))
             if spec["emit"] == "turns":
                 return await self._run_turns(env, obs, sampling_params, loop)
+            if spec["tool_calling"]:
+                return await self._run_tool_calls(env, info, sampling_params, loop)
             return await self._run_trajectory(env, obs, sampling_params, loop)
         finally:
             _POOL.give_back(spec, env)
@@ -206,6 +214,54 @@ class AgentFlowAgentLoop(AgentLoopBase):
             message = step_message(info)
             reply = codec.reply(messages, message, ended_with_eos=bool(ids) and ids[-1] in codec.eos_ids)
             messages.append({"role": "user", "content": message})
+            if len(response) + len(reply) >= self.response_length:
+                break
+            response += reply
+            mask += [0] * len(reply)
+            logprobs += [0.0] * len(reply)
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids,
+            response_ids=response,
+            response_mask=mask,
+            response_logprobs=logprobs,
+            reward_score=float(reward) if done else 0.0,
+            num_turns=len(messages),
+            metrics={},
+            extra_fields={"planner_turns": turns, "turn_scores": [], "tool_rewards": []},
+        )
+
+    async def _run_tool_calls(
+        self, env: Any, info: dict, sampling_params: dict[str, Any], loop: Any
+    ) -> AgentLoopOutput:
+        """The trajectory mode in the tool-calling format (see the module docstring)."""
+        codec = ChatCodec(self.tokenizer, tools=info["tools"])
+        messages = [dict(m) for m in info["messages"]]
+        seen = len(messages)
+        prompt_ids = self._cap_text_prompt_length(codec.start_messages(messages))
+        response: list[int] = []
+        mask: list[int] = []
+        logprobs: list[float] = []
+        reward, done, turns = 0.0, False, 0
+        while not done and not self._turn_limit_reached(turns):
+            room = self.response_length - len(response)
+            if room <= 0:
+                break
+            out = await self._generate(prompt_ids + response, sampling_params, room)
+            ids = list(out.token_ids)[:room]
+            response += ids
+            mask += [1] * len(ids)
+            logprobs += list(out.log_probs)[: len(ids)] if out.log_probs else [0.0] * len(ids)
+            action = self.tokenizer.decode(ids, skip_special_tokens=True)
+            _, reward, terminated, truncated, info = await loop.run_in_executor(None, env.step, action)
+            turns += 1
+            done = bool(terminated or truncated)
+            assistant, new = env_reply(info, seen, action)
+            seen = len(info["messages"])
+            messages.append(assistant)
+            if done:
+                break
+            reply = codec.reply_messages(messages, new, ended_with_eos=bool(ids) and ids[-1] in codec.eos_ids)
+            messages.extend(new)
             if len(response) + len(reply) >= self.response_length:
                 break
             response += reply

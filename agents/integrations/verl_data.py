@@ -35,8 +35,10 @@ def verl_rows(
     num_tasks: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     emit: str = "turns",
+    tool_calling: bool = False,
 ) -> list[dict[str, Any]]:
-    """One verl row per task of ``env_id``'s ``split`` (the first ``num_tasks``)."""
+    """One verl row per task of ``env_id``'s ``split`` (the first ``num_tasks``); ``tool_calling`` rows
+    (with ``emit="trajectory"``) train the native tool-calling format."""
     kwargs = dict(env_kwargs or {})
     env = gym.make(env_id, split=split, **kwargs)
     try:
@@ -56,6 +58,7 @@ def verl_rows(
                         "index": index,
                         "env_kwargs": json.dumps(kwargs, sort_keys=True),
                         "emit": emit,
+                        **({"tool_calling": True} if tool_calling else {}),
                     },
                 }
             )
@@ -111,6 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--emit", choices=("turns", "trajectory"), default="turns", help="one sample per turn or per rollout"
     )
+    ap.add_argument(
+        "--tool-calling",
+        action="store_true",
+        help="train the native tool-calling format (Hermes <tool_call> turns; needs --emit trajectory)",
+    )
     ap.add_argument("--out", required=True, help="output .parquet path")
     args = ap.parse_args(argv)
     try:
@@ -122,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("give --env-id or --protocol")
         rows = []
         for env_id, split, num_tasks, options in sources:
-            rows += verl_rows(env_id, split, args.num_tasks or num_tasks, {**options, **env_kwargs}, args.emit)
+            if args.tool_calling and args.emit != "trajectory":
+                raise ConfigError("--tool-calling needs --emit trajectory")
+            rows += verl_rows(
+                env_id, split, args.num_tasks or num_tasks, {**options, **env_kwargs}, args.emit, args.tool_calling
+            )
         path = write_parquet(rows, args.out)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """The trainable planner: a Hugging Face causal LM that acts on ``obs["prompt"]`` and returns token ids and log-probs.
 
-Also owns :func:`sequence_logprobs`, the teacher-forced recompute the Flow-GRPO learner and SFT share.
+The token maths it shares with training (padding, :func:`~agents.lm.sequence_logprobs`) is in :mod:`agents.lm`.
 
 Log-prob convention (read this before computing PPO ratios): ``PolicySample.logprobs`` are the
 log-probabilities of the sampled tokens under the model's *raw* next-token distribution, i.e.
@@ -24,6 +24,7 @@ from typing import Any
 
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.error import ConfigError, DependencyNotInstalled
+from agents.lm import model_device, pad_left, sequence_logprobs
 from agents.policies.policy import Observation
 
 __all__ = [
@@ -31,9 +32,6 @@ __all__ = [
     "PolicySample",
     "SamplingParams",
     "format_prompt",
-    "pad_left",
-    "pad_right",
-    "sequence_logprobs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -83,100 +81,6 @@ def format_prompt(tokenizer: Any, prompt: str) -> str:
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
     return prompt + "\n\n"
-
-
-def _pad(rows: Sequence[Sequence[int]], pad_id: int, *, left: bool) -> tuple[Any, Any]:
-    torch = _torch()
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            cols = slice(width - len(r), width) if left else slice(0, len(r))
-            ids[i, cols] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, cols] = 1
-    return ids, mask
-
-
-def pad_left(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    """``(input_ids, attention_mask)`` long tensors, padded on the left (for generation)."""
-    return _pad(rows, pad_id, left=True)
-
-
-def pad_right(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    """``(input_ids, attention_mask)`` long tensors, padded on the right (for teacher forcing)."""
-    return _pad(rows, pad_id, left=False)
-
-
-def sequence_logprobs(
-    model: Any,
-    prompt_ids_list: Sequence[Sequence[int]],
-    response_ids_list: Sequence[Sequence[int]],
-    pad_id: int,
-    *,
-    temperature: float = 1.0,
-    batch_size: int | None = None,
-) -> list[Any]:
-    """Per-token log-probs of each response given its prompt, by teacher forcing.
-
-    Each batch row is ``[pad... prompt][response ...pad]``: prompts are padded on the left and
-    responses on the right, so every response starts in the same column. Padding is masked and
-    positions come from the mask, so padding never counts and a row scores the same alone or in
-    a batch (and the same as during left-padded generation). Only the response columns go through
-    the LM head (``logits_to_keep``), which saves the vocabulary projection of every prompt token.
-
-    Row ``i`` of the result is a 1-D float32 tensor of length ``len(response_ids_list[i])`` (empty
-    responses give empty tensors). Gradients flow when called under grad mode (the learner's use);
-    wrap in ``torch.no_grad()`` for old/reference log-probs. ``temperature`` divides the logits
-    first (1.0 = the raw distribution, the convention of :class:`PolicySample`).
-    """
-    torch = _torch()
-    if len(prompt_ids_list) != len(response_ids_list):
-        raise ValueError(f"{len(prompt_ids_list)} prompts but {len(response_ids_list)} responses")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive for log-probs, got {temperature}")
-    device = _model_device(model)
-    out: list[Any] = [torch.zeros(0, dtype=torch.float32, device=device) for _ in prompt_ids_list]
-    todo = [i for i in range(len(prompt_ids_list)) if len(response_ids_list[i]) > 0]
-    if any(len(prompt_ids_list[i]) == 0 for i in todo):
-        raise ValueError("a prompt is empty: a response needs at least one prompt token to condition on")
-    step = batch_size or max(len(todo), 1)
-    for start in range(0, len(todo), step):
-        chunk = todo[start : start + step]
-        width_p = max(len(prompt_ids_list[i]) for i in chunk)
-        width_r = max(len(response_ids_list[i]) for i in chunk)
-        ids = torch.full((len(chunk), width_p + width_r), pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for k, i in enumerate(chunk):
-            p, r = list(prompt_ids_list[i]), list(response_ids_list[i])
-            ids[k, width_p - len(p) : width_p + len(r)] = torch.tensor(p + r, dtype=torch.long)
-            mask[k, width_p - len(p) : width_p + len(r)] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        # the logits of columns width_p-1 .. width_p+width_r-1 predict the response tokens
-        logits = _forward_last(model, ids.to(device), mask.to(device), positions.to(device), width_r + 1)
-        for k, i in enumerate(chunk):
-            n = len(response_ids_list[i])
-            row_logits = logits[k, :n].float()
-            if temperature != 1.0:
-                row_logits = row_logits / temperature
-            targets = ids[k, width_p : width_p + n].to(device)
-            out[i] = torch.log_softmax(row_logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return out
-
-
-def _forward_last(model: Any, ids: Any, mask: Any, positions: Any, keep: int) -> Any:
-    """Logits of the last ``keep`` columns; models without ``logits_to_keep`` compute all and slice."""
-    try:
-        return model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
-    except TypeError:
-        return model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -keep:]
-
-
-def _model_device(model: Any) -> Any:
-    device = getattr(model, "device", None)
-    if device is not None:
-        return device
-    return next(model.parameters()).device
 
 
 @dataclass
@@ -372,7 +276,7 @@ class HFPlanner:
 
     def _generate(self, encoded: list[_Encoded], with_logprobs: bool) -> list[PolicySample]:
         torch = _torch()
-        device = _model_device(self.model)
+        device = model_device(self.model)
         ids, mask = pad_left([e.ids for e in encoded], self.pad_id)
         out = self.model.generate(
             input_ids=ids.to(device), attention_mask=mask.to(device), **self._generation_kwargs(with_logprobs)

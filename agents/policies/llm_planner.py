@@ -4,16 +4,27 @@ Each observation's ``prompt`` becomes a chat (optional system message + user pro
 applies the model's chat template, and the planner's sampling settings go with every call. In the paper
 flow, :meth:`LLMPlanner.for_paper_env` sends what AgentFlow's planner sends: its sampling preset (the
 frequency penalty as an extra request field) and its system prompt.
+
+With ``tool_calling=True`` the planner calls tools natively: it sends the question and memory with the
+env's tools as OpenAI function schemas (``tools=``; by default rebuilt from the observation's tool cards)
+and returns the assistant message (JSON, with ``tool_calls``), which the env reads as an action. An engine
+with ``chat_with_tools`` (``openai:``, e.g. ``agentflow-env serve`` or ``vllm serve --enable-auto-tool-choice
+--tool-call-parser hermes``) gets ``tools=`` in the request; any other engine gets the Hermes-style prompt
+of :func:`agentflow_env.engines.openai_wire.fallback_chat` and its reply's ``<tool_call>`` blocks are read
+by the env.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentflow_env.engines.base import Engine, Message, SamplingParams
 from agentflow_env.error import ConfigError
+from agentflow_env.tool_calls import SYSTEM_PROMPT, schemas_from_cards
 from agents.policies.policy import Observation, as_obs_list
 
 __all__ = ["LLMPlanner"]
@@ -36,6 +47,8 @@ class LLMPlanner:
         system_prompt: str | None = None,
         max_prompt_chars: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        tool_calling: bool = False,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ):
         extra = dict(extra_body or {})
         if isinstance(engine, str):
@@ -52,11 +65,37 @@ class LLMPlanner:
         self.system_prompt = system_prompt
         self.max_prompt_chars = max_prompt_chars
         self.extra_body = extra
+        self.tool_calling = bool(tool_calling or tools)
+        self.tools = [dict(t) for t in tools] if tools else None
+        self._card_schemas: dict[str, list[dict[str, Any]]] = {}
         self.calls = 0
-        self.last_messages: list[list[Message]] = []
-        # per prompt of the last act: {"prompt_tokens", "completion_tokens"} as the engine reported them (or None);
-        # evals record them per episode (leaderboards.runner.normalize_actions)
-        self.last_usage: list[dict[str, int] | None] | None = None
+        # last_messages and last_usage are per calling thread: a runner may have several act calls in flight
+        self._local = threading.local()
+        self.last_messages = []
+
+    @property
+    def concurrent_act(self) -> bool:
+        """Whether a runner may have several ``act`` calls in flight: when the engine says it is thread-safe
+        (an HTTP engine); a local model gets one batch at a time."""
+        return bool(getattr(self.engine, "thread_safe", False))
+
+    @property
+    def last_messages(self) -> list[list[Message]]:
+        return getattr(self._local, "messages", [])
+
+    @last_messages.setter
+    def last_messages(self, value: list[list[Message]]) -> None:
+        self._local.messages = value
+
+    @property
+    def last_usage(self) -> list[dict[str, int] | None] | None:
+        """Per prompt of this thread's last act: ``{"prompt_tokens", "completion_tokens"}`` as the engine reported
+        them (or None); evals record them per episode (leaderboards.runner.normalize_actions)."""
+        return getattr(self._local, "usage", None)
+
+    @last_usage.setter
+    def last_usage(self, value: list[dict[str, int] | None] | None) -> None:
+        self._local.usage = value
 
     @classmethod
     def for_paper_env(cls, engine: Engine | str, env: Any, **kwargs: Any) -> LLMPlanner:
@@ -77,8 +116,21 @@ class LLMPlanner:
     def __repr__(self) -> str:
         return f"LLMPlanner(engine={self.engine!r}, sampling={self.sampling!r})"
 
+    def tool_schemas(self, obs: Observation) -> list[dict[str, Any]]:
+        """The ``tools=`` sent with ``obs``: the planner's own, else rebuilt from the observation's tool cards."""
+        if self.tools is not None:
+            return self.tools
+        cards = str(obs.get("tools", ""))
+        direct = "\nCommand: " in str(obs.get("prompt", ""))  # the direct executor's format asks for commands
+        key = f"{direct}\n{cards}"
+        if key not in self._card_schemas:
+            self._card_schemas[key] = schemas_from_cards(cards, direct=direct)
+        return self._card_schemas[key]
+
     def messages(self, obs: Observation) -> list[Message]:
         """The chat sent for one observation."""
+        if self.tool_calling:
+            return self._tool_messages(obs)
         prompt = str(obs.get("prompt", ""))
         if self.max_prompt_chars is not None:
             from agentflow_env.memory import shorten
@@ -88,6 +140,19 @@ class LLMPlanner:
         if self.system_prompt:
             chat.insert(0, {"role": "system", "content": self.system_prompt})
         return chat
+
+    def _tool_messages(self, obs: Observation) -> list[Message]:
+        """Tool-calling chat: the system prompt, then the question, the memory so far and the turns left."""
+        prompt = str(obs.get("prompt", ""))
+        turns = prompt.rstrip().rsplit("\n", 1)[-1] if prompt else ""
+        memory = str(obs.get("memory", "")) or "(empty)"
+        user = f"Question:\n{obs.get('question', '')}\n\nResults so far:\n{memory}\n\n{turns}".rstrip()
+        if self.max_prompt_chars is not None:
+            from agentflow_env.memory import shorten
+
+            user = shorten(user, self.max_prompt_chars)
+        system = SYSTEM_PROMPT if not self.system_prompt else f"{self.system_prompt}\n\n{SYSTEM_PROMPT}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _call_sampling(self) -> SamplingParams:
         if self.sampling.seed is None:
@@ -102,7 +167,10 @@ class LLMPlanner:
         chats = [self.messages(o) for o in obs_list]
         self.last_messages = chats
         self.last_usage = None
-        replies = self.engine.generate(chats, self._call_sampling())
+        if self.tool_calling:
+            replies = self._tool_replies(obs_list, chats)
+        else:
+            replies = self.engine.generate(chats, self._call_sampling())
         self.calls += 1
         usage = getattr(self.engine, "last_usage", None)  # OpenAIEngine: the server's usage per prompt
         if isinstance(usage, list) and len(usage) == len(chats):
@@ -110,6 +178,30 @@ class LLMPlanner:
         if len(replies) != len(chats):
             raise RuntimeError(f"{self.engine!r} returned {len(replies)} completions for {len(chats)} prompts")
         return [r if isinstance(r, str) else str(r) for r in replies]
+
+    def _tool_replies(self, obs_list: list[dict[str, str]], chats: list[list[Message]]) -> list[str]:
+        """Assistant messages as JSON (an engine that takes ``tools=``), else Hermes text from a plain engine."""
+        tools = [self.tool_schemas(o) for o in obs_list]
+        chat_with_tools = getattr(self.engine, "chat_with_tools", None)
+        if not callable(chat_with_tools):
+            from agentflow_env.engines.openai_wire import fallback_chat
+
+            rendered = [fallback_chat(c, t) for c, t in zip(chats, tools)]
+            return self.engine.generate(rendered, self._call_sampling())
+        # one call per distinct tool set (the sub-envs of a vector env usually share one)
+        groups: dict[str, list[int]] = {}
+        for i, t in enumerate(tools):
+            groups.setdefault(json.dumps(t, sort_keys=True), []).append(i)
+        replies: list[str] = [""] * len(chats)
+        usage: list[Any] = [None] * len(chats)
+        for idx in groups.values():
+            got = chat_with_tools([chats[i] for i in idx], tools[idx[0]], self._call_sampling())
+            last = getattr(self.engine, "last_usage", None)
+            for k, i in enumerate(idx):
+                replies[i] = json.dumps(got[k], ensure_ascii=False)
+                usage[i] = last[k] if isinstance(last, list) and len(last) == len(idx) else None
+        self.engine.last_usage = usage  # type: ignore[attr-defined]  # read by act, as after generate
+        return replies
 
 
 def _sends(engine: Any, extra: Mapping[str, Any]) -> bool:

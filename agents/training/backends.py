@@ -14,9 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.error import ConfigError, DependencyNotInstalled
+from agents.lm import cache_kwarg, output_cache, pad_left, teacher_forced
 from agents.policies.hf_policy import HFPlanner, PolicySample
 from agents.policies.policy import Observation
-from agents.training.kv_cache import cache_kwarg, output_cache
 
 __all__ = [
     "HFGenerateBackend",
@@ -128,12 +128,7 @@ class HFSamplerBackend:
         index: dict[tuple[int, ...], int] = {}
         rows = torch.tensor([index.setdefault(tuple(p), len(index)) for p in prompts], device=device)
         unique = list(index)
-        width = max(len(p) for p in unique)
-        ids = torch.full((len(unique), width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for i, p in enumerate(unique):
-            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            attn[i, width - len(p) :] = 1
+        ids, attn = pad_left(unique, self.pad_id)
         ids, attn = ids.to(device), attn.to(device)
         out = self.model(
             input_ids=ids,
@@ -337,7 +332,7 @@ class VLLMBackend:
         out = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0].outputs[0]
         tokens = list(out.token_ids)
         vllm_lps = [float(step[t].logprob) for step, t in zip(out.logprobs or [], tokens)]
-        hf_lps, hf_best = _teacher_forced(model, ids, tokens)
+        hf_lps, hf_best = teacher_forced(model, ids, tokens)
         diffs = [abs(a - b) for a, b in zip(vllm_lps, hf_lps)]
         worst = max(diffs, default=0.0)
         # greedy agrees when vLLM's token is HF's argmax, up to a tie within the tolerance
@@ -384,27 +379,6 @@ class VLLMBackend:
                 )
             )
         return samples
-
-
-def _teacher_forced(model: Any, prompt_ids: Sequence[int], tokens: Sequence[int]) -> tuple[list[float], list[float]]:
-    """Raw log-probs of ``tokens`` after ``prompt_ids`` under ``model`` and the best log-prob at each step."""
-    import torch
-
-    if not tokens:
-        return [], []
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt_ids) + list(tokens)], dtype=torch.long, device=device)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1].float()
-    finally:
-        if was_training:
-            model.train()
-    logp = logits.log_softmax(-1)
-    picked = logp.gather(-1, torch.tensor(list(tokens), device=device).unsqueeze(-1)).squeeze(-1)
-    return picked.tolist(), logp.max(-1).values.tolist()
 
 
 class _NoModel:

@@ -6,15 +6,14 @@ Field docstrings become ``--help``; configs load from TOML or JSON and ``--key v
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
 import json
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.config import add_dataclass_flags, coerce_field, field_types, load_table, parse_literal
 from agentflow_env.error import ConfigError
 
 __all__ = [
@@ -113,6 +112,11 @@ class FlowGRPOConfig:
     )
     questions_per_step: int = _doc("B: questions per step", default=8)
     group_size: int = _doc("G: rollouts per question", default=4)
+    concurrency: int = _doc(
+        "episodes in flight during rollouts (0: every episode of a step at once); an HTTP planner runs each "
+        "episode on its own, a local model in lock-step turns (agents.training.rollout)",
+        default=0,
+    )
     max_new_tokens: int = _doc("token budget of one planner action", default=64)
     temperature: float = _doc("sampling temperature of rollouts", default=1.0)
     top_p: float = _doc("nucleus sampling of rollouts", default=1.0)
@@ -190,7 +194,7 @@ class FlowGRPOConfig:
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be at least 1; set {name} to a positive number")
-        for name in ("checkpoint_every", "eval_every", "threads", "keep_checkpoints"):
+        for name in ("checkpoint_every", "eval_every", "threads", "keep_checkpoints", "concurrency"):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 0 (0 turns it off)")
         if not 0.0 <= self.eps_low < 1.0 or self.eps_high < 0.0:
@@ -257,83 +261,17 @@ def field_help() -> dict[str, str]:
 
 
 def _field_types() -> dict[str, Any]:
-    hints = typing.get_type_hints(FlowGRPOConfig)
-    return {f.name: hints[f.name] for f in dataclasses.fields(FlowGRPOConfig)}
-
-
-def _to_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in ("1", "true", "yes", "on"):
-            return True
-        if low in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(value)
-    return bool(value)
-
-
-def _to_int(value: Any) -> int:
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(value)
-    return int(value)
-
-
-def _to_str(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        raise ValueError(value)
-    return str(value)
-
-
-_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: float, str: _to_str}
+    return field_types(FlowGRPOConfig)
 
 
 def _coerce(name: str, value: Any) -> Any:
     """Convert a value (possibly a CLI string) to the field's type, or say what is expected."""
-    kind = _field_types()[name]
-    origin = typing.get_origin(kind)
-    try:
-        if kind in _SCALARS:
-            return _SCALARS[kind](value)
-        if origin in (dict, list):
-            if isinstance(value, str):
-                value = _parse_literal(value)
-            if not isinstance(value, origin):
-                raise ValueError(value)
-            if origin is list:
-                (item,) = typing.get_args(kind)
-                value = [item(v) for v in value]
-            return value
-    except (TypeError, ValueError, SyntaxError):
-        raise ConfigError(f"{name}={value!r} is not a valid {_type_name(kind)}; fix the value of {name}") from None
-    return value
-
-
-def _parse_literal(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return ast.literal_eval(text)
-
-
-def _type_name(kind: Any) -> str:
-    return getattr(kind, "__name__", str(kind))
+    return coerce_field(FlowGRPOConfig, name, value)
 
 
 def load_config(path: str | Path) -> FlowGRPOConfig:
     """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist; give the path of a .toml or .json file")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        data = json.loads(text)
-    elif path.suffix == ".toml":
-        import tomllib
-
-        data = tomllib.loads(text)
-    else:
-        raise ConfigError(f"config file {path} must end in .toml or .json")
-    return FlowGRPOConfig.from_dict(_flatten_sections(data))
+    return FlowGRPOConfig.from_dict(_flatten_sections(load_table(path)))
 
 
 def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:
@@ -372,7 +310,7 @@ def apply_overrides(config: FlowGRPOConfig, overrides: Sequence[str]) -> FlowGRP
         if key.startswith("env_kwargs."):
             sub = key.split(".", 1)[1]
             try:
-                env_kwargs[sub] = _parse_literal(value)
+                env_kwargs[sub] = parse_literal(value)
             except (ValueError, SyntaxError):
                 env_kwargs[sub] = value
             changes["env_kwargs"] = env_kwargs
@@ -386,19 +324,7 @@ def apply_overrides(config: FlowGRPOConfig, overrides: Sequence[str]) -> FlowGRP
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One ``--field`` option per config field (all default to None: only given ones override)."""
     group = parser.add_argument_group("settings (override the config file)")
-    for f in dataclasses.fields(FlowGRPOConfig):
-        choices = _CHOICES.get(f.name)
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
-        help_text = f"{f.metadata.get('help', '')} (default: {default!r})"
-        metavar = None if choices else _type_name(_field_types()[f.name]).upper()
-        group.add_argument(
-            f"--{f.name.replace('_', '-')}",  # kebab-case like every command; the CLI adds --snake_case aliases
-            dest=f"cfg_{f.name}",
-            default=None,
-            choices=choices,
-            metavar=metavar,
-            help=help_text,
-        )
+    add_dataclass_flags(group, FlowGRPOConfig, choices=_CHOICES)
 
 
 def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> FlowGRPOConfig:

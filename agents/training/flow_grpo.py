@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
+from agents.lm import cache_kwarg, output_cache
 from agents.training.backends import make_backend
 from agents.training.config import FlowGRPOConfig
 from agents.training.data_parallel import DataParallel
-from agents.training.kv_cache import cache_kwarg, output_cache
 from agents.training.rollout_correction import MismatchStats, truncated_importance_weights
 
 if TYPE_CHECKING:
@@ -616,7 +616,8 @@ class FlowGRPOLearner:
 
         tasks = self.tasks(split)
         task_ids = [tasks[i].id for i in task_indices]
-        runner = self.runner(split, len(task_ids) * group_size)
+        count = len(task_ids) * group_size
+        runner = self.runner(split, min(count, self.config.concurrency) if self.config.concurrency > 0 else count)
         saved = self.backend.sampling
         if greedy:
             self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)

@@ -1,4 +1,10 @@
-"""Rollout collection: a policy plays a vector of envs, one batched ``act`` per turn; ``Turn``/``Trajectory`` records.
+"""Rollout collection: a policy plays a vector of envs; ``Turn``/``Trajectory`` records.
+
+Two schedules (``scheduler=``): ``"episodes"`` runs each episode on its own (one env per worker thread, the
+policy's batches gather the episodes ready within ``window_s``, :mod:`agentflow_env.scheduler`): nothing waits
+for the slowest env of a turn or for a reset. ``"turns"`` plays lock-step turns, one batched ``act`` over every
+running episode per turn. ``"auto"`` (default) picks episodes for a policy that takes concurrent ``act`` calls
+(an HTTP planner) and turns otherwise (a local model: full batches, and seeded runs repeat exactly).
 
 Group rollouts (G per task, for Flow-GRPO) record token ids and log-probs when the policy is trainable.
 """
@@ -326,6 +332,9 @@ def collect_rollouts(
     max_workers: int | None = None,
     progress: Callable[[Trajectory], None] | None = None,
     stats: RolloutStats | None = None,
+    scheduler: str = "auto",
+    window_s: float = 0.005,
+    concurrency: int | None = None,
 ) -> list[Trajectory]:
     """Play ``num_episodes`` random-task episodes (or one episode per id in ``task_ids``) on ``envs``.
 
@@ -335,7 +344,8 @@ def collect_rollouts(
     requested episode is played exactly once. Episode ``k`` is reset with ``seed + k`` (when
     ``seed`` is given), so which env plays it does not change its task. ``max_turns`` is a safety
     net for envs that never end. Returns trajectories in episode order; ``stats`` (if given) is
-    filled with counters.
+    filled with counters. ``scheduler``/``window_s``: see the module docstring; ``concurrency``: at most this
+    many episodes in flight (default: one per env).
     """
     if (num_episodes is None) == (task_ids is None):
         raise ConfigError("give exactly one of num_episodes or task_ids")
@@ -348,7 +358,10 @@ def collect_rollouts(
         if num_episodes < 0:
             raise ConfigError(f"num_episodes must be >= 0, got {num_episodes}")
         specs = [EpisodeSpec(seed=None if seed is None else seed + k) for k in range(num_episodes)]
-    return _collect(envs, policy, specs, record_samples, env_id, max_turns, max_workers, progress, stats)
+    options = _Options(
+        record_samples, env_id, max_turns, max_workers, progress, stats, scheduler, window_s, concurrency
+    )
+    return _collect(envs, policy, specs, options)
 
 
 def collect_group_rollouts(
@@ -364,6 +377,9 @@ def collect_group_rollouts(
     max_workers: int | None = None,
     progress: Callable[[Trajectory], None] | None = None,
     stats: RolloutStats | None = None,
+    scheduler: str = "auto",
+    window_s: float = 0.005,
+    concurrency: int | None = None,
 ) -> list[list[Trajectory]]:
     """G = ``group_size`` rollouts of each task in ``task_ids`` (Flow-GRPO's groups).
 
@@ -379,28 +395,156 @@ def collect_group_rollouts(
         for g, t in enumerate(task_ids)
         for s in range(group_size)
     ]
-    flat = _collect(envs, policy, specs, record_samples, env_id, max_turns, max_workers, progress, stats)
+    options = _Options(
+        record_samples, env_id, max_turns, max_workers, progress, stats, scheduler, window_s, concurrency
+    )
+    flat = _collect(envs, policy, specs, options)
     return [flat[g * group_size : (g + 1) * group_size] for g in range(len(task_ids))]
 
 
+class _Scheduled:
+    """Plays episode specs with :func:`agentflow_env.scheduler.run_episodes`: env ``i`` of the vector belongs to
+    worker ``i``, each episode runs on its own, and the policy's batches gather the episodes ready within
+    ``window_s`` (several calls in flight for a ``concurrent_act`` policy). No turn waits for the slowest env and
+    no reset waits for other episodes."""
+
+    def __init__(
+        self,
+        runner: VectorRunner,
+        policy: Policy,
+        specs: Sequence[EpisodeSpec],
+        env_id: str,
+        record_samples: bool,
+        progress: Callable[[Trajectory], None] | None,
+        stats: RolloutStats,
+        max_turns: int,
+        window_s: float,
+        concurrency: int | None,
+    ):
+        self.envs = list(runner.envs)  # type: ignore[attr-defined]
+        if concurrency is not None:
+            self.envs = self.envs[:concurrency]
+        self.policy, self.specs, self.env_id = policy, specs, env_id
+        self.use_samples = record_samples and callable(getattr(policy, "act_with_samples", None))
+        self.progress, self.stats, self.max_turns, self.window_s = progress, stats, max_turns, window_s
+        self.done: dict[int, Trajectory] = {}
+
+    def act(self, batch: list[dict[str, Any]]) -> list[tuple[str, Any, str]]:
+        """(action text, policy sample or None, the prompt it answered) per observation."""
+        prompts = [str(obs.get("prompt", "")) for obs in batch]
+        if self.use_samples:
+            samples = list(self.policy.act_with_samples(batch))  # type: ignore[attr-defined]
+            return [(s.text, s, p) for s, p in zip(samples, prompts)]
+        return [(str(a), None, p) for a, p in zip(self.policy.act(batch), prompts)]
+
+    def start(self, k: int, slot: int) -> tuple[Any, Any]:
+        spec, env = self.specs[k], self.envs[slot]
+        obs, info = env.reset(seed=spec.seed, options=spec.options)
+        self.done[k] = Trajectory(
+            task_id=str(info.get("task_id", "")),
+            env_id=self.env_id,
+            question=str(obs.get("question", "")),
+            group=spec.group,
+            sample=spec.sample,
+            episode=k,
+            seed=spec.seed,
+        )
+        return env, obs
+
+    def record(self, ep: Any) -> None:
+        """Book a finished episode (the calling thread, in finishing order)."""
+        traj = self.done[ep.job]
+        for i, ((text, sample, prompt), reward) in enumerate(zip(ep.acts, ep.rewards)):
+            turn = Turn(turn=i + 1, prompt=prompt, action=text, reward=reward)
+            if sample is not None:
+                turn.prompt_ids, turn.response_ids = list(sample.prompt_ids), list(sample.response_ids)
+                turn.logprobs = list(sample.logprobs)
+            traj.turns.append(turn)
+            traj.reward += reward
+        traj.terminated, traj.truncated = bool(ep.terminated), bool(ep.truncated)
+        traj.answer = ep.info.get("answer")
+        traj.score = float(ep.info["score"]) if "score" in ep.info else None
+        _fill_from_env(traj, ep.info)
+        traj.seconds = ep.seconds
+        self.stats.episodes += 1
+        self.stats.turns += ep.turns
+        if self.progress is not None:
+            self.progress(traj)
+
+    def run(self) -> list[Trajectory]:
+        from agentflow_env.scheduler import PlannerBatcher, SchedulerStats, run_episodes
+
+        sched = SchedulerStats()
+        n = len(self.envs)
+        parallel = n if getattr(self.policy, "concurrent_act", False) else 1
+        batcher = PlannerBatcher(self.act, window_s=self.window_s, max_batch=n, parallel=parallel, stats=sched)
+        try:
+            run_episodes(
+                range(len(self.specs)),
+                concurrency=min(n, len(self.specs)),
+                start=self.start,
+                batcher_for=lambda k: batcher,
+                action_of=lambda item: item[0],
+                finish=lambda ep: None,
+                on_done=self.record,
+                max_turns=self.max_turns,
+                stats=sched,
+            )
+        finally:
+            batcher.close()
+            self.stats.policy_calls += sched.act_calls
+            self.stats.policy_seconds += sched.act_seconds
+        return [self.done[k] for k in range(len(self.specs))]
+
+
+SCHEDULERS = ("auto", "episodes", "turns")
+
+
+def _schedulable(runner: VectorRunner, policy: Policy, scheduler: str) -> bool:
+    """Whether episodes run on their own (``"episodes"``) rather than in lock-step turns (``"turns"``).
+
+    ``"auto"``: on their own when the policy takes concurrent ``act`` calls (an HTTP planner, whose actions do
+    not depend on how observations are batched); in turns otherwise: a local model wants full batches, and its
+    seeded sampling depends on the batch, so a seeded run repeats exactly only in turns.
+    """
+    if scheduler not in SCHEDULERS:
+        raise ConfigError(f"scheduler={scheduler!r}; choose one of {', '.join(SCHEDULERS)}")
+    if not hasattr(runner, "envs"):
+        if scheduler == "episodes":
+            raise ConfigError(f"{type(runner).__name__} does not expose its envs; scheduler='episodes' needs them")
+        return False
+    return scheduler == "episodes" or (scheduler == "auto" and bool(getattr(policy, "concurrent_act", False)))
+
+
+@dataclass
+class _Options:
+    record_samples: bool
+    env_id: str | None
+    max_turns: int
+    max_workers: int | None
+    progress: Callable[[Trajectory], None] | None
+    stats: RolloutStats | None
+    scheduler: str
+    window_s: float
+    concurrency: int | None
+
+
 def _collect(
-    envs: VectorRunner | Sequence[Callable[[], Any]],
-    policy: Policy,
-    specs: list[EpisodeSpec],
-    record_samples: bool,
-    env_id: str | None,
-    max_turns: int,
-    max_workers: int | None,
-    progress: Callable[[Trajectory], None] | None,
-    stats: RolloutStats | None,
+    envs: VectorRunner | Sequence[Callable[[], Any]], policy: Policy, specs: list[EpisodeSpec], o: _Options
 ) -> list[Trajectory]:
+    if o.concurrency is not None and o.concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, got {o.concurrency}")
     if not specs:
         return []
-    runner, owned = _as_runner(envs, max_workers)
-    stats = stats if stats is not None else RolloutStats()
+    runner, owned = _as_runner(envs, o.max_workers)
+    stats = o.stats if o.stats is not None else RolloutStats()
     t0 = time.perf_counter()
     try:
-        loop = _EpisodeLoop(runner, policy, specs, _env_id(runner, env_id), record_samples, progress, stats, max_turns)
+        name = _env_id(runner, o.env_id)
+        if _schedulable(runner, policy, o.scheduler):
+            args = (o.record_samples, o.progress, stats, o.max_turns, o.window_s, o.concurrency)
+            return _Scheduled(runner, policy, specs, name, *args).run()
+        loop = _EpisodeLoop(runner, policy, specs, name, o.record_samples, o.progress, stats, o.max_turns)
         return loop.run()
     finally:
         stats.seconds += time.perf_counter() - t0

@@ -6,6 +6,7 @@ Owns demonstration collection, the response-only loss, the training loop, succes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import logging
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.config import add_dataclass_flags, doc_field, flag_values
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.error import ConfigError
 from agents.policies.policy import Policy
@@ -49,46 +51,54 @@ class Demonstration:
 
 @dataclass
 class SFTConfig:
-    """Settings of one SFT run (the CLI flags map one to one)."""
+    """Settings of one SFT run; ``agentflow-env sft`` has one flag per field (see :func:`configure`)."""
 
-    env_id: str | list[str] = "agentflow/Gen-GameOf24-v0"
-    """env whose train split gives the demonstrations; a list mixes several envs into one model
-    (``episodes`` demonstration episodes from each, shuffled together; evaluation covers each)"""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """``gymnasium.make`` kwargs of the env(s) (e.g. ``{"max_turns": 1, "min_solutions": 20}``)"""
-    out: str = "runs/sft-tiny"
-    """folder for the fine-tuned model (save_pretrained), metrics.json and demonstrations.jsonl"""
-    base: str | None = None
-    """model folder to start from; default: the cached tiny offline LM (agents.tiny_lm.tiny_lm_path)"""
-    episodes: int = 256
-    """scripted demonstration episodes on the train split (of each env)"""
-    epochs: int = 3
-    """passes over the demonstration turns"""
-    batch_size: int = 16
-    lr: float = 2e-3
-    """AdamW peak learning rate (linear warmup, cosine decay to 10%)"""
-    weight_decay: float = 0.0
-    warmup_steps: int = 10
-    grad_clip: float = 1.0
-    max_minutes: float | None = None
-    """stop training after this many minutes (whatever the epochs)"""
-    max_steps: int | None = None
-    """stop training after this many optimizer steps"""
-    successful_only: bool = True
-    """keep only demonstrations from episodes the scripted planner solved"""
-    demo_policy: str = "scripted"
-    """the planner that plays the demonstration episodes: ``scripted`` (the env's scripted planner) or any
-    policy spec, e.g. ``agents.policies.baselines:ScriptedGameOf24RetryPlanner`` (checks that fail, then a retry)"""
-    max_prompt_tokens: int = 4096
-    """longer prompts keep their last tokens; the default is HFPlanner's, so training sees what evaluation sees"""
-    eval_episodes: int = 0
-    """test-split tasks to evaluate before and after training (0: no evaluation)"""
-    eval_split: str = "test"
-    eval_max_tokens: int = 64
-    eval_num_envs: int = 32
-    seed: int = 0
-    torch_threads: int | None = None
-    """torch intra-op threads (None: torch's default); 1 is much faster on a shared, busy CPU"""
+    env_id: str | list[str] = doc_field(  # noqa: RUF009  (doc_field is dataclasses.field with help)
+        "env id whose train split gives demonstrations; repeat the flag to train one model on several envs "
+        "(episodes from each, mixed; evaluation covers each)",
+        repeat=True,
+        default="agentflow/Gen-GameOf24-v0",
+    )
+    env_kwargs: dict[str, Any] = doc_field(  # noqa: RUF009
+        'gymnasium.make kwargs of the env(s) as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
+        default_factory=dict,
+    )
+    out: str = doc_field(
+        "output folder (model, sft_metrics.json, demonstrations.jsonl)", flag="--output-dir", default="runs/sft-tiny"
+    )
+    base: str | None = doc_field("model folder to start from (None: the tiny offline LM, hf:tiny)", default=None)
+    episodes: int = doc_field("scripted demonstration episodes on the train split (of each env)", default=256)
+    epochs: int = doc_field("passes over the demonstration turns", default=3)
+    batch_size: int = doc_field("demonstration turns per optimizer step", default=16)
+    lr: float = doc_field("AdamW peak learning rate (linear warmup, cosine decay to 10%)", default=2e-3)
+    weight_decay: float = doc_field("AdamW weight decay", default=0.0)
+    warmup_steps: int = doc_field("linear warmup steps", default=10)
+    grad_clip: float = doc_field("gradient norm clip", default=1.0)
+    max_minutes: float | None = doc_field("training time budget in minutes (whatever the epochs)", default=None)
+    max_steps: int | None = doc_field("cap on optimizer steps", default=None)
+    successful_only: bool = doc_field(
+        "keep the demonstrations of unsolved episodes too (by default only solved episodes are kept)",
+        flag="--all-demos",
+        switch=True,
+        default=True,
+    )
+    demo_policy: str = doc_field(
+        "planner that plays the demonstrations: scripted (the env's scripted planner) or a policy spec such as "
+        "agents.policies.baselines:ScriptedGameOf24RetryPlanner",
+        default="scripted",
+    )
+    max_prompt_tokens: int = doc_field(
+        "longer prompts keep their last tokens (the default is HFPlanner's: training sees what evaluation sees)",
+        default=4096,
+    )
+    eval_episodes: int = doc_field("test tasks to evaluate (greedy) before and after training; 0 skips", default=0)
+    eval_split: str = doc_field("split of the evaluation tasks", default="test")
+    eval_max_tokens: int = doc_field("new tokens per evaluated action", default=64)
+    eval_num_envs: int = doc_field("envs stepped together in evaluation", default=32)
+    seed: int = doc_field("seed of the demonstrations, the data order and the initialisation", default=0)
+    torch_threads: int | None = doc_field(
+        "torch threads (None: torch's default; 1 is fastest on a busy CPU)", flag="--threads", default=None
+    )
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.epochs < 1 or self.batch_size < 1:
@@ -238,7 +248,7 @@ def sft_loss(
     """Mean negative log-likelihood of the response tokens only (prompt and padding never count)."""
     import torch
 
-    from agents.policies.hf_policy import sequence_logprobs
+    from agents.lm import sequence_logprobs
 
     logprobs = sequence_logprobs(model, prompt_ids, response_ids, pad_id)
     return -torch.cat(logprobs).mean()
@@ -442,77 +452,11 @@ def train_sft(
 
 # ---------------------------------------------------------------------------------------------- CLI
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``agentflow-env sft`` (one per :class:`SFTConfig` field)."""
-    from agentflow_env.cli import add_aliases
-
-    d = SFTConfig()
-    parser.add_argument(
-        "--env-id",
-        action="append",
-        default=None,
-        help=f"env id whose train split gives demonstrations (default {d.env_id}); repeat it to train one model "
-        "on several envs (--episodes from each, mixed)",
-    )
-    parser.add_argument(
-        "--env-kwargs",
-        type=_json_object,
-        default={},
-        help='gymnasium.make kwargs of the env as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
-    )
-    parser.add_argument(
-        "--output-dir",
-        default=d.out,
-        help=f"output folder (model, sft_metrics.json, demonstrations.jsonl); default ./{d.out}",
-    )
-    parser.add_argument(
-        "--base", default=None, help="model folder to start from (default: the tiny offline LM, hf:tiny)"
-    )
-    parser.add_argument(
-        "--episodes", type=int, default=d.episodes, help="scripted demonstration episodes (tasks cycle)"
-    )
-    parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size)
-    parser.add_argument("--lr", type=float, default=d.lr, help="AdamW peak learning rate")
-    parser.add_argument("--max-minutes", type=float, default=None, help="training time budget in minutes")
-    parser.add_argument("--max-steps", type=int, default=None, help="cap on optimizer steps")
-    parser.add_argument("--all-demos", action="store_true", help="keep demonstrations of unsolved episodes too")
-    parser.add_argument(
-        "--demo-policy",
-        default=d.demo_policy,
-        help="planner that plays the demonstrations: scripted (default) or a policy spec such as "
-        "agents.policies.baselines:ScriptedGameOf24RetryPlanner",
-    )
-    parser.add_argument(
-        "--eval-episodes",
-        type=int,
-        default=d.eval_episodes,
-        help="test tasks to evaluate (greedy) before and after training; 0 skips",
-    )
-    parser.add_argument("--eval-max-tokens", type=int, default=d.eval_max_tokens)
-    parser.add_argument(
-        "--max-prompt-tokens",
-        type=int,
-        default=d.max_prompt_tokens,
-        help="longer prompts keep their last tokens (default: as hf: policies act)",
-    )
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 is fastest on a busy CPU)")
+    """Arguments of ``agentflow-env sft``: one flag per :class:`SFTConfig` field, generated from it."""
+    add_dataclass_flags(parser, SFTConfig)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_aliases(parser, "--env-id", "--env")  # the spellings before the CLI used one style
-    add_aliases(parser, "--output-dir", "--out")
-    add_aliases(parser, "--lr", "--learning-rate")
     parser.set_defaults(func=_run)
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc}); give an object like '{{\"max_turns\": 1}}'") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object; give one like '{{\"max_turns\": 1}}'")
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -522,26 +466,11 @@ def _run(args: argparse.Namespace) -> int:
 
     from agentflow_env.cli import require_env_id
 
-    env_ids = [require_env_id(e) for e in (args.env_id or [SFTConfig().env_id])]
-    config = SFTConfig(
-        env_id=env_ids[0] if len(env_ids) == 1 else env_ids,
-        env_kwargs=args.env_kwargs,
-        out=args.output_dir,
-        base=args.base,
-        episodes=args.episodes,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        max_minutes=args.max_minutes,
-        max_steps=args.max_steps,
-        successful_only=not args.all_demos,
-        demo_policy=args.demo_policy,
-        eval_episodes=args.eval_episodes,
-        eval_max_tokens=args.eval_max_tokens,
-        max_prompt_tokens=args.max_prompt_tokens,
-        seed=args.seed,
-        torch_threads=args.threads,
-    )
+    given = flag_values(args, SFTConfig)
+    config = SFTConfig(**given)
+    config = dataclasses.replace(config, env_id=[require_env_id(e) for e in config.env_ids])
+    if len(config.env_ids) == 1:
+        config = dataclasses.replace(config, env_id=config.env_ids[0])
     show = not args.no_progress
     if show:
         tqdm.write(

@@ -1,7 +1,7 @@
 """``agentflow-env train --config FILE [--key value ...]``: run the Flow-GRPO learner from a config file.
 
-Every config field is also a ``--kebab-case`` option (its docstring is the help; the config file's
-``snake_case`` spelling is a hidden alias); options override the file. A tqdm bar shows the step, the
+Every config field is also a ``--kebab-case`` option (its docstring is the help; the config file spells
+it in ``snake_case``); options override the file. A tqdm bar shows the step, the
 rollout reward and the KL; ``--json`` prints the summary as JSON.
 
 Data-parallel: ``torchrun --nproc-per-node N -m agentflow_env.cli train ...`` (or ``accelerate launch
@@ -20,8 +20,6 @@ __all__ = ["configure_train"]
 
 
 def configure_train(parser: argparse.ArgumentParser) -> None:
-    from agentflow_env.cli import add_snake_case_aliases
-
     parser.description = (
         "Train the planner with Flow-GRPO. Settings come from --config (TOML or JSON, keys are "
         "the options below in snake_case) and are overridden by the options given here."
@@ -31,7 +29,6 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="WARNING", help="logging level (DEBUG, INFO, WARNING, ...)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_config_arguments(parser)
-    add_snake_case_aliases(parser)
     parser.set_defaults(func=_run_train)
 
 

@@ -8,9 +8,12 @@ material instead, and skip the hash filter.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,6 +25,33 @@ SPLITS = ("train", "validation", "test")
 _BUCKETS = {"train": (0, 80), "validation": (80, 90), "test": (90, 100)}
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def built_once(maxsize: int | None = 16) -> Callable[[_F], _F]:
+    """Memoise a shared precompute (a puzzle pool, a world, an index) so that concurrent first calls with
+    the same arguments build it once: the others wait for it (``lru_cache`` alone lets every thread that
+    misses build its own copy, as 64 env creations at once on a fresh env server did)."""
+
+    def decorate(fn: _F) -> _F:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+        locks: dict[Any, threading.RLock] = {}
+        guard = threading.Lock()
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any) -> Any:
+            with guard:
+                lock = locks.setdefault(args, threading.RLock())
+            with lock:
+                return cached(*args)
+
+        wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        wrapper.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
 def check_split(split: str) -> str:
     aliases = {"val": "validation", "valid": "validation", "dev": "validation", "eval": "test"}
     split = aliases.get(split, split)
@@ -30,6 +60,7 @@ def check_split(split: str) -> str:
     return split
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pools re-split the same keys at every env creation
 def split_of(content_key: str) -> str:
     """The split a piece of content belongs to (stable across machines and Python versions)."""
     bucket = int(hashlib.sha1(content_key.encode("utf-8")).hexdigest()[:8], 16) % 100
@@ -71,6 +102,15 @@ class GeneratedTasks:
         self._keys: set[str] = set()
         self._draws = 0
         self._by_id: dict[str, int] = {}
+        # envs of a concurrent run share this source: two threads drawing at once would swap tasks' contents
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle (Ray ships task sources to workers)
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self.num_tasks
@@ -80,8 +120,11 @@ class GeneratedTasks:
             index += self.num_tasks
         if not 0 <= index < self.num_tasks:
             raise IndexError(f"task index {index} out of range for {self.num_tasks} tasks")
-        while len(self._tasks) <= index:
-            self._tasks.append(self._next())
+        if index < len(self._tasks):
+            return self._tasks[index]
+        with self._lock:
+            while len(self._tasks) <= index:
+                self._tasks.append(self._next())
         return self._tasks[index]
 
     def __iter__(self):

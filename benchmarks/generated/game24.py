@@ -8,12 +8,12 @@ from __future__ import annotations
 import itertools
 import json
 from fractions import Fraction
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
 from agentflow_env.scoring.game24 import Game24Scorer
 from agentflow_env.types import Task
-from benchmarks.generated.common import FixedPoolTasks
+from benchmarks.generated.common import FixedPoolTasks, built_once
 from benchmarks.specs import BenchmarkSpec
 
 __all__ = ["SPEC", "count_solutions", "load_tasks", "puzzle_question", "solvable_puzzles", "solve_24"]
@@ -131,7 +131,7 @@ def count_solutions(numbers: tuple[int, ...] | list[int], target: int = 24) -> i
 _COUNTS_FILE = Path(__file__).with_name("game24_solution_counts.json")
 
 
-@cache
+@built_once(maxsize=1)
 def _shipped_counts() -> dict[tuple[int, ...], int]:
     try:
         rows = json.loads(_COUNTS_FILE.read_text(encoding="utf-8"))
@@ -154,7 +154,7 @@ def _count_solutions(numbers: tuple[int, ...], target: int) -> int:
     return len(set(found))
 
 
-@lru_cache(maxsize=8)
+@built_once(maxsize=8)
 def solvable_puzzles(max_number: int = 13, target: int = 24) -> tuple[tuple[int, ...], ...]:
     """All sorted 4-number multisets over ``1..max_number`` that reach ``target``."""
     return tuple(
@@ -191,6 +191,13 @@ def load_tasks(
 ) -> FixedPoolTasks:
     """The puzzles of ``split``. Difficulty knobs: ``max_number`` (magnitudes) and the range of
     ``min_solutions``..``max_solutions`` distinct solutions (fewer solutions is harder)."""
+    pool = _pool(int(max_number), int(min_solutions), None if max_solutions is None else int(max_solutions))
+    return FixedPoolTasks("Gen-GameOf24", split, pool, seed=seed, num_tasks=num_tasks)
+
+
+@built_once(maxsize=8)
+def _pool(max_number: int, min_solutions: int, max_solutions: int | None) -> tuple[tuple[str, Task], ...]:
+    """The (key, task) pool of these settings, built once per process and shared (tasks are frozen)."""
     pool = []
     for numbers in solvable_puzzles(max_number):
         if min_solutions > 1 or max_solutions is not None:
@@ -198,7 +205,7 @@ def load_tasks(
             if n < min_solutions or (max_solutions is not None and n > max_solutions):
                 continue
         pool.append(_task(numbers, 24))
-    return FixedPoolTasks("Gen-GameOf24", split, pool, seed=seed, num_tasks=num_tasks)
+    return tuple(pool)
 
 
 def _make_scorer() -> Game24Scorer:

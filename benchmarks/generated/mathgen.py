@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from agentflow_env.error import ConfigError
 from agentflow_env.scoring.commitment import read_commitment
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
-from benchmarks.generated.common import GeneratedTasks, check_split, split_of
+from benchmarks.generated.common import GeneratedTasks, built_once, check_split, split_of
 from benchmarks.specs import BenchmarkSpec
 
 __all__ = [
@@ -359,7 +358,7 @@ def _pow_parse(text: str) -> Params | None:
     return {"power": int(m.group(1)), "n": int(m.group(2))} if m else None
 
 
-@lru_cache(maxsize=8)
+@built_once(maxsize=8)
 def _power_sum_formula(power: int) -> Any:
     """sympy's closed form of 1^p + ... + N^p, a polynomial in the symbol ``n`` (so large N cost nothing)."""
     import sympy

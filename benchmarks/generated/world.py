@@ -16,7 +16,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any, cast
 
 import numpy as np
@@ -26,7 +25,7 @@ from agentflow_env.scoring.commitment import FILLER_WORDS, read_commitment
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
-from benchmarks.generated.common import SPLITS, _stable_int, check_split
+from benchmarks.generated.common import SPLITS, _stable_int, built_once, check_split
 
 __all__ = [
     "ATTRIBUTES",
@@ -338,7 +337,7 @@ def build_world(seed: int = 0, world_size: int = 300, distractors: int = 2, spli
     return _build_world(int(seed), int(world_size), int(distractors), part)
 
 
-@lru_cache(maxsize=16)
+@built_once(maxsize=16)
 def _build_world(seed: int, world_size: int, distractors: int, split: str | None) -> World:
     keys = [_stable_int("gen-world"), seed, world_size, distractors]
     rng = np.random.default_rng(keys if split is None else [*keys, 1 + SPLITS.index(split)])
@@ -469,7 +468,7 @@ def world_index(seed: int = 0, world_size: int = 300, distractors: int = 2, spli
     return _world_index(int(seed), int(world_size), int(distractors), None if split is None else check_split(split))
 
 
-@lru_cache(maxsize=16)
+@built_once(maxsize=16)
 def _world_index(seed: int, world_size: int, distractors: int, split: str | None) -> Any:
     from agentflow_env.tools.search import BM25Index
 

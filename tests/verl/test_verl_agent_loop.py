@@ -170,3 +170,35 @@ def test_shipped_config_composes_with_the_paper_hyperparameters_and_reads_our_pa
     item = RLHFDataset(data_files=[str(path)], tokenizer=tokenizer, config=cfg.data)[0]
     assert item["agent_name"] == AGENT_NAME
     assert item["extra_info"]["env_id"] == ENV_ID and item["raw_prompt"][0]["role"] == "user"
+
+
+class ForcedServer:
+    """Stand-in server that answers with fixed texts: a Hermes calculator call, then the answer."""
+
+    def __init__(self, tokenizer, replies):
+        self.tokenizer, self.replies, self.requests = tokenizer, list(replies), []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **_):
+        self.requests.append(list(prompt_ids))
+        ids = self.tokenizer(self.replies.pop(0), add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
+
+
+def test_tool_calling_trajectory_is_the_envs_chat(planner):
+    """extra_info tool_calling: the env's own chat rendered with its tool schemas, as verl's ToolAgentLoop does;
+    the model's Hermes call is trained, the tool result masked, and the next request continues token for token."""
+    (row,) = verl_rows(
+        ENV_ID, split="test", num_tasks=1, env_kwargs={"max_turns": 3}, emit="trajectory", tool_calling=True
+    )
+    call = '<tool_call>{"name": "Calculator_Tool", "arguments": {"command": "6*4"}}</tool_call>'
+    server = ForcedServer(planner.tokenizer, [call, "24"])
+    loop = _loop(server, planner.tokenizer)
+    loop.response_length = 400
+    out = asyncio.run(loop.run({"temperature": 0.0}, **row))
+    assert out.extra_fields["planner_turns"] == 2
+    reply = planner.tokenizer.decode([t for t, m in zip(out.response_ids, out.response_mask) if m == 0])
+    assert "<tool_response>" in reply and "24" in reply
+    assert '"Calculator_Tool"' in planner.tokenizer.decode(out.prompt_ids)  # the tools are in the prompt
+    k = out.response_mask.index(0)
+    end = k + out.response_mask[k:].index(1)
+    assert server.requests[1] == out.prompt_ids + out.response_ids[:end]

@@ -1,0 +1,208 @@
+"""Running the executor's command blocks without ``exec``: a small evaluator over the forms AgentFlow's executor
+writes, with the tool bound as ``tool``.
+
+AgentFlow ``exec()``s each block in a fresh namespace ``{"tool": tool}`` and keeps the block's final value of
+``execution``. This evaluator does the same for what its prompt elicits: assignments (also to several names
+or a tuple), ``+=``, literals (strings, numbers, lists, tuples, dicts, sets), names bound earlier in the block,
+string concatenation and repetition, f-strings with conversions and format specs, ``str.format`` and a few
+other string methods, indexing, a handful of pure builtins (``str``, ``int``, ``float``, ``len``, ``list``,
+``round``, ``min``, ``max``, ``sum``, ``abs``, ``sorted``), ``print(...)`` (ignored), comments, and any number
+of ``tool.execute(...)`` calls. A name not bound raises :class:`NameError` with Python's message, as ``exec``
+would. Anything else (imports, loops, attribute access outside the tool and string methods, other calls) is
+a :class:`CommandError` saying which statement: model-written code is never run in-process.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["CommandError", "run_block"]
+
+MAX_TEXT = 1_000_000  # the largest string or list a block may build (``"x" * 10**12`` is refused)
+
+
+class CommandError(ValueError):
+    """A command form the evaluator does not run (it is not something AgentFlow's executor writes)."""
+
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "len": len,
+    "list": list,
+    "round": round,
+    "min": min,
+    "max": max,
+    "sum": sum,
+    "abs": abs,
+    "sorted": sorted,
+}
+_STR_METHODS = {"format", "join", "strip", "lstrip", "rstrip", "lower", "upper", "title", "replace", "split"}
+_PLAIN = (str, int, float, bool, type(None), list, tuple, dict, set)
+
+
+def _size_checked(value: Any) -> Any:
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_TEXT:
+        raise CommandError(f"the command builds a value of {len(value):,} items (over {MAX_TEXT:,})")
+    return value
+
+
+class _Block:
+    def __init__(self, execute: Callable[..., Any]):
+        self.execute = execute
+        self.names: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ statements
+    def run(self, tree: ast.Module) -> None:
+        for stmt in tree.body:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Assign):
+            value = self.expr(stmt.value)
+            for target in stmt.targets:
+                self.bind(target, value)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            op = _BINOPS.get(type(stmt.op))
+            if op is None:
+                raise CommandError(f"unsupported operator in {ast.unparse(stmt)[:80]!r}")
+            self.names[stmt.target.id] = _size_checked(op(self.name(stmt.target.id), self.expr(stmt.value)))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            self.bind(stmt.target, self.expr(stmt.value))
+        elif isinstance(stmt, ast.Expr):
+            call = stmt.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+                for arg in call.args:  # arguments are evaluated (a bad name fails as in Python); nothing printed
+                    self.expr(arg)
+                return
+            if isinstance(call, ast.Constant):  # a docstring-like string on its own line
+                return
+            self.expr(call)
+        elif isinstance(stmt, ast.Pass):
+            return
+        else:
+            raise CommandError(f"unsupported statement {ast.unparse(stmt).splitlines()[0][:80]!r}")
+
+    def bind(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.names[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(t, ast.Starred) for t in target.elts):
+            items = list(value)
+            if len(items) != len(target.elts):
+                raise ValueError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
+            for sub, item in zip(target.elts, items):
+                self.bind(sub, item)
+        else:
+            raise CommandError(f"unsupported assignment target {ast.unparse(target)[:80]!r}")
+
+    # ------------------------------------------------------------------ expressions
+    def name(self, name: str) -> Any:
+        if name in self.names:
+            return self.names[name]
+        if name == "tool":
+            raise CommandError("the tool itself is only called (tool.execute(...)), not used as a value")
+        raise NameError(f"name {name!r} is not defined")
+
+    def expr(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.JoinedStr):
+            return _size_checked("".join(self.fstring_part(v) for v in node.values))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            items = [self.expr(e) for e in node.elts]
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+        if isinstance(node, ast.Dict) and None not in node.keys:
+            return {self.expr(k): self.expr(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            left, right = self.expr(node.left), self.expr(node.right)
+            if isinstance(node.op, ast.Mult) and isinstance(left, (str, list, tuple)) and isinstance(right, int):
+                _size_checked(range(len(left) * max(right, 0)))  # refuse before building it
+            if isinstance(node.op, ast.Mult) and isinstance(right, (str, list, tuple)) and isinstance(left, int):
+                _size_checked(range(len(right) * max(left, 0)))
+            return _size_checked(_BINOPS[type(node.op)](left, right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](self.expr(node.operand))
+        if isinstance(node, ast.Subscript):
+            return self.expr(node.value)[self.index(node.slice)]
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise CommandError(f"unsupported expression {ast.unparse(node)[:80]!r}")
+
+    def index(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return slice(*(None if p is None else self.expr(p) for p in parts))
+        return self.expr(node)
+
+    def fstring_part(self, node: ast.expr) -> str:
+        if isinstance(node, ast.Constant):
+            return str(node.value)
+        if not isinstance(node, ast.FormattedValue):
+            raise CommandError(f"unsupported f-string part {ast.unparse(node)[:80]!r}")
+        value = self.expr(node.value)
+        if node.conversion == ord("r"):
+            value = repr(value)
+        elif node.conversion == ord("s"):
+            value = str(value)
+        elif node.conversion == ord("a"):
+            value = ascii(value)
+        spec = "" if node.format_spec is None else self.expr(node.format_spec)
+        return format(value, spec)
+
+    def call(self, node: ast.Call) -> Any:
+        args = self.arguments(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "tool":
+            if func.attr != "execute":
+                raise CommandError(f"only tool.execute(...) is run, not tool.{func.attr}(...)")
+            return self.execute(*args[0], **args[1])
+        if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in self.names:
+            return _size_checked(_BUILTINS[func.id](*args[0], **args[1]))
+        if isinstance(func, ast.Attribute) and func.attr in _STR_METHODS:
+            owner = self.expr(func.value)
+            if isinstance(owner, str) and all(isinstance(a, _PLAIN) for a in (*args[0], *args[1].values())):
+                return _size_checked(getattr(owner, func.attr)(*args[0], **args[1]))
+        raise CommandError(f"unsupported call {ast.unparse(node)[:80]!r}: only tool.execute(...) and plain builtins")
+
+    def arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.expr(a.value))
+            else:
+                args.append(self.expr(a))
+        kwargs: dict[str, Any] = {}
+        for k in node.keywords:
+            if k.arg is None:
+                kwargs.update(self.expr(k.value))
+            else:
+                kwargs[k.arg] = self.expr(k.value)
+        return args, kwargs
+
+
+def run_block(block: str, execute: Callable[..., Any]) -> Any:
+    """The value ``execution`` holds after the block, as ``exec(block, {}, {"tool": tool})`` would leave it;
+    ``execute`` is called for each ``tool.execute(...)``. ``None`` when the block never sets ``execution``.
+
+    Raises what the block raises (``NameError`` for an unbound name, the tool's own exceptions, ``SyntaxError``
+    for a block that does not parse) and :class:`CommandError` for forms outside the evaluator.
+    """
+    tree = ast.parse(block, filename="<string>")  # exec's file name: the same SyntaxError text
+    runner = _Block(execute)
+    runner.run(tree)
+    return runner.names.get("execution")

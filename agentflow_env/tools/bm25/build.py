@@ -1,0 +1,213 @@
+"""The streaming index builder: two passes over the corpus, postings spooled to disk, never all in memory."""
+
+from __future__ import annotations
+
+import array
+import json
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentflow_env.error import DataError
+from agentflow_env.tools.bm25.check import (
+    DATA_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    INDEX_FILES,
+    INDICES_FILE,
+    INDPTR_FILE,
+    META_FILE,
+    OFFSETS_FILE,
+    PARAMS_FILE,
+    PASSAGES_FILE,
+    VOCAB_FILE,
+    file_checksums,
+    settings_checksum,
+)
+from agentflow_env.tools.bm25.corpus import _as_text, _PassageStore
+from agentflow_env.tools.bm25.index import BM25Index
+from agentflow_env.tools.bm25.tokenize import _Tokenizer
+
+# --------------------------------------------------------------------------------------------- streaming builder
+
+
+@dataclass
+class _Spool:
+    """Per-chunk postings (doc, term, tf), sorted by term then doc; in memory or as .npy files in ``folder``."""
+
+    folder: Path | None
+    chunks: list[Any] = field(default_factory=list)
+
+    def add(self, docs: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> None:
+        if self.folder is None:
+            self.chunks.append((docs, terms, tfs))
+            return
+        stem = self.folder / f"chunk{len(self.chunks):06d}.npz"
+        np.savez(stem, docs=docs, terms=terms, tfs=tfs)
+        self.chunks.append(stem)
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for chunk in self.chunks:
+            if isinstance(chunk, Path):
+                with np.load(chunk) as z:
+                    yield z["docs"], z["terms"], z["tfs"]
+            else:
+                yield chunk
+
+
+class _IndexWriter:
+    """Builds the BM25 score matrix in two passes without holding the corpus.
+
+    Pass 1 tokenizes chunk by chunk, spooling each chunk's postings and writing passages out; pass 2 turns the
+    spool into the term-major (CSC) score matrix once document frequencies and the mean length are known.
+    """
+
+    def __init__(self, out_dir: Path | None, *, k1: float, b: float, stopwords: bool, stem: bool):
+        self.out_dir = out_dir
+        self.k1, self.b = k1, b
+        self.tokenizer = _Tokenizer(stopwords, stem)
+        self.settings = {"stopwords": stopwords, "stem": stem}
+        self.vocab: dict[str, int] = {}
+        self.df = np.zeros(1 << 12, dtype=np.int64)
+        self.doc_lens: list[np.ndarray] = []
+        self.n_docs = 0
+        self._tmp = tempfile.mkdtemp(prefix="bm25spool-", dir=out_dir) if out_dir is not None else None
+        self.spool = _Spool(Path(self._tmp) if self._tmp else None)
+        self.records: list[dict[str, str]] = []
+        self._offsets = array.array("q", [0])  # 8 bytes a passage, not a Python int each
+        self._fh = open(out_dir / PASSAGES_FILE, "wb") if out_dir is not None else None
+
+    def add_chunk(self, passages: Sequence[dict[str, Any]]) -> None:
+        vocab, tok = self.vocab, self.tokenizer
+        flat: list[int] = []
+        lens = np.empty(len(passages), dtype=np.int64)
+        for i, p in enumerate(passages):
+            rec = self._record(p, self.n_docs + i)
+            ids = [vocab.setdefault(t, len(vocab)) for t in tok(f"{rec['title']} {rec['text']}")]
+            flat.extend(ids)
+            lens[i] = len(ids)
+            self._keep(rec)
+        n_vocab = max(len(vocab), 1)
+        local = np.repeat(np.arange(len(passages), dtype=np.int64), lens)
+        keys, tfs = np.unique(local * n_vocab + np.asarray(flat, dtype=np.int64), return_counts=True)
+        docs, terms = np.divmod(keys, n_vocab)
+        order = np.argsort(terms, kind="stable")  # term-major, docs stay ascending within a term
+        if len(self.df) < n_vocab:
+            self.df = np.concatenate([self.df, np.zeros(max(n_vocab, 2 * len(self.df)) - len(self.df), np.int64)])
+        self.df[:n_vocab] += np.bincount(terms, minlength=n_vocab)
+        self.spool.add(
+            (docs[order] + self.n_docs).astype(np.int32), terms[order].astype(np.int32), tfs[order].astype(np.float32)
+        )
+        self.doc_lens.append(lens.astype(np.int32))
+        self.n_docs += len(passages)
+
+    def _record(self, p: dict[str, Any], row: int) -> dict[str, str]:
+        if not isinstance(p, dict) or "text" not in p:
+            raise DataError(f"passage {row} must be a dict with 'text' (and 'title'); got {type(p).__name__}")
+        pid = p.get("id")
+        return {
+            "id": str(row) if pid is None else str(pid),
+            "title": _as_text(p.get("title")),
+            "text": _as_text(p["text"]),
+        }
+
+    def _keep(self, rec: dict[str, str]) -> None:
+        if self._fh is None:
+            self.records.append(rec)
+        else:
+            self._fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
+            self._offsets.append(self._fh.tell())
+
+    def finish(self) -> BM25Index:
+        try:
+            return self._finish()
+        finally:
+            self.cleanup()
+
+    def cleanup(self) -> None:
+        """Close the passages file and delete the spool (after the build, or when it failed)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def _alloc(self, name: str, dtype: Any, n: int) -> np.ndarray:
+        if self.out_dir is None:
+            return np.zeros(n, dtype=dtype)
+        return np.lib.format.open_memmap(self.out_dir / name, mode="w+", dtype=dtype, shape=(n,))
+
+    def _finish(self) -> BM25Index:
+        if self.n_docs == 0:
+            raise DataError("the corpus is empty: give at least one passage with 'title' and 'text'")
+        n_vocab = len(self.vocab)
+        df = self.df[:n_vocab]
+        doc_lens = np.concatenate(self.doc_lens).astype(np.float32)
+        avgdl = max(float(doc_lens.mean()), 1e-9)
+        idf = np.log1p((self.n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)  # Lucene's idf
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        data = self._alloc(DATA_FILE, np.float32, int(indptr[-1]))
+        indices = self._alloc(INDICES_FILE, np.int32, int(indptr[-1]))
+        cursor = indptr[:-1].copy()
+        norm = (self.k1 * (1 - self.b + self.b * doc_lens / avgdl)).astype(np.float32)
+        for docs, terms, tfs in self.spool:
+            if len(terms) == 0:
+                continue
+            uniq, starts, counts = np.unique(terms, return_index=True, return_counts=True)
+            pos = cursor[terms] + (np.arange(len(terms)) - np.repeat(starts, counts))
+            data[pos] = idf[terms] * tfs / (tfs + norm[docs])
+            indices[pos] = docs
+            cursor[uniq] += counts
+        params = {"k1": self.k1, "b": self.b, "n_docs": self.n_docs, "avgdl": avgdl, **self.settings}
+        if self.out_dir is None:
+            return BM25Index(data, indices, indptr, self.vocab, _PassageStore(self.records), params)
+        np.save(self.out_dir / INDPTR_FILE, indptr)
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        for arr in (data, indices):
+            if isinstance(arr, np.memmap):
+                arr.flush()
+        np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
+        del data, indices
+        _write_meta(self.out_dir, self.vocab, params)
+        return BM25Index.load(self.out_dir, mmap=True)
+
+
+def _write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None:
+    """Write the vocabulary, bm25s's params and our metadata, with the checksum of every file of the folder."""
+    with open(out / VOCAB_FILE, "w", encoding="utf-8") as fh:
+        json.dump(vocab, fh, ensure_ascii=False)
+    bm25s_params = {
+        "k1": params["k1"],
+        "b": params["b"],
+        "delta": 0.5,
+        "method": "lucene",
+        "idf_method": "lucene",
+        "dtype": "float32",
+        "int_dtype": "int32",
+        "num_docs": params["n_docs"],
+        "backend": "numba",
+    }
+    (out / PARAMS_FILE).write_text(json.dumps(bm25s_params, indent=2))
+    meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, **params}
+    meta["checksums"] = {"files": file_checksums(out, list(INDEX_FILES)), "settings": settings_checksum(meta)}
+    (out / META_FILE).write_text(json.dumps(meta, indent=2))
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

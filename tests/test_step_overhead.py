@@ -1,0 +1,82 @@
+"""What the tool turn's fast paths must keep: the same memory text, trajectory and infos as before."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from agentflow_env import AgentFlowEnv, Task
+from agentflow_env.memory import Memory
+from agentflow_env.tools.base import BaseTool
+from agentflow_env.types import MemoryStep, ToolResult
+
+
+class Echo(BaseTool):
+    name = "Echo_Tool"
+    description = "Echoes its input."
+    input_spec = "text"
+    examples = ("hi",)
+
+    def _run(self, command: str, timeout: float) -> ToolResult:
+        return ToolResult(text=command * 3)
+
+
+def test_memory_rendered_step_by_step_equals_a_fresh_rendering():
+    rng = random.Random(0)
+    for budget in (300, 2000, 8000):
+        grown = Memory()
+        for turn in range(1, 40):
+            step = MemoryStep(turn=turn, tool="T", sub_goal="s", command="c", result="r" * rng.randint(0, 400))
+            grown.add(step)
+            text = grown.render(budget)
+            assert text == Memory(grown.steps).render(budget)
+            assert len(text) <= budget or turn == 1
+
+
+def _untimed(value):
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, (list, tuple)):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _episode(env: AgentFlowEnv, actions: list[str]) -> list:
+    out = [json.dumps(env.reset(seed=3), sort_keys=True, default=str)]
+    for action in actions:
+        obs, reward, term, trunc, info = env.step(action)
+        out.append(json.dumps(_untimed([obs, reward, term, trunc, info]), sort_keys=True, default=str))
+        if term or trunc:
+            break
+    return out
+
+
+def test_trajectory_is_built_once_and_matches_the_turns():
+    env = AgentFlowEnv([Task(id="q", question="Q?", answer="x")], lambda p, t: float(p == t.answer), [Echo()])
+    env.reset(seed=0)
+    env.step("Tool Name: Echo_Tool\nCommand: a")
+    env.step("Tool Name: echo tool\nCommand: b")  # a loose spelling still finds the tool
+    env.step("Tool Name: Nope\nCommand: c")
+    first = list(env._trajectory)
+    assert [t["tool"] for t in first] == ["Echo_Tool", "Echo_Tool", None]
+    assert first[1]["parsed"]["command"] == "b" and first[2]["error"].startswith("unknown tool")
+    assert env._trajectory[0] is first[0]  # built once
+    *_, info = env.step("Final Answer: x")
+    assert info["score"] == 1.0 and [t["turn"] for t in info["trajectory"]] == [1, 2, 3, 4]
+    assert info["trajectory"][:3] == first
+
+
+def test_two_envs_play_identical_episodes_and_infos_do_not_share_mutable_state():
+    actions = ["Tool Name: Echo_Tool\nCommand: a", "junk", "Tool Name: Echo_Tool\nCommand:  a ", "Final Answer: x"]
+    make = lambda: AgentFlowEnv(  # noqa: E731
+        [Task(id="q", question="Q?", answer="x")], lambda p, t: float(p == t.answer), [Echo()], max_turns=5
+    )
+    a, b = make(), make()
+    assert _episode(a, actions) == _episode(b, actions)
+    a.reset(seed=0)
+    *_, info1 = a.step(actions[0])
+    *_, info2 = a.step(actions[2])
+    assert info2["turn_signals"]["repeated_call"] and not info1["turn_signals"]["repeated_call"]
+    assert len(info1["memory_steps"]) == 1 and len(info2["memory_steps"]) == 2
+    info1["tool_names"].append("x")
+    assert a._info()["tool_names"] == ["Echo_Tool"]
