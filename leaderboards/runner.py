@@ -40,6 +40,7 @@ from leaderboards.store import (
     lock_run_dir,
     read_tasks,
     run_name_for,
+    validate_run_name,
     write_json_atomic,
 )
 
@@ -76,7 +77,10 @@ class EvalConfig:
 
     @property
     def run_name(self) -> str:
-        return self.name or run_name_for(self.policy) + ("-fast" if self.fast else "")
+        """The run's folder name under ``out/<protocol>/``: ``name`` (checked) or one made from the policy spec."""
+        if self.name is None:
+            return run_name_for(self.policy) + ("-fast" if self.fast else "")
+        return validate_run_name(self.name)
 
 
 def _now() -> str:
@@ -397,6 +401,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
         raise ConfigError(f"concurrency must be at least 1, got {config.concurrency}")
     if config.batch_window_s < 0:
         raise ConfigError(f"batch_window_s must be >= 0 seconds, got {config.batch_window_s}")
+    config.run_name  # noqa: B018  (a bad --name fails before anything is loaded or written)
     plan = plan_run(config)
     policies = _policies(config, plan)  # a bad spec fails before anything is written
     config = dataclasses.replace(config, concurrency=config.concurrency or default_concurrency(plan, policies))

@@ -44,6 +44,7 @@ __all__ = [
     "read_tasks",
     "read_trajectory",
     "run_name_for",
+    "validate_run_name",
     "write_json_atomic",
 ]
 
@@ -412,6 +413,22 @@ def git_state(path: Path | None = None) -> tuple[str | None, bool | None]:
     except (OSError, subprocess.SubprocessError):
         return None, None
     return commit or None, bool(status.strip())
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+
+
+def validate_run_name(name: Any) -> str:
+    """``name`` if it is a safe run folder name (letters, digits, ``.``, ``_``, ``-``; at most 80; not starting
+    with ``.`` or ``-``), else a ``ConfigError`` saying so: it becomes a path, so ``../x``, ``/abs`` or ``a/b``
+    would write outside the results folder."""
+    if not isinstance(name, str) or not _RUN_NAME.fullmatch(name) or name.endswith((".lock", ".tmp")):
+        shown = repr(name)[:100]
+        raise ConfigError(
+            f"run name {shown} is not allowed: use 1-80 letters, digits, '.', '_' or '-', starting with a letter "
+            f"or digit (no '/', no '..'), e.g. tiny-lm-sft"
+        )
+    return name
 
 
 def run_name_for(policy: str) -> str:
