@@ -69,6 +69,29 @@ class TaskEnv(gym.Env[dict, str]):
         self.task: Task | None = None
         self.turn = 0
         self.clock = EpisodeClock()  # the episode's own time (a runner pauses it while the episode waits)
+        self._seeded: tuple[int, Any, dict[str, Any], int | None] | None = None  # see ``reset``
+
+    # ------------------------------------------------------------------ seeding
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        """``gym.Env.reset``'s seeding, without rebuilding the generator when the seed repeats.
+
+        Seeding builds a new numpy generator (a ``SeedSequence`` hash, tens of microseconds, more than a
+        whole tool turn). When ``seed`` is the last integer seed and ``np_random`` is still the generator
+        it gave, that generator is put back into the state it had right after seeding instead: the same
+        draws follow, for a fraction of the cost. Subclasses call ``super().reset(seed=seed)`` first.
+        """
+        if seed is None:
+            return None
+        seeded = self._seeded
+        if seeded is not None and type(seed) is int and seed == seeded[0] and self._np_random is seeded[1]:
+            seeded[1].bit_generator.state = seeded[2]
+            self._np_random_seed = seeded[3]
+            return None
+        super().reset(seed=seed)
+        generator = self._np_random
+        if type(seed) is int and generator is not None:
+            self._seeded = (seed, generator, generator.bit_generator.state, self._np_random_seed)
+        return None
 
     # ------------------------------------------------------------------ task choice
     def _choose_task(self, options: dict[str, Any]) -> Task:

@@ -115,10 +115,12 @@ class PaperConfig(FlowLimits):
     toolbox: str = "as_coded"
     sampling: str = "as_coded"
     tool_backends: str = "offline"  # "online": Gemini grounding, MediaWiki + page selection, URL fetch + RAG
+    reading: str = "as_coded"  # how module prompts show tool text and the verdict is read (PaperFlowEnv)
 
     flow: ClassVar[str] = "paper"
     TOOLBOX_PRESETS: ClassVar[tuple[str, ...]] = ("as_coded", "as_stated")
     TOOL_BACKENDS: ClassVar[tuple[str, ...]] = ("offline", "online")
+    READING_PRESETS: ClassVar[tuple[str, ...]] = ("as_coded", "hardened")
 
     def __post_init__(self) -> None:
         if self.engine is None:
@@ -127,6 +129,8 @@ class PaperConfig(FlowLimits):
             raise ConfigError(f"toolbox={self.toolbox!r}; choose one of {', '.join(self.TOOLBOX_PRESETS)}")
         if self.tool_backends not in self.TOOL_BACKENDS:
             raise ConfigError(f"tool_backends={self.tool_backends!r}; choose one of {', '.join(self.TOOL_BACKENDS)}")
+        if self.reading not in self.READING_PRESETS:
+            raise ConfigError(f"reading={self.reading!r}; choose one of {', '.join(self.READING_PRESETS)}")
         super().__post_init__()
 
 

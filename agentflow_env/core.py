@@ -18,7 +18,7 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn_rewards import TurnSignals
-from agentflow_env.types import MemoryStep, Task, TaskSource, ToolResult, TurnRecord
+from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
 
@@ -144,10 +144,10 @@ class AgentFlowEnv(TaskEnv):
         self.tool_calling = False
         self.memory = Memory()
         # the turns of this episode; their dicts are built only when asked for (``_trajectory``, the final info)
-        self._records: list[tuple[TurnRecord, ParsedAction]] = []
+        # (turn, action, parsed, tool, command, result, seconds, error, verifier) per turn
+        self._records: list[tuple[Any, ...]] = []
         self._record_dicts: list[dict[str, Any]] = []
         self._done = True
-        self._memory_cache: tuple[int, str] = (-1, "")
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
         self._rule_verifier = type(self._verifier) is RuleVerifier
         self._direct_executor = type(self._executor) is DirectExecutor
@@ -157,7 +157,6 @@ class AgentFlowEnv(TaskEnv):
         super().reset(seed=seed)
         self.task = self._choose_task(options or {})
         self.memory.clear()
-        self._memory_cache = (-1, "")
         self.turn = 0
         self._records = []
         self._record_dicts = []
@@ -170,13 +169,13 @@ class AgentFlowEnv(TaskEnv):
         return self._observation(), self._info()
 
     def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
-        if self.task is None or self._done:
+        if self._done or self.task is None:
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
         started = time.perf_counter()
-        self.turn += 1
-        rejected = None
+        self.turn = turn = self.turn + 1
+        rejected = verifier_note = None
         call: ToolCallAction | None = None
-        action_text = _action_text(action)
+        action_text = action if type(action) is str else _action_text(action)
         if isinstance(action, (str, dict)) and len(action_text) > self.max_action_chars:
             rejected = (
                 f"the action is {len(action_text):,} characters long, over the limit of {self.max_action_chars:,} "
@@ -184,51 +183,49 @@ class AgentFlowEnv(TaskEnv):
             )
             parsed = ParsedAction(problems=[rejected])
         else:
-            read = read_tool_action(action, self.turn, self._tool_mode, self._find_tool) if action_text else None
+            # a str without "{" or "<" is neither a message nor a hermes call: read_tool_action's None, without the call
+            maybe_call = action_text and (self._tool_mode or type(action) is not str or "{" in action or "<" in action)
+            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if maybe_call else None
             if read is not None:
                 call, parsed = read
                 self._tool_mode = True
             else:
                 parsed = parse_action(action)
-        verifier_note = None
-        record = TurnRecord(
-            turn=self.turn,
-            action=shorten(action_text, self.max_action_chars),
-            parsed={},  # filled from ``parsed`` when the trajectory is read
-            tool=None,
-            command=None,
-            result=None,
-            seconds=0.0,
-        )
         terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
-        if parsed.is_final:
+        verifier: str | None = None
+        is_final = parsed.is_final
+        if is_final:
             answer = parsed.final_answer
             terminated = True
+            tool = command = result = error = None
         else:
-            self._run_tool(parsed, record)
+            tool, command, result, error = self._run_tool(parsed)
             out_of_time = self._time_left() <= 0
             if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
-                record.verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
+                verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
             else:
-                verdict = self._verifier.verify(self.task.question, self._memory_text(), self.turn)
-                record.verifier = "STOP" if verdict == "STOP" else "CONTINUE"
+                verdict = self._verifier.verify(self.task.question, self._memory_text(), turn)
+                verifier = "STOP" if verdict == "STOP" else "CONTINUE"
                 terminated = verdict == "STOP"
                 out_of_time = self._time_left() <= 0  # the verifier's own time counts
-            verifier_note = getattr(self._verifier, "last_note", None) if record.verifier else None
-        signals = self._signals.observe(record, parsed.is_final)
+                verifier_note = getattr(self._verifier, "last_note", None) if verifier else None
+        signals = self._signals.observe_turn(tool, command, result, error, verifier, is_final)
         if not terminated:
-            if self.turn >= self.max_turns:
+            if turn >= self.max_turns:
                 truncated = True
             elif out_of_time:
                 truncated = True
-                record.error = (record.error or "") + " (time budget exhausted)"
-        record.seconds = time.perf_counter() - started
-        self._records.append((record, parsed))
-        self._add_messages(action_text, call, parsed, record)
-        reward = self._signals.shaping(signals)  # 0.0 unless turn_rewards= asks for penalties
+                error = (error or "") + " (time budget exhausted)"
+        # the turn's record; its dict (TurnRecord.to_dict) is built only when the trajectory is read
+        kept = action_text if len(action_text) <= self.max_action_chars else shorten(action_text, self.max_action_chars)
+        self._records.append(
+            (turn, kept, parsed, tool, command, result, time.perf_counter() - started, error, verifier)
+        )
+        self._add_messages(action_text, call, parsed, result, error)
+        reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)  # penalties are opt-in
         info = self._info()
         info["turn_signals"] = signals
         if rejected:
@@ -250,67 +247,48 @@ class AgentFlowEnv(TaskEnv):
         return text
 
     # ------------------------------------------------------------------ internals
-    def _run_tool(self, parsed: ParsedAction, record: TurnRecord) -> None:
+    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None]:
+        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)``."""
         assert self.task is not None
         problem = parsed.problems[0] if parsed.problems else None
         tool = None
         if problem is None:
-            if not parsed.tool_name:
+            name = parsed.tool_name
+            if not name:
                 problem = "the action has no 'Tool Name:' field and no 'Final Answer:'"
             else:
-                tool = self._find_tool(parsed.tool_name)
+                tool = self._find_tool(name)
                 if tool is None:
-                    problem = f"unknown tool {parsed.tool_name[:80]!r}"
+                    problem = f"unknown tool {name[:80]!r}"
         command = None
-        remaining = self._time_left() if problem is None else 0.0
-        if problem is None and remaining <= 0:
-            self._out_of_time(parsed, record)
-            return
+        remaining = 0.0
         if problem is None:
             assert tool is not None
+            remaining = self._time_left()
+            if remaining <= 0:
+                return self._out_of_time(parsed)
             if self._direct_executor:  # the planner's command as it is: no memory rendering, no time taken
-                command, problem = self._executor.command(parsed, tool, self.task.question, "")
+                command = parsed.command
+                if not command.strip():  # the executor says what is missing
+                    command, problem = self._executor.command(parsed, tool, self.task.question, "")
             else:
                 command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
                 remaining = self._time_left()
         if problem is not None or tool is None or command is None:
             message = self._invalid_message(problem or "invalid action")
-            record.error = problem
-            record.result = message
-            self.memory.add(
-                MemoryStep(
-                    turn=self.turn,
-                    tool=None,
-                    sub_goal=parsed.sub_goal[:500],
-                    command="",
-                    result=message,
-                    ok=False,
-                    error=problem,
-                )
-            )
-            return
+            self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
+            return None, None, message, problem
         if remaining <= 0:  # the executor used up the rest
-            self._out_of_time(parsed, record)
-            return
-        timeout = min(self.tool_timeout_s, remaining)
+            return self._out_of_time(parsed)
+        timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
         try:
             result = tool.run(command, timeout)
         except Exception as exc:  # a tool must never crash the episode
             logger.exception("tool %s raised", tool.name)
             result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
-        record.tool, record.command, record.result = tool.name, command, result.text
-        record.error = result.error
-        self.memory.add(
-            MemoryStep(
-                turn=self.turn,
-                tool=tool.name,
-                sub_goal=parsed.sub_goal,
-                command=command,
-                result=result.text,
-                ok=result.ok,
-                error=result.error,
-            )
-        )
+        text, error = result.text, result.error
+        self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
+        return tool.name, command, text, error
 
     def _find_tool(self, name: str) -> Tool | None:
         # an exact name skips normalising; tool names are short, so a long one is unknown without the name cache
@@ -320,40 +298,30 @@ class AgentFlowEnv(TaskEnv):
         return tool
 
     def _add_messages(
-        self, action_text: str, call: ToolCallAction | None, parsed: ParsedAction, record: TurnRecord
+        self, action_text: str, call: ToolCallAction | None, parsed: ParsedAction, result: str | None, error: str | None
     ) -> None:
         """The turn as chat messages: the assistant's, then a ``tool`` reply per call (or a ``user`` note
-        after a text-format action that ran a tool or was invalid)."""
+        after a text-format action that ran a tool or was invalid). ``result``/``error``: the turn record's."""
         if call is None:
             self._messages.append({"role": "assistant", "content": action_text})
-            if not parsed.is_final and record.result is not None:
-                self._messages.append({"role": "user", "content": record.result})
+            if not parsed.is_final and result is not None:
+                self._messages.append({"role": "user", "content": result})
             return
         self._messages.append(call.message())
         for i, item in enumerate(call.calls):
             if i == 0:
-                text = "Final answer received." if parsed.is_final else (record.result or record.error or "")
+                text = "Final answer received." if parsed.is_final else (result or error or "")
             else:
                 text = "Not run: one tool call per turn; call it again in a later turn."
             self._messages.append({"role": "tool", "tool_call_id": item["id"], "content": text})
-        if not call.calls and not parsed.is_final and record.result is not None:
-            self._messages.append({"role": "user", "content": record.result})
+        if not call.calls and not parsed.is_final and result is not None:
+            self._messages.append({"role": "user", "content": result})
 
-    def _out_of_time(self, parsed: ParsedAction, record: TurnRecord) -> None:
+    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str]:
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
-        record.error = problem
-        record.result = f"Not run: {problem}."
-        self.memory.add(
-            MemoryStep(
-                turn=self.turn,
-                tool=None,
-                sub_goal=parsed.sub_goal[:500],
-                command="",
-                result=record.result,
-                ok=False,
-                error=problem,
-            )
-        )
+        message = f"Not run: {problem}."
+        self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
+        return None, None, message, problem
 
     def _invalid_message(self, problem: str) -> str:
         tools = ", ".join(self.tool_names) if self.tool_names else "(none)"
@@ -378,29 +346,25 @@ class AgentFlowEnv(TaskEnv):
     def _trajectory(self) -> list[dict[str, Any]]:
         """This episode's turns as dicts (:meth:`TurnRecord.to_dict`), each built once, on first read."""
         dicts, records = self._record_dicts, self._records
-        for record, parsed in records[len(dicts) :]:
-            record.parsed = parsed.to_dict()
+        for turn, action, parsed, tool, command, result, seconds, error, verifier in records[len(dicts) :]:
+            record = TurnRecord(turn, action, parsed.to_dict(), tool, command, result, seconds, error, verifier)
             dicts.append(record.to_dict())
         return dicts
 
     def _memory_text(self) -> str:
-        # memory only grows within an episode (reset clears the cache), so its length keys the rendering
-        n, text = self._memory_cache
-        if n != len(self.memory.steps):
-            n = len(self.memory.steps)
-            text = self.memory.render(self.memory_budget)
-            self._memory_cache = (n, text)
-        return text
+        return self.memory.text(self.memory_budget)  # rendered once per added step
 
     def _observation(self) -> dict[str, str]:
+        # the question and the tool cards are shared strings; memory and prompt are built once per step
         assert self.task is not None
-        memory = self._memory_text()
-        turns_left = max(self.max_turns - self.turn, 0)
+        memory = self.memory.text(self.memory_budget)
+        question = self.task.question
+        prompt = self._prompt
         return {
-            "question": self.task.question,
+            "question": question,
             "memory": memory,
-            "tools": self._prompt.tools_text,
-            "prompt": self._prompt.render(self.task.question, memory, turns_left),
+            "tools": prompt.tools_text,
+            "prompt": prompt.render(question, memory, self.max_turns - self.turn),
         }
 
     def _info(self) -> dict[str, Any]:

@@ -85,7 +85,9 @@ class Memory:
     """Ordered :class:`MemoryStep` records with a budgeted text rendering."""
 
     def __init__(self, steps: Iterable[MemoryStep] = ()):
-        self.steps: list[MemoryStep] = []
+        self._steps: list[MemoryStep | None] = []  # None: built from its dict when ``steps`` is read
+        self._built = 0  # the steps before this index are built
+        self._results: list[str] = []
         self._headers: list[str] = []
         self._dicts: list[StepDict] = []
         self._full: list[int] = []  # length of each step's block with its whole result
@@ -94,16 +96,29 @@ class Memory:
         # newline after each, so any run of short blocks is measured in O(1)
         self._short_prefix: list[int] = [0]
         self._short_blocks: list[str | None] = []  # each block with its result shortened to _MIN_RESULT
+        self._text: tuple[int, int, str] = (-1, 0, "")  # (steps, budget, text) of the last ``text`` call
         self._joined = ""  # the whole text of the first _joined_n steps, extended while it fits the budget
         self._joined_n = 0
         for step in steps:
             self.add(step)
 
     def __len__(self) -> int:
-        return len(self.steps)
+        return len(self._results)
+
+    @property
+    def steps(self) -> list[MemoryStep]:
+        """The steps, oldest first (read-only: add steps with :meth:`add`)."""
+        steps = self._steps
+        for i in range(self._built, len(steps)):  # only the steps added since the last read
+            if steps[i] is None:
+                steps[i] = MemoryStep(**self._dicts[i])
+        self._built = len(steps)
+        return steps  # type: ignore[return-value]
 
     def clear(self) -> None:
-        self.steps.clear()
+        self._steps.clear()
+        self._built = 0
+        self._results.clear()
         self._headers.clear()
         self._dicts = []  # a new list: infos already handed out keep theirs
         self._full.clear()
@@ -111,16 +126,52 @@ class Memory:
         self._short_prefix = [0]
         self._short_blocks.clear()
         self._joined, self._joined_n = "", 0
+        self._text = (-1, 0, "")
 
     def add(self, step: MemoryStep) -> None:
-        header = _header(step)
+        self._append(step, step.result, _header(step), StepDict(step.to_dict()))
+
+    def add_step(
+        self,
+        turn: int,
+        tool: str | None,
+        sub_goal: str,
+        command: str,
+        result: str,
+        ok: bool = True,
+        error: str | None = None,
+    ) -> None:
+        """``add(MemoryStep(...))`` from the fields, without building the step twice (the env's turn loop)."""
+        header = f"Step {turn}: {tool or 'no tool'}" if ok else f"Step {turn}: {tool or 'no tool'} (failed)"
+        if sub_goal:
+            header = f"{header}\n  Sub-goal: {sub_goal}"
+        if command:
+            header = f"{header}\n  Command: {command}"
         base = len(header) + len(_RESULT_LABEL)
-        self.steps.append(step)
+        self._steps.append(None)
+        self._results.append(result)
         self._headers.append(header)
-        self._dicts.append(StepDict(step.to_dict()))
-        self._full.append(base + len(step.result))
-        self._sum_full += self._full[-1]
-        self._short_prefix.append(self._short_prefix[-1] + base + min(len(step.result), _MIN_RESULT) + 1)
+        self._dicts.append(
+            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
+        )
+        full = base + len(result)
+        self._full.append(full)
+        self._sum_full += full
+        prefix = self._short_prefix
+        prefix.append(prefix[-1] + base + min(len(result), _MIN_RESULT) + 1)
+        self._short_blocks.append(None)
+
+    def _append(self, step: MemoryStep | None, result: str, header: str, as_dict: StepDict) -> None:
+        base = len(header) + len(_RESULT_LABEL)
+        self._steps.append(step)
+        self._results.append(result)
+        self._headers.append(header)
+        self._dicts.append(as_dict)
+        full = base + len(result)
+        self._full.append(full)
+        self._sum_full += full
+        prefix = self._short_prefix
+        prefix.append(prefix[-1] + base + min(len(result), _MIN_RESULT) + 1)
         self._short_blocks.append(None)  # built when a rendering over budget first needs it
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -131,16 +182,34 @@ class Memory:
     def from_list(cls, items: Iterable[dict[str, Any]]) -> Memory:
         return cls(MemoryStep.from_dict(dict(d)) for d in items)
 
+    def text(self, budget: int = 8000) -> str:
+        """:meth:`render`, kept until a step is added (or the budget changes): read it as often as needed."""
+        cached = self._text
+        n = len(self._results)
+        if cached[0] == n and cached[1] == budget:
+            return cached[2]
+        if n and self._joined_n == n - 1 and self._sum_full + n - 1 <= budget:  # render's common case, inlined
+            new = f"{self._headers[n - 1]}{_RESULT_LABEL}{self._results[n - 1]}"
+            text = self._joined = f"{self._joined}\n{new}" if self._joined_n else new
+            self._joined_n = n
+        else:
+            text = self.render(budget)
+        self._text = (n, budget, text)
+        return text
+
     def render(self, budget: int = 8000) -> str:
         """Text of all steps within ``budget`` characters (see the module docstring)."""
-        n = len(self.steps)
+        n = len(self._results)
         if n == 0:
             return "(no steps yet)"
         last = n - 1
         total = self._sum_full + last  # the blocks and the newlines between them
         if total <= budget:  # every step whole: extend the text of the steps already joined
             if self._joined_n != n:
-                new = "\n".join(self._block(i, self.steps[i].result) for i in range(self._joined_n, n))
+                if self._joined_n == n - 1:  # one step more: the common case
+                    new = f"{self._headers[n - 1]}{_RESULT_LABEL}{self._results[n - 1]}"
+                else:
+                    new = "\n".join(self._block(i, self._results[i]) for i in range(self._joined_n, n))
                 self._joined = f"{self._joined}\n{new}" if self._joined_n else new
                 self._joined_n = n
             return self._joined
@@ -150,7 +219,7 @@ class Memory:
             blocks = []
             excess = total - budget
             for i in range(n):
-                result = self.steps[i].result
+                result = self._results[i]
                 if excess > 0 and i < last:
                     limit = max(len(result) - excess, _MIN_RESULT)
                     if limit < len(result):
@@ -174,7 +243,7 @@ class Memory:
                 low = middle + 1
         folded = low if last else 0
         total = size(folded) if folded else newest
-        result = self.steps[last].result
+        result = self._results[last]
         if total > budget:
             # 3. then shorten the newest result itself
             result = shorten(result, max(len(result) - (total - budget), 0))
@@ -188,7 +257,7 @@ class Memory:
     def _short_block(self, index: int) -> str:
         block = self._short_blocks[index]
         if block is None:
-            block = f"{self._headers[index]}{_RESULT_LABEL}{shorten(self.steps[index].result, _MIN_RESULT)}"
+            block = f"{self._headers[index]}{_RESULT_LABEL}{shorten(self._results[index], _MIN_RESULT)}"
             self._short_blocks[index] = block
         return block
 

@@ -94,7 +94,7 @@ _ANSWER_CLOSE_RE = re.compile("</answer>", re.IGNORECASE)
 _MAX_JSON_CHARS = 200_000
 
 
-@dataclass
+@dataclass(slots=True)
 class ParsedAction:
     """The fields found in one planner action, plus what was wrong with it."""
 
@@ -287,8 +287,54 @@ def _last_answer_tag(action: str) -> str | None:
     return None if found is None else action[found[0] : found[1]]
 
 
+# The fast path: the canonical action exactly as the prompt asks for it, every field on its own line, each
+# value already clean (no surrounding whitespace, no emphasis or fence to take off, not empty). On such an
+# action the tolerant parser below finds exactly these five headers (a header starts a line, and no value
+# holds a newline) and ``_clean_value`` changes nothing, so one match gives the same fields. Anything else
+# (another order or spelling, markdown, multi-line values, JSON, an ``<answer>`` tag, NUL) takes the
+# tolerant path; tests/test_parser.py pins the two paths' equality on a corpus of actions.
+# a clean value: starts with neither whitespace nor emphasis (the header would take it), ends with neither
+# whitespace nor emphasis (``_clean_value`` would take it off); the lookbehind checks the last character only
+_VALUE = r"([^\s*_`][^\n]*)(?<![\s*`])"
+_CANONICAL_RE = re.compile(
+    rf"Justification: {_VALUE}\nContext: {_VALUE}\nSub-Goal: {_VALUE}\nTool Name: {_VALUE}\nCommand: {_VALUE}\n?"
+)
+_CANONICAL_FINAL_RE = re.compile(rf"Final Answer: {_VALUE}\n?")
+
+
+def _parse_canonical(action: str) -> ParsedAction | None:
+    """The fields of a canonical action (see ``_CANONICAL_RE``), or ``None`` for the tolerant parser."""
+    if "{" in action or "\x00" in action:
+        return None  # a JSON object may win; NUL is dropped first
+    match = _CANONICAL_RE.fullmatch(action)
+    if match is not None:
+        if "<" in action and _last_answer_tag(action) is not None:
+            return None  # an <answer> tag in a tool action is a final answer
+        justification, context, sub_goal, tool_name, command = match.groups()
+        return ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", [])
+    match = _CANONICAL_FINAL_RE.fullmatch(action)
+    if match is not None:
+        return ParsedAction(final_answer=match.group(1), format="text")
+    return None
+
+
 def parse_action(action: Any) -> ParsedAction:
     """Parse one planner action; never raises. Non-strings are reported as a problem."""
+    if type(action) is str and "{" not in action and "\x00" not in action:  # the fast path, _parse_canonical inlined
+        match = _CANONICAL_RE.fullmatch(action)
+        if match is not None:
+            if "<" not in action or _last_answer_tag(action) is None:
+                justification, context, sub_goal, tool_name, command = match.groups()
+                return ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", [])
+        else:
+            match = _CANONICAL_FINAL_RE.fullmatch(action)
+            if match is not None:
+                return ParsedAction(final_answer=match.group(1), format="text")
+    return parse_tolerant(action)
+
+
+def parse_tolerant(action: Any) -> ParsedAction:
+    """:func:`parse_action` without its fast path for canonical actions (every action goes through the full parser)."""
     parsed = ParsedAction()
     if not isinstance(action, str):
         parsed.problems.append(f"the action must be a string, got {type(action).__name__}")

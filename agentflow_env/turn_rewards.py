@@ -106,19 +106,31 @@ class TurnSignals:
 
     def observe(self, record: TurnRecord, is_final: bool) -> dict[str, Any]:
         """The signals of a turn whose tool (if any) has run and whose verifier (if any) has spoken."""
-        ran = record.tool is not None
-        repeated = False
-        if ran:
-            call = (str(record.tool), " ".join(str(record.command or "").split()))
-            repeated = call in self._calls
-            self._calls.add(call)
-        invalid = not is_final and not ran and record.result is not None and record.result.startswith(INVALID_PREFIX)
-        return {
-            "invalid_action": invalid,
-            "tool_error": ran and record.error is not None,
-            "repeated_call": repeated,
-            "verifier": record.verifier,
-        }
+        return self.observe_turn(record.tool, record.command, record.result, record.error, record.verifier, is_final)
+
+    def observe_turn(
+        self,
+        tool: str | None,
+        command: str | None,
+        result: str | None,
+        error: str | None,
+        verifier: str | None,
+        is_final: bool,
+    ) -> dict[str, Any]:
+        """:meth:`observe` from the record's fields (the env's turn loop builds no record)."""
+        if tool is not None:
+            call = (tool, " ".join((command if type(command) is str else str(command or "")).split()))
+            calls = self._calls
+            repeated = call in calls
+            calls.add(call)
+            return {
+                "invalid_action": False,
+                "tool_error": error is not None,
+                "repeated_call": repeated,
+                "verifier": verifier,
+            }
+        invalid = not is_final and result is not None and result.startswith(INVALID_PREFIX)
+        return {"invalid_action": invalid, "tool_error": False, "repeated_call": False, "verifier": verifier}
 
     def shaping(self, signals: Mapping[str, Any]) -> float:
         """This turn's penalty under the spec (0.0 without one), so the episode's total stays within max_total."""

@@ -84,7 +84,7 @@ def find_task_index(source: TaskSource, task_id: str) -> int:
     raise KeyError(f"no task with id {task_id!r} in this source ({len(source)} tasks)")
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolResult:
     """What a tool returns: the text the planner sees, whether it worked, and how long it took."""
 
@@ -97,7 +97,7 @@ class ToolResult:
         return dataclasses.asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryStep:
     """One executed planner turn as remembered by the env."""
 

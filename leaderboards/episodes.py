@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import numbers
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -54,15 +55,48 @@ def normalize_actions(policy: Any, raw: Sequence[Any], n: int) -> tuple[list[str
     return texts, tokens
 
 
+MAX_TOKENS_PER_ACTION = 10_000_000  # a count past this (per prompt or completion) is not believed
+
+
 def _token_count(get: Callable[..., Any]) -> dict[str, int] | None:
+    """The action's token counts, or ``None`` when unknown. Counts come from the policy, which may be anyone's
+    code: one that is not a whole number in [0, MAX_TOKENS_PER_ACTION] is reported (once) and counted as unknown,
+    so a bad count neither ends the evaluation nor reaches the result."""
     prompt, completion = get("prompt_tokens", None), get("completion_tokens", None)
     if prompt is None and completion is None:
         pids, aids = get("prompt_ids", None), get("action_ids", get("response_ids", None))
-        prompt = len(pids) if pids is not None else None
-        completion = len(aids) if aids is not None else None
+        try:
+            prompt = len(pids) if pids is not None else None
+            completion = len(aids) if aids is not None else None
+        except TypeError:
+            _warn_token_count(f"token ids without a length ({type(pids).__name__}, {type(aids).__name__})")
+            return None
     if prompt is None and completion is None:
         return None
-    return {"prompt": int(prompt or 0), "completion": int(completion or 0)}
+    counts = {}
+    for key, value in (("prompt", prompt), ("completion", completion)):
+        if value is None:
+            counts[key] = 0
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            if not (isinstance(value, float) and value.is_integer()):
+                _warn_token_count(f"{key} tokens = {value!r} ({type(value).__name__}), not a whole number")
+                return None
+        number = int(value)
+        if not 0 <= number <= MAX_TOKENS_PER_ACTION:
+            _warn_token_count(f"{key} tokens = {number}, outside 0..{MAX_TOKENS_PER_ACTION:,}")
+            return None
+        counts[key] = number
+    return counts
+
+
+_TOKEN_WARNINGS: set[str] = set()
+
+
+def _warn_token_count(problem: str) -> None:
+    if problem not in _TOKEN_WARNINGS:
+        _TOKEN_WARNINGS.add(problem)
+        logger.warning("the policy reported %s; this action's token count is recorded as unknown", problem)
 
 
 @dataclass

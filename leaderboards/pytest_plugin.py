@@ -195,6 +195,10 @@ class LeaderboardGuard:
                 notes=notes,
             )
         )
+        from leaderboards.store import pack_run
+
+        if result.path is not None:
+            pack_run(result.path)  # a stored reference is kept packed (about 9x smaller)
         where = os.path.relpath(results, self.config.invocation_params.dir)
         self.config.stash[_REPORTS].append(f"recorded {reference!r} for {result.record.protocol} into {where}")
         return result

@@ -38,8 +38,9 @@ from leaderboards.store import (
     git_state,
     load_run,
     lock_run_dir,
-    read_jsonl,
+    read_tasks,
     run_name_for,
+    validate_run_name,
     write_json_atomic,
 )
 
@@ -76,7 +77,10 @@ class EvalConfig:
 
     @property
     def run_name(self) -> str:
-        return self.name or run_name_for(self.policy) + ("-fast" if self.fast else "")
+        """The run's folder name under ``out/<protocol>/``: ``name`` (checked) or one made from the policy spec."""
+        if self.name is None:
+            return run_name_for(self.policy) + ("-fast" if self.fast else "")
+        return validate_run_name(self.name)
 
 
 def _now() -> str:
@@ -397,6 +401,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
         raise ConfigError(f"concurrency must be at least 1, got {config.concurrency}")
     if config.batch_window_s < 0:
         raise ConfigError(f"batch_window_s must be >= 0 seconds, got {config.batch_window_s}")
+    config.run_name  # noqa: B018  (a bad --name fails before anything is loaded or written)
     plan = plan_run(config)
     policies = _policies(config, plan)  # a bad spec fails before anything is written
     config = dataclasses.replace(config, concurrency=config.concurrency or default_concurrency(plan, policies))
@@ -467,7 +472,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
         if record.paper_settings is not None:
             record.paper_settings["planner_sends"] = _planner_sends(policies, plan.planner)
             _check_same_prompts(stored, record, run_dir)
-        done = {d.get("key") for d in read_jsonl(run_dir / TASKS_FILE, repair=True)}
+        done = {d.get("key") for d in read_tasks(run_dir, repair=True)}
         todo = deque(u for u in units if u.key not in done)
         if not todo and stored is not None and stored.complete:  # nothing to run: leave the stored run as it is
             logger.warning(

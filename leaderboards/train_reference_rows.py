@@ -10,8 +10,8 @@ Every phase is one ``agentflow-env`` command (printed, logged and stored in ``re
 3. ``eval --protocol offline-v2`` of both models, runs named ``tiny-sft`` and ``tiny-flow-grpo``.
 
 Training phases have a wall-clock budget (``--max-minutes``), so on another machine they may stop at another step
-and the scores move; the models behind the committed rows ship in ``agents/checkpoints/`` and
-``--from-checkpoints`` evaluates exactly those (greedy decoding: the same scores on any CPU).
+and the scores move. The models behind the committed rows are not committed (size); ``--from-checkpoints``
+evaluates models placed in ``agents/checkpoints/`` (greedy decoding: the same scores on any CPU).
 
 Run:  python -m leaderboards.train_reference_rows                      (about 30 minutes on 2 busy cores)
       python -m leaderboards.train_reference_rows --from-checkpoints   (evaluation only, a few minutes)

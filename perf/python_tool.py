@@ -3,10 +3,12 @@
 The earlier version (``--before``, default the last commit before per-worker namespaces) is read with ``git show``
 into a temporary package and timed in the same process, interleaved round by round with the current one, so
 both see the same machine load. Prints JSON: median milliseconds per call for a trivial and a sympy snippet, the
-ratio new/old (the goal is at most 2), the time of ``reset()`` plus a first call (a fresh worker), and a fresh
+ratio new/old (the goal is at most 2), the time of ``reset()`` plus a first call (a fresh worker; goal: at most
+1.2x the earlier version, with ``--episode-ms`` of untimed episode between resets, alike for both), and a fresh
 ``python -c`` subprocess for scale.
 
-Usage: python perf/python_tool.py [--calls 200] [--rounds 5] [--subprocess-calls 10] [--before REV] [--sandbox auto]
+Usage: python perf/python_tool.py [--calls 200] [--rounds 5] [--resets 10] [--episode-ms 200] [--before REV]
+       [--sandbox auto]
 """
 
 from __future__ import annotations
@@ -31,12 +33,6 @@ SNIPPETS = {
     "sympy": "import sympy\nx = sympy.symbols('x')\nprint(sympy.factor(x**2 - 5*x + 6))",
 }
 BEFORE_REV = "72cab45"  # the sandbox before per-worker namespaces, the minimal view and the supervisor
-_FILES = {
-    "agentflow_env/tools/python_tool.py": "python_tool.py",
-    "agentflow_env/tools/_sandbox/__init__.py": "_sandbox/__init__.py",
-    "agentflow_env/tools/_sandbox/launcher.py": "_sandbox/launcher.py",
-    "agentflow_env/tools/_sandbox/zygote.py": "_sandbox/zygote.py",
-}
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -45,7 +41,15 @@ def load_before(rev: str, into: str) -> Any:
     pkg = Path(into) / "agentflow_before"
     (pkg / "_sandbox").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    for src, dst in _FILES.items():
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-tree", "--name-only", rev, "agentflow_env/tools/_sandbox/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    files = {"agentflow_env/tools/python_tool.py": "python_tool.py"}
+    files.update({src: "_sandbox/" + src.rsplit("/", 1)[1] for src in listed if src.endswith(".py")})
+    for src, dst in files.items():
         text = subprocess.run(
             ["git", "-C", str(REPO), "show", f"{rev}:{src}"], capture_output=True, text=True, check=True
         ).stdout
@@ -67,13 +71,16 @@ def _time_calls(tool: Any, code: str, calls: int) -> list[float]:
     return samples
 
 
-def _time_resets(tool: Any, count: int) -> list[float]:
+def _time_resets(tool: Any, count: int, episode_s: float) -> list[float]:
+    """reset() plus the first call, timed; then the rest of the episode (``episode_s``, untimed: an agent's turns,
+    during which the current version forks the next episode's worker in the background)."""
     samples = []
     for _ in range(count):
         start = time.perf_counter()
         tool.reset()
         tool.run("1", 30)
         samples.append((time.perf_counter() - start) * 1000)
+        time.sleep(episode_s)
     return samples
 
 
@@ -92,6 +99,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating old and new")
     parser.add_argument("--resets", type=int, default=10, help="reset() + first call, per version and round")
     parser.add_argument("--subprocess-calls", type=int, default=10)
+    parser.add_argument(
+        "--episode-ms",
+        type=float,
+        default=200.0,
+        help="untimed rest of each episode after its first call (both versions alike; 0: resets back to back)",
+    )
     parser.add_argument("--before", default=BEFORE_REV, help="git revision of the earlier version ('' to skip)")
     parser.add_argument("--sandbox", default="auto", help="sandbox mode of the current version")
     args = parser.parse_args()
@@ -115,7 +128,7 @@ def main() -> None:
                 for name, tool in tools.items():
                     for snippet, code in SNIPPETS.items():
                         calls[name][snippet] += _time_calls(tool, code, args.calls)
-                    resets[name] += _time_resets(tool, args.resets)
+                    resets[name] += _time_resets(tool, args.resets, args.episode_ms / 1000)
             info = tools["new"].sandbox_info
         finally:
             for tool in tools.values():
@@ -128,6 +141,11 @@ def main() -> None:
             row["meets_goal_2x"] = row["ratio_new_over_old"] <= 2.0
         row["subprocess"] = round(_subprocess_ms(code, args.subprocess_calls), 2)
         results[snippet] = row
+    reset_row: dict[str, Any] = {n: round(statistics.median(v), 2) for n, v in resets.items()}
+    reset_row["episode_ms_between"] = args.episode_ms
+    if "old" in reset_row:
+        reset_row["ratio_new_over_old"] = round(reset_row["new"] / reset_row["old"], 2)
+        reset_row["meets_goal_1_2x"] = reset_row["ratio_new_over_old"] <= 1.2
     report = {
         "benchmark": "python_tool",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()},
@@ -137,12 +155,14 @@ def main() -> None:
             "private_uids": info.private_uids,
             "pid_namespace": info.pid_namespace,
             "readonly_root": info.readonly_root,
+            "resource_control": info.resource_control,
+            "between_calls": info.between_calls,
         },
         "before_rev": args.before or None,
         "startup_s": startup,
         "calls": {"per_snippet_version_round": args.calls, "rounds": args.rounds},
         "median_ms_per_call": results,
-        "median_ms_reset_plus_first_call": {n: round(statistics.median(v), 2) for n, v in resets.items()},
+        "median_ms_reset_plus_first_call": reset_row,
     }
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,3 +23,15 @@ def testsets_dir() -> Path:
     if not TESTSETS.is_dir():
         pytest.skip(f"AgentFlow test sets not found at {TESTSETS} (set AGENTFLOW_TESTSETS to run these tests)")
     return TESTSETS
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test runs in an empty folder of its own, so nothing under the checkout's ./runs (a README job's
+    results, a training run) changes what a test sees, and nothing a test writes by default lands there."""
+    before = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    try:
+        yield
+    finally:
+        os.chdir(before)

@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from agents.training.config import FlowGRPOConfig
-from agents.training.flow_grpo import FlowGRPOLearner, Rollouts
+from agents.training.flow_grpo import FlowGRPOLearner
+from agents.training.rollout import Rollouts
 
 
 def split_by_question(rollouts: Rollouts, group_size: int) -> list[Rollouts]:

@@ -25,8 +25,12 @@ if not torch.distributed.is_available():
     pytest.skip("this torch build has no torch.distributed", allow_module_level=True)
 
 from agents.training.config import FlowGRPOConfig  # noqa: E402
-from agents.training.data_parallel import DataParallel  # noqa: E402
-from agents.training.flow_grpo import FlowGRPOLearner, _even_bounds, _minibatch_count  # noqa: E402
+from agents.training.data_parallel import (  # noqa: E402
+    DataParallel,
+    even_bounds,
+    minibatch_count,
+)
+from agents.training.flow_grpo import FlowGRPOLearner  # noqa: E402
 from tests.dp_worker import one_step, split_by_question  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,9 +49,9 @@ def test_shards_cover_every_item_once_and_minibatches_agree():
             bounds = [DataParallel(world_size=world, rank=r).shard(count) for r in range(world)]
             assert [i for a, b in bounds for i in range(a, b)] == list(range(count))
             assert max(b - a for a, b in bounds) - min(b - a for a, b in bounds) <= 1
-    assert _even_bounds(5, 3) == [(0, 2), (2, 4), (4, 5)]
-    assert _minibatch_count(n_global=10, n_most=6, size=4) == 3
-    assert _minibatch_count(n_global=2, n_most=1, size=1) == 1  # never a minibatch empty on every rank
+    assert even_bounds(5, 3) == [(0, 2), (2, 4), (4, 5)]
+    assert minibatch_count(n_global=10, n_most=6, size=4) == 3
+    assert minibatch_count(n_global=2, n_most=1, size=1) == 1  # never a minibatch empty on every rank
 
 
 def _config(tmp_path: Path, **changes) -> FlowGRPOConfig:

@@ -362,3 +362,14 @@ def test_hf_overlong_prompt_keeps_its_end(hf_engine) -> None:
     finally:
         hf_engine.model.generate = original
     assert isinstance(out, str) and seen == [limit - 2] and tails[0].endswith("Final")
+
+
+def test_hf_a_stop_string_matches_only_inside_the_completion(hf_engine) -> None:
+    """A stop string that would straddle the prompt's end ("Answer:" + ":") must not stop the row early."""
+    greedy = SamplingParams(temperature=0.0, max_tokens=10)
+    full = hf_engine.generate(["Final Answer:"], greedy)[0]
+    assert full, "the tiny LM generated nothing to cut"
+    stop = hf_engine.render("Final Answer:")[-1:] + full[:1]  # the prompt's last char + the first generated one
+    cut = hf_engine.generate(["Final Answer:"], SamplingParams(temperature=0.0, max_tokens=10, stop=[stop]))[0]
+    at = full.find(stop)
+    assert cut == (full if at < 0 else full[:at]), (full, stop, cut)

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from agentflow_env.error import ConfigError  # noqa: E402
 from agents.training.config import FlowGRPOConfig, apply_overrides, field_help, load_config  # noqa: E402
-from agents.training.flow_grpo import (  # noqa: E402
+from agents.training.objectives import (  # noqa: E402
     broadcast_to_turns,
     clipped_surrogate,
     flow_grpo_loss,
@@ -308,3 +308,23 @@ def test_rft_loss_takes_the_same_weights():
 def test_turn_weights_rejects_an_unknown_aggregation():
     with pytest.raises(ValueError, match="trajectory or turn"):
         turn_weights([1], "token")
+
+
+def test_engine_objects_in_env_kwargs_become_specs_or_a_clear_error():
+    from agentflow_env.engines import make_engine
+    from agentflow_env.engines.scripted import ScriptedEngine
+    from agentflow_env.error import ConfigError
+    from agents.training.config import FlowGRPOConfig
+
+    engine = make_engine("scripted:echo")
+    config = FlowGRPOConfig(env_kwargs={"executor_engine": engine, "judge": {"engines": [engine]}, "max_turns": 2})
+    assert config.env_kwargs == {
+        "executor_engine": "scripted:echo",
+        "judge": {"engines": ["scripted:echo"]},
+        "max_turns": 2,
+    }
+    import json
+
+    json.dumps(config.to_dict())  # the saved config is plain JSON
+    with pytest.raises(ConfigError, match=r"env_kwargs\['executor_engine'\] is an Engine object.*spec"):
+        FlowGRPOConfig(env_kwargs={"executor_engine": ScriptedEngine(["x"])})

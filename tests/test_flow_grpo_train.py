@@ -170,7 +170,7 @@ def _tiny():
 
 
 def test_shared_prompt_forward_equals_one_row_per_sample():
-    from agents.training.flow_grpo import TurnSample, _pack, _pack_shared, token_logprobs
+    from agents.training.packing import TurnSample, _pack, _pack_shared, token_logprobs
 
     model, tok = _tiny()
     g = torch.Generator().manual_seed(0)

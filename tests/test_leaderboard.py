@@ -428,7 +428,10 @@ def test_llm_backed_policy_specs_build_without_a_server() -> None:
 
 
 class SlowScripted:
-    """Scripted Game-of-24 play that takes 0.1 s per call (so a test can kill a run part-way)."""
+    """Scripted Game-of-24 play that takes 0.1 s per call (so a test can kill a run part-way).
+
+    With ``AGENTFLOW_TEST_GATE`` set to a file, each call also waits (at most 120 s) while that file exists, so a
+    test can hold a run part-way for as long as it needs, however slowly a busy machine starts processes."""
 
     def __init__(self) -> None:
         from agents.policies.baselines import ScriptedGameOf24Planner
@@ -436,9 +439,14 @@ class SlowScripted:
         self.inner = ScriptedGameOf24Planner()
 
     def act(self, observations):
+        import os
         import time
 
         time.sleep(0.1)
+        gate = os.environ.get("AGENTFLOW_TEST_GATE")
+        deadline = time.monotonic() + 120
+        while gate and os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.02)
         return self.inner.act(observations)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,7 +60,10 @@ def test_two_real_evals_on_one_folder(tmp_path: Path) -> None:
         "--no-progress",
     ]
     run_dir = tmp_path / "tiny-lock" / "tests.test_leaderboard-SlowScripted"
-    first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    gate = tmp_path / "hold-the-first-eval"  # it stays part-way until the second has tried (a busy machine may
+    gate.touch()  # take longer to start the second interpreter than the first needs for all 20 episodes)
+    env = dict(os.environ, AGENTFLOW_TEST_GATE=str(gate))
+    first = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not read_jsonl(run_dir / TASKS_FILE):
@@ -71,7 +75,8 @@ def test_two_real_evals_on_one_folder(tmp_path: Path) -> None:
         assert second.returncode == 2, second.stderr
         assert f"pid {first.pid}" in second.stderr and "another eval" in second.stderr
         assert first.poll() is None, "the second eval must not have waited for the first to finish"
-        assert took < 30  # it fails fast (mostly interpreter start-up), it does not wait
+        assert took < 30, f"the second eval took {took:.1f} s to refuse"  # fails fast: mostly interpreter start-up
+        gate.unlink()
         rc = first.wait(timeout=120)
         assert rc == 0, first.stderr.read() if first.stderr else ""
     finally:

@@ -171,32 +171,33 @@ def module_replies(verdict: str = "Conclusion: CONTINUE", executor: str = EXEC) 
 
 
 def timed_step(env: PaperFlowEnv, action: str) -> tuple[float, tuple]:
+    """CPU seconds of one step (scripted modules and echo tools run in this process): load does not count."""
     with hang_guard(HANG_S):
-        start = time.perf_counter()
+        start = time.process_time()
         out = env.step(action)
-        return time.perf_counter() - start, out
+        return time.process_time() - start, out
 
 
 @pytest.mark.parametrize("shape", sorted(PLANNER_SHAPES))
 def test_planner_readers_take_milliseconds_on_a_megabyte(shape: str) -> None:
     reply = PLANNER_SHAPES[shape](1_000_000)
     with hang_guard(HANG_S):
-        start = time.perf_counter()
+        start = time.process_time()
         replies.read_next_step(reply, TOOLS)
-        assert time.perf_counter() - start < STEP_BOUND_S
+        assert time.process_time() - start < STEP_BOUND_S
 
 
 @pytest.mark.parametrize("shape", sorted(MODULE_SHAPES))
 def test_module_readers_take_milliseconds_on_a_megabyte(shape: str) -> None:
     reply = MODULE_SHAPES[shape](1_000_000)
     with hang_guard(HANG_S):
-        start = time.perf_counter()
+        start = time.process_time()
         command = replies.read_command(reply)
         replies.split_blocks(command)
         replies.split_blocks(reply)
         replies.read_verdict(reply)
         _PYTHON_BLOCK.search(reply)
-        assert time.perf_counter() - start < STEP_BOUND_S
+        assert time.process_time() - start < STEP_BOUND_S
 
 
 # hypothesis: a reply made of a few pieces repeated to a size up to a few MB
@@ -321,7 +322,7 @@ def test_max_action_chars_through_gym_make_in_the_paper_flow() -> None:
 
 
 # ---------------------------------------------------------------------------- the time budget
-MARGIN_S = 0.5  # a sleeping tool's wake-up, the parse of a capped reply, a scripted module call
+MARGIN_S = 3.0  # a sleeping tool's wake-up, a parse, a module call, on a busy machine (the tool timeout is 30 s)
 
 
 def test_tool_timeout_is_the_time_left_and_the_verifier_waits_for_none() -> None:
@@ -353,7 +354,7 @@ def test_blocks_past_the_budget_do_not_run() -> None:
     assert len(tool.timeouts) == 1  # type: ignore[attr-defined]  # the first block used all the time
     result = env.action_memory.get_actions()["Action Step 1"]["result"]
     assert result[0] == "echo: q0" and "ran out before the last 2 block(s) could start" in result[1]
-    assert elapsed < 0.6 + MARGIN_S
+    assert elapsed < 0.6 + MARGIN_S, f"the step ended {elapsed - 0.6:.2f} s past the budget"
 
 
 def test_a_step_that_starts_past_the_budget_starts_nothing() -> None:

@@ -190,8 +190,12 @@ def test_background_children_die_with_the_worker_at_reset(tool):
         pytest.skip("needs private worker uids (run as root with bubblewrap)")
     r = tool.run("import os, subprocess\nsubprocess.Popen(['sleep', '600'], start_new_session=True)\nos.getuid()", 5)
     uid = int(r.text)
-    assert len(_uid_processes(uid)) >= 2
-    tool.reset()
+    left = _uid_processes(uid)
+    assert len(left) == 2, left  # the sleep died when the call returned: the worker's supervisor and kernel remain
+    tool.reset()  # the used worker is killed in the background
+    deadline = time.monotonic() + 30
+    while _uid_processes(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _uid_processes(uid) == []
     _ok(tool)
 
@@ -442,7 +446,9 @@ def test_bwrap_really_runs_bwrap():
         except ToolError as exc:
             pytest.skip(f"bwrap is installed but cannot sandbox here: {exc}")
         assert info.mode == "bwrap" and info.network_isolated and info.pid_namespace
-        assert t.run("import socket\n[n for _, n in socket.if_nameindex()]", 5).text == "['lo']"
+        # (socket.if_nameindex() needs netlink, which the filter denies: the worker's own /proc says the same)
+        code = "[line.split(':')[0].strip() for line in open('/proc/net/dev').readlines()[2:]]"
+        assert t.run(code, 5).text == "['lo']"
     finally:
         t.close()
 

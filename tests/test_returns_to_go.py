@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from agentflow_env.error import ConfigError  # noqa: E402
 from agents.training.config import FlowGRPOConfig  # noqa: E402
-from agents.training.flow_grpo import (  # noqa: E402
+from agents.training.objectives import (  # noqa: E402
     broadcast_to_turns,
     group_advantages,
     returns_to_go,

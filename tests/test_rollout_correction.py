@@ -12,8 +12,13 @@ pytest.importorskip("transformers")
 
 from agentflow_env.error import ConfigError  # noqa: E402
 from agents.training.config import FlowGRPOConfig  # noqa: E402
-from agents.training.flow_grpo import FlowGRPOLearner, _tis_enabled, flow_grpo_loss  # noqa: E402
-from agents.training.rollout_correction import MismatchStats, truncated_importance_weights  # noqa: E402
+from agents.training.flow_grpo import FlowGRPOLearner  # noqa: E402
+from agents.training.objectives import flow_grpo_loss  # noqa: E402
+from agents.training.rollout_correction import (  # noqa: E402
+    MismatchStats,
+    tis_enabled,
+    truncated_importance_weights,
+)
 
 
 def test_weights_are_the_capped_ratio_and_zero_on_padding():
@@ -59,12 +64,12 @@ def test_stats_add_up_over_micro_batches_and_reset():
 
 
 def test_the_switch_is_on_by_default_for_vllm_only():
-    assert _tis_enabled(FlowGRPOConfig(backend="vllm"))
-    assert not _tis_enabled(FlowGRPOConfig(backend="hf"))
-    assert _tis_enabled(FlowGRPOConfig(backend="hf", rollout_correction="tis"))
-    assert not _tis_enabled(FlowGRPOConfig(backend="vllm", rollout_correction="off"))
-    assert not _tis_enabled(FlowGRPOConfig(backend="vllm", temperature=0.7))  # rollout log-probs are at T=1
-    assert not _tis_enabled(FlowGRPOConfig(backend="vllm", algorithm="rft"))
+    assert tis_enabled(FlowGRPOConfig(backend="vllm"))
+    assert not tis_enabled(FlowGRPOConfig(backend="hf"))
+    assert tis_enabled(FlowGRPOConfig(backend="hf", rollout_correction="tis"))
+    assert not tis_enabled(FlowGRPOConfig(backend="vllm", rollout_correction="off"))
+    assert not tis_enabled(FlowGRPOConfig(backend="vllm", temperature=0.7))  # rollout log-probs are at T=1
+    assert not tis_enabled(FlowGRPOConfig(backend="vllm", algorithm="rft"))
     assert FlowGRPOConfig().tis_imp_ratio_cap == 2.0
     with pytest.raises(ConfigError, match="rollout_correction"):
         FlowGRPOConfig(rollout_correction="sometimes")

@@ -204,3 +204,50 @@ def test_sft_demo_policy_plays_the_demonstrations(lm_path, tmp_path):
         timeout=120,
     )
     assert bad.returncode != 0 and "no_such_module" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_killed_run_leaves_a_partial_model_and_resumes_to_the_same_weights(lm_path, demos, tmp_path):
+    """Stopped after step 5 (a crash), the folder holds step 4's checkpoint and a partial model marked
+    incomplete; the same config then resumes at step 4 and ends where an uninterrupted run ends."""
+
+    def config(out):
+        return SFTConfig(
+            out=str(out), base=str(lm_path), epochs=4, batch_size=4, lr=5e-3, warmup_steps=1, checkpoint_every=2
+        )
+
+    whole = train_sft(config(tmp_path / "whole"), demos=demos)
+    assert whole.steps == 8
+
+    def crash(step, loss):
+        if step == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_sft(config(tmp_path / "killed"), demos=demos, on_step=crash)
+    partial = json.loads((tmp_path / "killed" / "sft_metrics.json").read_text())
+    assert partial["complete"] is False and partial["steps"] == 4
+    assert (tmp_path / "killed" / "model.safetensors").is_file()
+    resumed = train_sft(config(tmp_path / "killed"), demos=demos)
+    assert resumed.steps == 8 and resumed.losses == pytest.approx(whole.losses, abs=1e-6)
+    assert json.loads((tmp_path / "killed" / "sft_metrics.json").read_text())["complete"] is True
+    from safetensors.torch import load_file
+
+    a, b = (load_file(tmp_path / name / "model.safetensors") for name in ("whole", "killed"))
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_a_checkpoint_of_other_settings_is_not_resumed(lm_path, demos, tmp_path):
+    base = SFTConfig(out=str(tmp_path / "run"), base=str(lm_path), epochs=1, batch_size=4, checkpoint_every=1)
+    train_sft(base, demos=demos)
+    with pytest.raises(ConfigError, match=r"lr differ.*--no-resume"):
+        train_sft(SFTConfig(**{**base.__dict__, "lr": 1e-4}), demos=demos)
+    fresh = train_sft(SFTConfig(**{**base.__dict__, "lr": 1e-4, "resume": False}), demos=demos)
+    assert fresh.steps == 2
+
+
+def test_sft_defaults_name_a_current_id():
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401
+
+    assert SFTConfig().env_id.endswith("-v1") and SFTConfig().env_id in gym.registry

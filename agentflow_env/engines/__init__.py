@@ -153,4 +153,10 @@ def make_engine(spec: str | Engine, **kwargs: Any) -> Engine:
     options.update(kwargs)
     module, _, cls_name = BACKENDS[backend].partition(":")
     cls = getattr(importlib.import_module(module), cls_name)
-    return cls.from_spec(target, **options)
+    engine = cls.from_spec(target, **options)
+    if not kwargs and getattr(engine, "spec", None) is None:
+        try:  # the spec rebuilds this engine in another process (training configs carry specs, not objects)
+            engine.spec = spec
+        except AttributeError:  # a class with __slots__ or a read-only property
+            pass
+    return engine

@@ -13,7 +13,7 @@ from typing import Any
 from agentflow_env.engines.base import Prompt, SamplingParams, as_chat
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 
-__all__ = ["TransformersEngine", "cut_at_stop"]
+__all__ = ["TransformersEngine", "cut_at_stop", "stop_criteria"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,29 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
             if 0 <= at < cut:
                 cut = at
     return text[:cut]
+
+
+def stop_criteria(tokenizer: Any, stop: Sequence[str], prompt_len: int) -> Any:
+    """Stopping criteria that end a row when one of ``stop`` appears in its *generated* text.
+
+    ``generate(stop_strings=...)`` also matches a stop string that starts inside the prompt (prompt "Answer:",
+    stop "::", first token ":"), which stops a row whose completion holds no stop string at all. OpenAI-style
+    servers match within the completion only; so does this. Only the last tokens are decoded at each step.
+    """
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    stops = [s for s in stop if s]
+    window = 8 * max((len(s) for s in stops), default=1) + 16  # tokens: a stop string spans fewer than this
+
+    class _StopInCompletion(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            new = input_ids[:, prompt_len:]
+            texts = tokenizer.batch_decode(new[:, -window:], skip_special_tokens=True) if new.shape[1] else []
+            hits = [any(s in t for s in stops) for t in texts] or [False] * input_ids.shape[0]
+            return torch.tensor(hits, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_StopInCompletion()])
 
 
 class TransformersEngine:
@@ -137,8 +160,8 @@ class TransformersEngine:
             kwargs.update(do_sample=True, temperature=float(sampling.temperature), top_p=float(sampling.top_p), top_k=0)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if sampling.stop:
-            kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
+        if any(sampling.stop):
+            kwargs.update(stopping_criteria=stop_criteria(tok, sampling.stop, enc["input_ids"].shape[1]))
         with torch.random.fork_rng(devices=[] if self.device == "cpu" else None, enabled=sampling.seed is not None):
             if sampling.seed is not None:
                 # the global RNG is restored afterwards; batches after the first get shifted seeds

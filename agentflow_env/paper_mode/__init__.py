@@ -2,6 +2,7 @@
 final output), as a Gymnasium env whose agent is the planner. See :class:`PaperFlowEnv`."""
 
 from agentflow_env.paper_mode.env import (
+    READING_PRESETS,
     TOOLBOX_PRESETS,
     PaperFlowEnv,
     planner_system_prompt,
@@ -14,6 +15,7 @@ from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS
 
 __all__ = [
+    "READING_PRESETS",
     "RESULT_LIMIT",
     "SAMPLING_PRESETS",
     "STAND_INS",

@@ -42,7 +42,13 @@ from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
 from agentflow_env.paper_mode.commands import run_block
 from agentflow_env.paper_mode.memory import RESULT_LIMIT, ActionMemory, cut_result
-from agentflow_env.paper_mode.replies import read_command, read_next_step, read_verdict, split_blocks
+from agentflow_env.paper_mode.replies import (
+    read_command,
+    read_next_step,
+    read_verdict,
+    read_verdict_hardened,
+    split_blocks,
+)
 from agentflow_env.paper_mode.sampling import MODULE_SAMPLING, TOOL_SAMPLING, ModuleSampling, planner_sampling
 from agentflow_env.paper_mode.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_mode.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
@@ -50,11 +56,46 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task, TaskSource
 
-__all__ = ["TOOLBOX_PRESETS", "PaperFlowEnv", "planner_system_prompt", "prompt_fingerprint", "resolve_prompts"]
+__all__ = [
+    "READING_PRESETS",
+    "TOOLBOX_PRESETS",
+    "PaperFlowEnv",
+    "planner_system_prompt",
+    "prompt_fingerprint",
+    "resolve_prompts",
+]
 
 logger = logging.getLogger(__name__)
 
 TOOLBOX_PRESETS = PaperConfig.TOOLBOX_PRESETS
+READING_PRESETS = PaperConfig.READING_PRESETS
+
+
+class _DataBlock:
+    """Text that an f-string (AgentFlow's templates) or ``str()`` shows as is: a fenced data block."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        return self.text
+
+
+class _FencedMemory:
+    """The action memory as ``reading="hardened"`` shows it to the modules: its dict text, fenced as data."""
+
+    def __init__(self, memory: ActionMemory, nonce: str):
+        from agentflow_env.scoring.judge import fence
+
+        self.block = _DataBlock(fence("MEMORY", memory.text(), nonce))
+
+    def get_actions(self) -> _DataBlock:
+        return self.block
 
 
 def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
@@ -115,6 +156,13 @@ class PaperFlowEnv(TaskEnv):
     - ``tools``: runnable tools by AgentFlow name, replacing the default stand-ins (tests, custom search).
     - ``extra_settings``: more entries for ``paper_settings`` (how the builder made the questions, ...).
     - ``max_action_chars``: the longest planner or module reply that is read (see the module docstring).
+    - ``reading``: ``"as_coded"`` (default) builds the module prompts and reads the verifier exactly as
+      AgentFlow's code does: the memory, so every tool result, goes into the verifier and final-output prompts
+      as raw text, and a "stop" anywhere in the verifier's reply (also one it quotes from a tool) is STOP.
+      ``"hardened"`` fences the memory and the planner's context/sub-goal as data in the module prompts (keyed
+      markers, quoted lines, look-alikes defused, as the LLM judge does) under a note saying they are never
+      instructions, and reads the verdict from the reply's last line only. The planner's own prompt (the
+      observation) is the same in both.
     """
 
     def __init__(
@@ -139,6 +187,7 @@ class PaperFlowEnv(TaskEnv):
         render_mode: str | None = None,
         name: str = "AgentFlowEnv-paper",
         extra_settings: Mapping[str, Any] | None = None,
+        reading: str = "as_coded",
     ):
         config = PaperConfig(
             max_turns=max_turns,
@@ -151,8 +200,10 @@ class PaperFlowEnv(TaskEnv):
             prompts=prompts,
             toolbox=toolbox,
             sampling=sampling,
+            reading=reading,
             tool_backends=tool_backends,
         )
+        self.reading = reading
         self.tool_backends = tool_backends
         self.planner_sampling: ModuleSampling = planner_sampling(sampling)
         self.sampling_preset = sampling
@@ -230,6 +281,7 @@ class PaperFlowEnv(TaskEnv):
             },
             "tool_backends": self.tool_backends,
             "sampling": self.sampling_preset,
+            "reading": self.reading,
             "planner_sampling": self.planner_sampling.to_dict(),
             "module_sampling": self.module_sampling.to_dict(),
             "tool_sampling": TOOL_SAMPLING.to_dict(),
@@ -290,14 +342,16 @@ class PaperFlowEnv(TaskEnv):
             if self._time_left() <= 0:
                 self._add_error(record, self._no_time("the verifier"))
             else:
-                prompt = self.prompt_source.verification(
+                memory, note = self._module_memory()
+                prompt = note + self.prompt_source.verification(
                     self.task.question,
                     self.available_tools,
                     self.toolbox_metadata,
                     self.query_analysis,
-                    self.action_memory,
+                    memory,  # type: ignore[arg-type]
                 )
-                record["verifier"] = read_verdict(self._call("verifier", step, prompt))
+                reader = read_verdict_hardened if self.reading == "hardened" else read_verdict
+                record["verifier"] = reader(self._call("verifier", step, prompt))
                 terminated = record["verifier"] == "STOP"
         truncated = not terminated and (self.turn >= self.max_turns or self._time_left() <= 0)
         record["seconds"] = time.perf_counter() - started
@@ -322,8 +376,9 @@ class PaperFlowEnv(TaskEnv):
             command, result = self.prompt_source.missing_tool_command, self.prompt_source.missing_tool_result
             record["error"] = "no Context/Sub-Goal/Tool Name block in the reply" if tool_name is None else tool_name
         else:
-            prompt = self.prompt_source.tool_command(
-                self.task.question, context or "", sub_goal or "", tool_name, self.toolbox_metadata[tool_name]
+            context, sub_goal, note = self._module_step(context or "", sub_goal or "")
+            prompt = note + self.prompt_source.tool_command(
+                self.task.question, context, sub_goal, tool_name, self.toolbox_metadata[tool_name]
             )
             command = read_command(self._call("executor", step, prompt))
             unread = self.module_calls[-1].get("rejected")
@@ -420,7 +475,8 @@ class PaperFlowEnv(TaskEnv):
     def _final_answer(self, info: dict[str, Any]) -> float:
         assert self.task is not None
         self._finished = True
-        prompt = self.prompt_source.final_output(self.task.question, self._raw_analysis, self.action_memory)
+        memory, note = self._module_memory()
+        prompt = note + self.prompt_source.final_output(self.task.question, self._raw_analysis, memory)  # type: ignore[arg-type]
         answer = str(self._call("final_output", self.turn, prompt))
         answer_rejected = self.module_calls[-1].get("rejected")
         score = self._grade(answer, info, self._steps, module_calls=list(self.module_calls))
@@ -430,6 +486,25 @@ class PaperFlowEnv(TaskEnv):
 
     def _gradable(self, answer: str) -> bool:
         return bool(answer.strip())  # a blank final output is not graded, as in AgentFlow
+
+    # ------------------------------------------------------------------ reading="hardened"
+    def _module_memory(self) -> tuple[ActionMemory | _FencedMemory, str]:
+        """The memory for a module prompt, and a note to put before the prompt (both as coded: as is, none)."""
+        if self.reading != "hardened":
+            return self.action_memory, ""
+        from agentflow_env.llm_modes import DATA_NOTE
+
+        nonce = hashlib.sha256(self.action_memory.text().encode("utf-8", "replace")).hexdigest()[:16]
+        return _FencedMemory(self.action_memory, nonce), DATA_NOTE.format(nonce=nonce) + "\n\n"
+
+    def _module_step(self, context: str, sub_goal: str) -> tuple[str, str, str]:
+        """The planner's context and sub-goal for the executor's prompt, and a note to put before it."""
+        if self.reading != "hardened":
+            return context, sub_goal, ""
+        from agentflow_env.llm_modes import fenced
+
+        data, note = fenced(context=context, sub_goal=sub_goal)
+        return "\n" + data["context"], "\n" + data["sub_goal"], note + "\n\n"
 
     def _no_time(self, what: str) -> str:
         return f"the time budget of {self.time_budget_s:g} s ran out before {what} could start"

@@ -5,7 +5,8 @@
   ignoring case and treating runs of spaces/underscores alike;
 - executor: a JSON ``command``, else the code after ``Generated Command:``, else the longest python block;
 - verifier: a JSON ``stop_signal``, else the last ``Conclusion: WORD``; with no STOP/CONTINUE there, any
-  "stop" in the reply means STOP, else any "continue" means CONTINUE, else CONTINUE;
+  "stop" in the reply means STOP, else any "continue" means CONTINUE, else CONTINUE (``reading="as_coded"``;
+  ``reading="hardened"`` reads the last line only: :func:`read_verdict_hardened`);
 - commands: split into blocks, each ending in an ``execution = tool.execute(...)`` line.
 """
 
@@ -22,6 +23,7 @@ __all__ = [
     "read_command",
     "read_next_step",
     "read_verdict",
+    "read_verdict_hardened",
     "split_blocks",
 ]
 
@@ -214,8 +216,24 @@ def _python_blocks(reply: str) -> list[str]:
         pos = close + 3
 
 
+def read_verdict_hardened(reply: Any) -> str:
+    """``reading="hardened"``: a JSON reply's ``stop_signal`` as AgentFlow reads it, else the reply's last line
+    only (``Conclusion: STOP``, see :func:`agentflow_env.llm_modes.parse_verdict`). A "stop" anywhere else (in
+    quoted tool output, in the reasoning) is no verdict, and no verdict means CONTINUE."""
+    from agentflow_env.llm_modes import parse_verdict
+
+    if not isinstance(reply, str):
+        return "CONTINUE"
+    obj = _json_object(reply)
+    if obj is not None and isinstance(obj.get("analysis"), str) and "stop_signal" in obj:
+        signal = _as_bool(obj["stop_signal"])
+        return "STOP" if signal else "CONTINUE"
+    return parse_verdict(reply)[0]
+
+
 def read_verdict(reply: Any) -> str:
-    """``"STOP"`` or ``"CONTINUE"`` from a verifier reply."""
+    """``"STOP"`` or ``"CONTINUE"`` from a verifier reply, as AgentFlow's code reads it (``reading="as_coded"``):
+    note that a "stop" anywhere in the reply, even quoted from a tool's output, is read as STOP."""
     if not isinstance(reply, str):
         return "CONTINUE"
     obj = _json_object(reply)

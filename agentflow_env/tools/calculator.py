@@ -9,6 +9,7 @@ a call never runs much past its ``timeout``.
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import os
 import select
@@ -27,7 +28,7 @@ from agentflow_env.types import ToolResult
 __all__ = ["CalculatorTool", "SymbolicAnswer"]
 
 SYMBOLIC_TIMEOUT_S = 3.0  # per expression, within the call's own timeout
-HELPER_START_TIMEOUT_S = 30.0  # importing sympy in a new helper, on a busy machine
+HELPER_START_TIMEOUT_S = 120.0  # importing sympy in a new helper, on a busy machine (in the background)
 MAX_HELPERS = max(1, min(4, os.cpu_count() or 1))  # helpers alive at once (concurrent calls share them)
 _MAX_REPLY_BYTES = 64 * 1024
 
@@ -187,12 +188,21 @@ class _Helper:
 
 
 class _HelperPool:
-    """Up to :data:`MAX_HELPERS` helpers; a call borrows an idle one, and one that overran is killed and replaced."""
+    """Up to :data:`MAX_HELPERS` helpers; a call borrows an idle one, and one that overran is killed and replaced.
+
+    Helpers start in the background (a thread waits for each to import sympy) and join the idle list once
+    ready, so a call takes whichever helper is free first: it never waits on one particular helper that is
+    still importing while another one comes free (on a busy machine an import can take longer than a call).
+    Waiting calls are served first come, first served: a thread that gives a helper back cannot take it again
+    ahead of calls already waiting (it used to, and then held it through a slow expression).
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._idle: list[_Helper] = []
-        self._count = 0
+        self._idle: list[_Helper] = []  # ready helpers only
+        self._count = 0  # alive or starting, idle or busy
+        self._starting = 0
+        self._queue: collections.deque[object] = collections.deque()  # waiting calls, oldest first
         self._pid = os.getpid()
 
     def _forked(self) -> None:
@@ -206,31 +216,58 @@ class _HelperPool:
                     except OSError:
                         pass
         self._cond = threading.Condition()
-        self._idle, self._count, self._pid = [], 0, os.getpid()
+        self._idle, self._count, self._starting, self._pid = [], 0, 0, os.getpid()
+        self._queue = collections.deque()
 
-    def _take(self, deadline: float) -> _Helper | None:
-        with self._cond:
-            while True:
-                while self._idle:
-                    helper = self._idle.pop()
-                    if helper.alive():
-                        return helper
-                    helper.kill()
-                    self._count -= 1
-                if self._count < MAX_HELPERS:
-                    self._count += 1
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._cond.wait(left)
+    def _start_locked(self) -> None:
+        """Start one helper in the background (the caller holds the lock and checked ``_count``)."""
+        self._count += 1
+        self._starting += 1
         try:
-            return _Helper()
+            helper = _Helper()
         except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
+            self._count -= 1
+            self._starting -= 1
             raise
+        threading.Thread(target=self._await_ready, args=(helper, self._cond), daemon=True).start()
+
+    def _await_ready(self, helper: _Helper, cond: threading.Condition) -> None:
+        ready = helper.wait_ready(time.monotonic() + HELPER_START_TIMEOUT_S)
+        if not ready:
+            helper.kill()
+        with cond:
+            if cond is not self._cond:  # forked meanwhile: this helper belongs to the parent's pool
+                return
+            self._starting -= 1
+            if ready:
+                self._idle.append(helper)
+            else:
+                self._count -= 1
+            cond.notify_all()
+
+    def _take(self, deadline: float) -> _Helper | str:
+        """A ready helper, or why there is none by ``deadline`` ("busy" or "starting")."""
+        ticket = object()
+        with self._cond:
+            self._queue.append(ticket)
+            try:
+                while True:
+                    if self._queue[0] is ticket:
+                        while self._idle:
+                            helper = self._idle.pop()
+                            if helper.alive():
+                                return helper
+                            helper.kill()
+                            self._count -= 1
+                    if self._count < MAX_HELPERS:
+                        self._start_locked()
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return "starting" if self._starting else "busy"
+                    self._cond.wait(left)
+            finally:
+                self._queue.remove(ticket)
+                self._cond.notify_all()  # the next in line may take a helper now
 
     def _give_back(self, helper: _Helper, usable: bool) -> None:
         if not usable:
@@ -240,23 +277,21 @@ class _HelperPool:
                 self._idle.append(helper)
             else:
                 self._count -= 1
-            self._cond.notify()
+            self._cond.notify_all()
         if not usable:
             self.prestart()  # the next call finds a helper that has already imported sympy
 
     def prestart(self) -> None:
-        """Start a helper now (it imports sympy in the background) unless one is already idle."""
+        """Start a helper now (it imports sympy in the background) unless one is idle or starting already."""
+        if os.getpid() != self._pid:
+            self._forked()
         with self._cond:
-            if self._idle or self._count >= MAX_HELPERS:
+            if self._idle or self._starting or self._count >= MAX_HELPERS:
                 return
-            self._count += 1
-        try:
-            helper = _Helper()
-        except OSError:
-            with self._cond:
-                self._count -= 1
-            return
-        self._give_back(helper, True)
+            try:
+                self._start_locked()
+            except OSError:
+                return
 
     def ask(self, expr: str, timeout: float, deadline: float) -> SymbolicAnswer:
         """Evaluate in a helper for at most ``timeout`` seconds, and never past ``deadline`` (the call's end).
@@ -266,14 +301,10 @@ class _HelperPool:
         if os.getpid() != self._pid:
             self._forked()
         helper = self._take(deadline)
-        if helper is None:
-            return SymbolicAnswer(error="the symbolic engine is busy with other calls; try again")
-        if not helper.wait_ready(min(deadline, time.monotonic() + HELPER_START_TIMEOUT_S)):
-            if helper.alive():
-                self._give_back(helper, True)  # still importing sympy: a later call will find it ready
+        if isinstance(helper, str):
+            if helper == "starting":
                 return SymbolicAnswer(error="the symbolic engine is still starting; try again in a moment")
-            self._give_back(helper, False)
-            return SymbolicAnswer(error="the symbolic engine could not start")
+            return SymbolicAnswer(error="the symbolic engine is busy with other calls; try again")
         left = min(timeout, deadline - time.monotonic())
         if left <= 0:
             self._give_back(helper, True)

@@ -80,27 +80,134 @@ def _warn_refusal(message: str) -> None:
 
 
 class _State:
-    """What the finalizer needs, kept apart from the tool so the tool can be garbage-collected."""
+    """What the finalizer and the background thread need, kept apart from the tool so it can be garbage-collected."""
 
-    def __init__(self, key: tuple[str, tuple[str, ...]]):
+    def __init__(self, key: tuple[str, tuple[str, ...]], limits: SandboxLimits):
         self.key = key
+        self.limits = limits
         self.lock = threading.Condition()
         self.idle: list[Worker] = []
         self.busy = 0
-        self.registered = False
+        self.registered = False  # this tool's claim on the shared zygote is counted
+        self.acquiring = False  # the prestart thread is starting (or joining) the zygote
+        self.closed = False
         self.epoch = 0
+        self.spare: Worker | None = None  # forked for the next episode while this one runs
+        self.doomed: list[Worker] = []  # used workers the background thread kills
+        self.maintainer: threading.Thread | None = None
+        self.starter: threading.Thread | None = None
 
 
 def _release(state: _State) -> None:
-    """Kill every worker of a tool and drop its claim on the shared zygote (close, GC, or interpreter exit)."""
+    """Kill every worker of a tool and drop its claim on the shared zygote (close, GC, or interpreter exit).
+
+    Never waits for a zygote that is still starting: the prestart thread drops its claim itself when it finds the
+    tool closed."""
+    with state.lock:
+        state.closed = True
+        maintainer = state.maintainer
+    if maintainer is not None and maintainer is not threading.current_thread():
+        maintainer.join(timeout=60)  # it finishes the kill or fork in hand (milliseconds), then sees ``closed``
     with state.lock:
         workers, state.idle = state.idle, []
+        workers += state.doomed
+        state.doomed = []
+        if state.spare is not None:
+            workers.append(state.spare)
+            state.spare = None
         registered, state.registered = state.registered, False
         state.epoch += 1
     for worker in workers:
         worker.kill()
     if registered:
         release_zygote(state.key)
+
+
+def _usable(worker: Worker, state: _State) -> bool:
+    return worker.zygote is current_zygote(state.key) and worker.zygote.alive()
+
+
+def _maintain(state: _State) -> None:
+    """Background: kill the used workers of past episodes, then fork the spare for the next one.
+
+    Never starts a zygote (the tool's calls and its prestart do): a spare is forked only from the live zygote.
+    """
+    while True:
+        with state.lock:
+            doomed, state.doomed = state.doomed, []
+            need_spare = state.registered and not state.closed and state.spare is None
+            if not doomed and not need_spare:
+                state.maintainer = None
+                state.lock.notify_all()
+                return
+        for worker in doomed:
+            try:
+                worker.kill()
+            except Exception:  # the zygote went away: its workers went with it
+                logger.debug("killing a used Python worker failed", exc_info=True)
+        if not need_spare:
+            continue
+        zygote = current_zygote(state.key)
+        worker = None
+        if zygote is not None and zygote.alive():
+            try:
+                worker = zygote.spawn(state.limits)
+            except Exception:  # the next reset or call forks one itself and reports what is wrong
+                logger.debug("pre-forking a spare Python worker failed", exc_info=True)
+        with state.lock:
+            keep = worker is not None and state.registered and not state.closed and state.spare is None
+            if keep:
+                state.spare = worker
+                state.lock.notify_all()  # a reset may be waiting for it
+            elif worker is None:
+                if not state.doomed:
+                    state.maintainer = None
+                    state.lock.notify_all()
+                    return
+        if worker is not None and not keep:
+            worker.kill()
+
+
+def _kick(state: _State) -> None:
+    """Start the background thread unless it runs already (call with ``state.lock`` held)."""
+    if state.maintainer is None and not state.closed:
+        state.maintainer = threading.Thread(target=_maintain, args=(state,), name="python-tool-prefork", daemon=True)
+        state.maintainer.start()
+
+
+def _prestart(state: _State) -> None:
+    """Background, at build: start (or join) the shared zygote and fork the first worker and the spare."""
+    with state.lock:
+        if state.closed or state.registered:
+            return
+        state.acquiring = True
+    try:
+        zygote = acquire_zygote(state.key, True)
+    except Exception:  # no sandbox here, or it failed: the first call reports it
+        logger.debug("prestarting the Python sandbox failed", exc_info=True)
+        with state.lock:
+            state.acquiring = False
+        return
+    with state.lock:
+        state.acquiring = False
+        closed = state.closed
+        if not closed:
+            state.registered = True
+    if closed:  # closed meanwhile: the claim just counted is ours to drop
+        release_zygote(state.key)
+        return
+    try:
+        worker = zygote.spawn(state.limits)
+    except Exception:
+        logger.debug("prestarting a Python worker failed", exc_info=True)
+        return
+    with state.lock:
+        keep = not state.closed and not state.idle and state.busy == 0
+        if keep:
+            state.idle.append(worker)
+        _kick(state)
+    if not keep:
+        worker.kill()
 
 
 class PythonCoderTool(BaseTool):
@@ -121,6 +228,13 @@ class PythonCoderTool(BaseTool):
     together (their PSS, polled by the worker's supervisor while a cell runs). The host kills a worker past
     its timeout, and its whole pid namespace with it. Replies reach the host through the supervisor, which
     the code cannot reach, and the host caps them again.
+
+    Between calls nothing of a worker runs: when a call returns, the processes its cell started are killed
+    (``keep_background=True`` keeps them for later calls) and the kernel, its threads and anything kept are
+    stopped until the next call. Where a delegated cgroup v2 is writable, each worker also has its own
+    ``memory.max``/``cpu.max``/``pids.max`` (``sandbox_info.resource_control``). With ``prestart`` (default)
+    the shared zygote starts in the background when the tool is built and ``reset()`` waits for it, so no
+    call's budget includes it; during an episode the next episode's worker is forked in the background.
     """
 
     name = "Python_Coder_Tool"
@@ -148,6 +262,8 @@ class PythonCoderTool(BaseTool):
         sandbox: str = "auto",
         preload: Sequence[str] = (),
         max_code_chars: int = 200_000,
+        keep_background: bool = False,
+        prestart: bool = True,
     ):
         self._config: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if sandbox not in SANDBOX_MODES:
@@ -171,13 +287,24 @@ class PythonCoderTool(BaseTool):
             )
         if nofile < 16:
             raise ConfigError(f"nofile={nofile} is too small for Python to run; use at least 16")
-        self.limits = SandboxLimits(memory_mb=memory_mb, nproc=nproc, fsize_mb=fsize_mb, nofile=nofile, tmp_mb=tmp_mb)
+        self.limits = SandboxLimits(
+            memory_mb=memory_mb,
+            nproc=nproc,
+            fsize_mb=fsize_mb,
+            nofile=nofile,
+            tmp_mb=tmp_mb,
+            keep_background=bool(keep_background),
+        )
         self.max_output_chars = int(max_output_chars)
         self.max_code_chars = int(max_code_chars)
         self.pool_size = int(pool_size)
         self.recycle = recycle
-        self._state = _State((mode, tuple(preload)))
+        self._state = _State((mode, tuple(preload)), self.limits)
         self._finalizer = weakref.finalize(self, _release, self._state)
+        if prestart:  # the zygote's start (seconds: it imports numpy and sympy) is never inside a call's budget
+            starter = threading.Thread(target=_prestart, args=(self._state,), name="python-tool-start", daemon=True)
+            self._state.starter = starter
+            starter.start()
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle the configuration only (e.g. into a vector-env subprocess); workers are never shared."""
@@ -194,19 +321,50 @@ class PythonCoderTool(BaseTool):
 
     def warm_up(self) -> None:
         """Start the zygote and one worker now, so the first call does not pay for it."""
+        self._join_prestart()
         worker = self._checkout()
         self._checkin(worker, self._state.epoch)
 
     def reset(self) -> None:
-        """Episode start: workers that ran code are killed (with anything they started) and pre-forked afresh."""
+        """Episode start: workers that ran code are replaced by fresh ones (with nothing they started).
+
+        The spare forked in the background during the last episode takes a used worker's place at once; the used
+        one is killed, and the next spare forked, in the background. Without a spare, a worker is forked here.
+        The first reset waits for the zygote started when the tool was built, so no call pays for its start.
+        """
+        self._join_prestart()
         state = self._state
         with state.lock:
             state.epoch += 1
             used = [w for w in state.idle if w.calls]
             state.idle = [w for w in state.idle if not w.calls]
-        for worker in used:
+            if used and state.spare is None and state.maintainer is not None and not state.doomed:
+                # the spare is being forked now (episodes back to back): waiting for it beats forking another
+                state.lock.wait_for(lambda: state.spare is not None or state.maintainer is None, timeout=5.0)
+            spare, state.spare = state.spare, None
+            if spare is not None and not _usable(spare, state):
+                used.append(spare)
+                spare = None
+            if spare is not None and len(state.idle) + state.busy < self.pool_size:
+                state.idle.append(spare)
+                spare = None
+            if spare is not None:
+                state.spare = spare  # nothing to replace: keep it for the next episode
+            missing = self.pool_size - len(state.idle) - state.busy if (used or not state.idle) else 0
+            background = state.registered and not state.closed
+            if background:  # they are stopped since their last call returned: killed in the background
+                state.doomed += used
+                _kick(state)
+        for worker in () if background else used:
             worker.kill()
-        self._refill(len(used))
+        if missing > 0:
+            self._refill(missing)
+
+    def _join_prestart(self) -> None:
+        starter = self._state.starter
+        if starter is not None:
+            starter.join()
+            self._state.starter = None
 
     def close(self) -> None:
         """Kill this tool's workers; the shared zygote stops when its last tool closes. Safe to call twice."""
@@ -214,6 +372,7 @@ class PythonCoderTool(BaseTool):
 
     # ------------------------------------------------------------------ internals
     def _zygote(self) -> Any:
+        self._join_prestart()  # one claim per tool: never beside the prestart thread's
         state = self._state
         with state.lock:
             register = not state.registered
@@ -234,7 +393,7 @@ class PythonCoderTool(BaseTool):
             worker = state.idle.pop() if state.idle else None
             state.busy += 1
         try:
-            if worker is not None and worker.zygote is current_zygote(state.key) and worker.zygote.alive():
+            if worker is not None and _usable(worker, state):
                 return worker
             if worker is not None:
                 worker.kill()
@@ -292,6 +451,7 @@ class PythonCoderTool(BaseTool):
                 error="code too long",
             )
         timeout = max(float(timeout), 0.05)
+        self._join_prestart()  # without a reset first: wait for the worker the tool's build began (outside the budget)
         epoch = self._state.epoch
         try:
             worker = self._checkout()
@@ -309,16 +469,12 @@ class PythonCoderTool(BaseTool):
                 error="timeout",
             )
         except WorkerLost as exc:
+            over = exc.reason == "memory" or worker.oom_killed()
             status = self._checkin(worker, -1)
             status = exc.status if exc.status is not None else status
-            if exc.reason == "memory":
+            if over:
                 self._refill(1)
-                return ToolResult(
-                    text=f"Error: MemoryError: the code and the processes it started used more than "
-                    f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
-                    ok=False,
-                    error="memory limit",
-                )
+                return self._memory_error()
             self._refill(1)
             how = describe_status(status)
             return ToolResult(
@@ -330,10 +486,22 @@ class PythonCoderTool(BaseTool):
         except BaseException:
             self._checkin(worker, -1)
             raise
+        if worker.oom_killed():  # cgroup: the kernel killed a process past memory.max (the cell may have gone on)
+            self._checkin(worker, -1)
+            self._refill(1)
+            return self._memory_error()
         self._checkin(worker, epoch)
         if self.recycle == "call":
             self._refill(1)
         return self._result(reply)
+
+    def _memory_error(self) -> ToolResult:
+        return ToolResult(
+            text=f"Error: MemoryError: the code and the processes it started used more than "
+            f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
+            ok=False,
+            error="memory limit",
+        )
 
     def _result(self, reply: dict[str, Any]) -> ToolResult:
         output = str(reply.get("output", ""))[: self.max_output_chars]

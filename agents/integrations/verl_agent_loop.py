@@ -22,9 +22,10 @@ Two ways to hand the episode to verl (``extra_info["emit"]`` of the dataset row)
 How AgentFlow (lupantech/AgentFlow, ``agentflow/verl/daemon.py``) fed turns to verl, and where this
 differs: it also makes one training row per (prompt, response) turn, puts the trajectory's reward on
 each row's last token, and groups rows by the question's id for GRPO. It built the batch in its own
-daemon around an older verl; this loop uses verl's agent-loop API instead. As there, GRPO normalises
-over the turn rows of a group, so a long rollout counts once per turn in the group's mean and std;
-:mod:`agents.training.flow_grpo` normalises over rollouts and weighs turns 1/T_i (``loss_aggregation``).
+daemon around an older verl; this loop uses verl's agent-loop API instead. There, GRPO normalises over
+the turn rows of a group, so a long rollout counts once per turn in the group's mean and std. With
+``algorithm.adv_estimator=flow_grpo`` (the shipped config; :mod:`agents.integrations.verl_flow_grpo`) the
+advantages are normalised over rollouts and each turn row weighs 1/T_i, as in :mod:`agents.training.flow_grpo`.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from collections import defaultdict
 from typing import Any
 from uuid import uuid4
 
-import gymnasium as gym
-
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agents.integrations.chat import ChatCodec, env_reply, step_message
+from agents.integrations.verl_data import make_row_env
+from agents.integrations.verl_flow_grpo import ROLLOUT_KEY, install
 from agents.policies.hf_policy import format_prompt
 
 try:
@@ -49,6 +50,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without verl
     raise DependencyNotInstalled("verl", "verl") from exc
 
 __all__ = ["AgentFlowAgentLoop", "episode_spec"]
+
+install()  # algorithm.adv_estimator=flow_grpo: the paper's 1/T_i weighting (agents.integrations.verl_flow_grpo)
 
 AGENT_NAME = "agentflow_agent"
 _EMIT = ("turns", "trajectory")
@@ -81,6 +84,7 @@ def episode_spec(kwargs: dict[str, Any]) -> dict[str, Any]:
         "emit": emit,
         "tool_calling": tool_calling,
         "seed": None if info.get("seed") is None else int(info["seed"]),
+        "train_set": str(info.get("train_set") or ""),
     }
 
 
@@ -93,14 +97,16 @@ class _EnvPool:
 
     @staticmethod
     def _key(spec: dict[str, Any]) -> str:
-        return json.dumps([spec["env_id"], spec["split"], spec["env_kwargs"]], sort_keys=True, default=str)
+        return json.dumps(
+            [spec["env_id"], spec["split"], spec["env_kwargs"], spec["train_set"]], sort_keys=True, default=str
+        )
 
     def take(self, spec: dict[str, Any]) -> Any:
         with self._lock:
             idle = self._idle[self._key(spec)]
             if idle:
                 return idle.pop()
-        return gym.make(spec["env_id"], split=spec["split"], **spec["env_kwargs"])
+        return make_row_env(spec["env_id"], spec["split"], spec["env_kwargs"], spec["train_set"])
 
     def give_back(self, spec: dict[str, Any], env: Any) -> None:
         with self._lock:
@@ -163,6 +169,7 @@ class AgentFlowAgentLoop(AgentLoopBase):
     ) -> list[AgentLoopOutput]:
         outputs: list[AgentLoopOutput] = []
         reward, done = 0.0, False
+        rollout_id = uuid4().hex  # the flow_grpo estimator weighs this rollout's rows 1/T_i
         while not done and not self._turn_limit_reached(len(outputs)):
             prompt_ids = self._prompt_ids(obs["prompt"])
             out = await self._generate(prompt_ids, sampling_params, self.response_length)
@@ -179,7 +186,12 @@ class AgentFlowAgentLoop(AgentLoopBase):
                     response_logprobs=logprobs,
                     num_turns=2,
                     metrics={},
-                    extra_fields={"turn_index": len(outputs), "turn_scores": [], "tool_rewards": []},
+                    extra_fields={
+                        "turn_index": len(outputs),
+                        "turn_scores": [],
+                        "tool_rewards": [],
+                        ROLLOUT_KEY: rollout_id,
+                    },
                 )
             )
         for output in outputs:  # the outcome, broadcast to every turn (Flow-GRPO)

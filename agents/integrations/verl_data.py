@@ -2,16 +2,21 @@
 
     python -m agents.integrations.verl_data --env-id agentflow/Gen-GameOf24-v1 --split train --out data/train.parquet
     python -m agents.integrations.verl_data --protocol leaderboards/protocols/offline-v2.toml --out data/test.parquet
+    python -m agents.integrations.verl_data --env-id agentflow/Bamboogle-v1 --train-set combined \
+        --train-path data/train/combined_train.parquet --out data/train.parquet   # AgentFlow's training set
 
 Each row is one task: ``prompt`` (the env's first planner prompt as a chat), ``data_source`` (the env
 id), ``agent_name`` (``agentflow_agent``, the loop in :mod:`agents.integrations.verl_agent_loop`) and
 ``extra_info`` (env id, split, task id, env kwargs, emit mode). The gold answer is not written: the
-env scores the episode itself, so no reward-model column can leak it.
+env scores the episode itself, so no reward-model column can leak it. With ``--train-set`` the tasks are one
+of AgentFlow's training sets (:mod:`benchmarks.training_data`) played in ``--env-id``'s flow, tools and scorer;
+``extra_info["train_set"]`` names the set, and each rollout worker loads it once (:func:`train_set_tasks`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -24,7 +29,7 @@ import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError
 from agents.integrations.chat import first_prompts
 
-__all__ = ["protocol_sources", "verl_rows", "write_parquet"]
+__all__ = ["make_row_env", "protocol_sources", "train_set_tasks", "verl_rows", "write_parquet"]
 
 AGENT_NAME = "agentflow_agent"
 
@@ -36,11 +41,14 @@ def verl_rows(
     env_kwargs: dict[str, Any] | None = None,
     emit: str = "turns",
     tool_calling: bool = False,
+    train_set: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """One verl row per task of ``env_id``'s ``split`` (the first ``num_tasks``); ``tool_calling`` rows
-    (with ``emit="trajectory"``) train the native tool-calling format."""
+    """One verl row per task of ``env_id``'s ``split`` (the first ``num_tasks``), or of ``train_set``
+    (``{"name": ..., "path": ..., "seed": ...}``, see :func:`train_set_tasks`) played in ``env_id``;
+    ``tool_calling`` rows (with ``emit="trajectory"``) train the native tool-calling format."""
     kwargs = dict(env_kwargs or {})
-    env = gym.make(env_id, split=split, **kwargs)
+    train_json = json.dumps(train_set, sort_keys=True) if train_set else ""
+    env = make_row_env(env_id, split, kwargs, train_json)
     try:
         rows = []
         for index, prompt, task_id in first_prompts(env, num_tasks):
@@ -58,6 +66,7 @@ def verl_rows(
                         "index": index,
                         "env_kwargs": json.dumps(kwargs, sort_keys=True),
                         "emit": emit,
+                        "train_set": train_json,
                         **({"tool_calling": True} if tool_calling else {}),
                     },
                 }
@@ -65,6 +74,27 @@ def verl_rows(
         return rows
     finally:
         env.close()
+
+
+@functools.lru_cache(maxsize=4)
+def train_set_tasks(train_json: str) -> list[Any]:
+    """The tasks of a training set named by ``extra_info["train_set"]`` (JSON of ``name``, ``path``,
+    ``dataset``, ``seed``, ``limit``), loaded once per process."""
+    from benchmarks.training_data import load_train_tasks
+
+    spec = json.loads(train_json)
+    if not isinstance(spec, dict) or "name" not in spec:
+        raise ConfigError(f"train_set {train_json!r} is not an object with a name (nq, deepmath or combined)")
+    allowed = {"name", "path", "dataset", "seed", "limit"}
+    if set(spec) - allowed:
+        raise ConfigError(f"train_set has unknown keys {sorted(set(spec) - allowed)}; use {sorted(allowed)}")
+    return load_train_tasks(**spec)
+
+
+def make_row_env(env_id: str, split: str, env_kwargs: dict[str, Any], train_json: str = "") -> Any:
+    """The env a row plays in: ``env_id`` with its own tasks, or with the training set's (``train_json``)."""
+    extra = {"tasks": train_set_tasks(train_json)} if train_json else {}
+    return gym.make(env_id, split=split, **env_kwargs, **extra)
 
 
 def protocol_sources(path: str | Path) -> list[tuple[str, str, int | None, dict[str, Any]]]:
@@ -119,6 +149,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="train the native tool-calling format (Hermes <tool_call> turns; needs --emit trajectory)",
     )
+    ap.add_argument(
+        "--train-set",
+        choices=("nq", "deepmath", "combined"),
+        default=None,
+        help="AgentFlow's training set, played in --env-id's flow (tools, scorer); needs one --env-id",
+    )
+    ap.add_argument("--train-path", default=None, help="a local file of the training set (Parquet/JSON/JSONL)")
+    ap.add_argument("--train-limit", type=int, default=None, help="the first N tasks of the shuffled training set")
     ap.add_argument("--out", required=True, help="output .parquet path")
     args = ap.parse_args(argv)
     try:
@@ -128,12 +166,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             sources += protocol_sources(args.protocol)
         if not sources:
             raise ConfigError("give --env-id or --protocol")
+        train_set = None
+        if args.train_set:
+            if len(args.env_id) != 1 or args.protocol:
+                raise ConfigError("--train-set plays the set in one env: give exactly one --env-id and no --protocol")
+            train_set = {"name": args.train_set, "path": args.train_path, "limit": args.train_limit}
+            train_set = {k: v for k, v in train_set.items() if v is not None}
         rows = []
         for env_id, split, num_tasks, options in sources:
             if args.tool_calling and args.emit != "trajectory":
                 raise ConfigError("--tool-calling needs --emit trajectory")
+            kwargs = {**options, **env_kwargs}
             rows += verl_rows(
-                env_id, split, args.num_tasks or num_tasks, {**options, **env_kwargs}, args.emit, args.tool_calling
+                env_id, split, args.num_tasks or num_tasks, kwargs, args.emit, args.tool_calling, train_set=train_set
             )
         path = write_parquet(rows, args.out)
     except (ConfigError, ValueError) as exc:

@@ -229,6 +229,7 @@ class FlowGRPOConfig:
             raise ConfigError(f"adam_betas={self.adam_betas} must hold two numbers, e.g. [0.9, 0.999]")
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
+        self.env_kwargs = engine_specs(self.env_kwargs)
 
     def _check_advantage(self) -> None:
         if not 0.0 < self.gamma <= 1.0:
@@ -269,9 +270,79 @@ def _coerce(name: str, value: Any) -> Any:
     return coerce_field(FlowGRPOConfig, name, value)
 
 
+def engine_specs(value: Any, where: str = "env_kwargs") -> Any:
+    """``value`` with every Engine object replaced by its spec string: a training config is saved as JSON and
+    its env kwargs cross process boundaries (data-parallel ranks, vLLM, verl workers), where a live engine
+    (a model, a client, a lock) cannot go. An engine without a spec is refused with the way out."""
+    if isinstance(value, dict):
+        return {k: engine_specs(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(engine_specs(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, (str, int, float, bool)) or value is None or not callable(getattr(value, "generate", None)):
+        return value
+    spec = getattr(value, "spec", None)
+    if isinstance(spec, str) and spec:
+        return spec
+    raise ConfigError(
+        f"{where} is an Engine object ({type(value).__name__}) with no spec string; training saves its config "
+        "and starts envs in other processes, so give the engine as a spec, e.g. 'openai:gpt-4o-mini' or "
+        "'vllm:Qwen/Qwen2.5-7B-Instruct' (engines built by make_engine carry theirs)"
+    )
+
+
+def packaged_configs_dir() -> Path:
+    """The folder of the configs that ship inside the package (``agents/configs``)."""
+    from importlib.resources import files
+
+    return Path(str(files("agents") / "configs"))
+
+
+def packaged_configs() -> dict[str, Path]:
+    """The shipped configs by short name (the file name without ``.toml``)."""
+    folder = packaged_configs_dir()
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))} if folder.is_dir() else {}
+
+
+def describe_config(path: Path) -> str:
+    """A config's first comment line: what it is for."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+        if line.strip():
+            break
+    return ""
+
+
+def resolve_config(name: str | Path) -> Path:
+    """A config file's path: an existing file as given, else a shipped config by short name
+    (``tiny-cpu-game24`` or ``tiny-cpu-game24.toml``)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = packaged_configs()
+    stem = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
+    if stem in shipped and (path.parent == Path(".") or not path.parent.exists()):
+        return shipped[stem]
+    names = ", ".join(shipped) or "none"
+    raise ConfigError(
+        f"config {str(name)!r} is neither a file nor a shipped config; shipped configs (in "
+        f"{packaged_configs_dir()}): {names}; list them with `agentflow-env train --list-configs`"
+    )
+
+
 def load_config(path: str | Path) -> FlowGRPOConfig:
-    """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields)."""
-    return FlowGRPOConfig.from_dict(_flatten_sections(load_table(path)))
+    """A config from a ``.toml`` or ``.json`` file (keys are the dataclass fields), or a shipped config by name."""
+    data = load_table(resolve_config(path))
+    data.pop("sft", None)  # the warm start's settings (see sft_settings), not the learner's
+    return FlowGRPOConfig.from_dict(_flatten_sections(data))
+
+
+def sft_settings(path: str | Path) -> dict[str, Any]:
+    """The config's ``[sft]`` table: the warm start ``agentflow-env sft --config`` runs before this training."""
+    table = load_table(resolve_config(path)).get("sft", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"config {path}: [sft] must be a table of sft settings (episodes, epochs, lr, ...)")
+    return table
 
 
 def _flatten_sections(data: dict[str, Any]) -> dict[str, Any]:
@@ -344,3 +415,19 @@ def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> Flo
         else:
             pairs += [f"--{f.name}", value]
     return apply_overrides(config, [*pairs, *extra])
+
+
+def load_callable(path: str) -> Any:
+    """The function ``module:function`` names (``reward_fn``), with a clear error when it is not one."""
+    import importlib
+
+    from agentflow_env.error import ConfigError
+
+    module, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"reward_fn={path!r} could not be loaded ({exc}); give 'module:function'") from exc
+    if not callable(fn):
+        raise ConfigError(f"reward_fn={path!r} is not callable")
+    return fn

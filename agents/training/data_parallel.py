@@ -21,6 +21,7 @@ Without a launcher (``WORLD_SIZE`` unset or 1) nothing here talks to ``torch.dis
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -160,3 +161,20 @@ def _env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"{name}={value!r} is not an integer; it is set by torchrun / accelerate launch") from None
+
+
+def minibatch_count(n_global: int, n_most: int, size: int) -> int:
+    """Minibatches per epoch when data-parallel: ceil(all turns / size), but never more than the largest
+    rank's turns (so no minibatch is empty on every rank)."""
+    return max(1, min(math.ceil(n_global / size), n_most))
+
+
+def even_bounds(count: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ``[start, stop)`` ranges covering ``count`` items, sizes differing by at most 1."""
+    base, extra = divmod(count, parts)
+    bounds, start = [], 0
+    for i in range(parts):
+        stop = start + base + (i < extra)
+        bounds.append((start, stop))
+        start = stop
+    return bounds

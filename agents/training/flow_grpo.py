@@ -1,8 +1,8 @@
 """Flow-GRPO: on-policy training of the planner inside the live multi-turn loop.
 
-The maths are small pure functions at the top; :class:`FlowGRPOLearner` has one method per phase, in reading
-order: ``collect_step`` -> ``score`` -> ``advantages`` -> ``update`` -> ``evaluate`` -> ``save_checkpoint``;
-``train`` at the bottom is the loop over them.
+:class:`FlowGRPOLearner` has one method per phase, in reading order: ``collect_step`` -> ``score`` ->
+``advantages`` -> ``update`` -> ``evaluate`` -> ``save_checkpoint``; ``train`` at the bottom is the loop over
+them. The maths live in :mod:`agents.training.objectives`, the token layout in :mod:`agents.training.packing`.
 """
 
 from __future__ import annotations
@@ -12,473 +12,38 @@ import itertools
 import json
 import logging
 import math
-import random
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
-from agents.lm import cache_kwarg, output_cache
 from agents.training.backends import make_backend
-from agents.training.config import FlowGRPOConfig
-from agents.training.data_parallel import DataParallel
-from agents.training.rollout_correction import MismatchStats, truncated_importance_weights
+from agents.training.config import FlowGRPOConfig, load_callable
+from agents.training.data_parallel import DataParallel, even_bounds, minibatch_count
+from agents.training.objectives import (
+    broadcast_to_turns,
+    flow_grpo_loss,
+    group_advantages,
+    masked_mean,
+    returns_to_go_advantages,
+    rft_loss,
+    turn_weights,
+)
+from agents.training.packing import TurnSample, pack_samples, pad_values, token_logprobs
+from agents.training.rollout import Rollouts, RolloutStats, to_rollouts
+from agents.training.rollout_correction import MismatchStats, tis_enabled, truncated_importance_weights
+from agents.training.runtime import load_policy_model, resolve_device, rng_state, set_rng_state, set_seed
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "FlowGRPOLearner",
-    "LossOutput",
-    "TurnSample",
-    "broadcast_to_turns",
-    "clipped_surrogate",
-    "flow_grpo_loss",
-    "group_advantages",
-    "importance_ratio",
-    "k3_kl",
-    "masked_mean",
-    "returns_to_go",
-    "returns_to_go_advantages",
-    "rft_loss",
-    "train",
-    "turn_weights",
-]
+__all__ = ["FlowGRPOLearner", "Rollouts", "train"]
 
 logger = logging.getLogger(__name__)
-
-
-# =============================================================================================
-# Pure functions: the maths of Flow-GRPO (each has hand-computed tests)
-# =============================================================================================
-
-
-def group_advantages(rewards: torch.Tensor, group_size: int, scale_std: bool = True, eps: float = 1e-4) -> torch.Tensor:
-    """A_i = (R_i - mean_G) / (std_G + eps) within consecutive groups of ``group_size`` rollouts.
-
-    ``std_G`` is the population standard deviation of the group. With ``scale_std=False``,
-    A_i = R_i - mean_G. A group whose rewards are all equal gets exactly zero advantage.
-    """
-    if rewards.numel() % group_size:
-        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
-    grouped = rewards.reshape(-1, group_size).float()
-    centered = grouped - grouped.mean(dim=1, keepdim=True)
-    if scale_std:
-        centered = centered / (grouped.std(dim=1, unbiased=False, keepdim=True) + eps)
-    return centered.reshape(-1)
-
-
-def broadcast_to_turns(advantages: torch.Tensor, turns_per_rollout: Sequence[int]) -> torch.Tensor:
-    """Every planner turn of rollout i gets A_i: ``[A_0]*t_0 + [A_1]*t_1 + ...``."""
-    import torch
-
-    counts = torch.as_tensor(list(turns_per_rollout), dtype=torch.long, device=advantages.device)
-    if counts.numel() != advantages.numel():
-        raise ValueError(f"{advantages.numel()} advantages but {counts.numel()} turn counts")
-    return torch.repeat_interleave(advantages, counts)
-
-
-def returns_to_go(rewards: Sequence[float], gamma: float = 1.0) -> list[float]:
-    """G_t = r_t + gamma * G_{t+1}: the discounted return from each turn of one rollout on."""
-    out, acc = [0.0] * len(rewards), 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        acc = float(rewards[t]) + gamma * acc
-        out[t] = acc
-    return out
-
-
-def returns_to_go_advantages(
-    turn_rewards: Sequence[Sequence[float]],
-    group_size: int,
-    gamma: float = 1.0,
-    scale_std: bool = True,
-    eps: float = 1e-4,
-) -> list[list[float]]:
-    """Per-turn advantages A_{i,t} = (G_{i,t} - b_t) / (sigma + eps) from each rollout's step rewards.
-
-    G_{i,t} is :func:`returns_to_go` of rollout i's step rewards. The baseline b_t is the mean G_{j,t} of
-    the rollouts j of the group that are still running at turn t (T_j > t), so a turn is compared with the
-    other rollouts at the same turn: identical rollouts get zero whatever gamma and the penalties, and an
-    early turn is not blamed for being far from the reward. sigma is the population std of the residuals
-    G_{i,t} - b_t over the group with every rollout weighing the same (each of its T_i turns weighs 1/T_i):
-    sigma^2 = 1/G sum_i 1/T_i sum_t (G_{i,t} - b_t)^2. ``scale_std=False`` leaves out the division.
-    With gamma = 1, outcome-only rewards and rollouts of equal length this is :func:`group_advantages`
-    broadcast to every turn. A group whose residuals are all 0 gets 0; otherwise |A| <= sqrt(G * max_i T_i).
-    """
-    if len(turn_rewards) % group_size:
-        raise ValueError(f"{len(turn_rewards)} rollouts do not split into groups of {group_size}")
-    returns = [returns_to_go(r, gamma) for r in turn_rewards]
-    out: list[list[float]] = []
-    for start in range(0, len(returns), group_size):
-        group = returns[start : start + group_size]
-        longest = max(len(g) for g in group)
-        running = [[g[t] for g in group if len(g) > t] for t in range(longest)]
-        baseline = [sum(values) / len(values) for values in running]
-        residuals = [[x - baseline[t] for t, x in enumerate(g)] for g in group]
-        var = sum(sum(r * r for r in res) / len(res) for res in residuals if res) / group_size
-        top = max((abs(x) for g in group for x in g), default=0.0)
-        if math.sqrt(var) <= 1e-12 * (1.0 + top):  # every turn did as well as the others at its turn
-            out += [[0.0] * len(g) for g in group]
-            continue
-        scale = math.sqrt(var) + eps if scale_std else 1.0
-        out += [[r / scale for r in res] for res in residuals]
-    return out
-
-
-def importance_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
-    """Token-level ratio pi_theta / pi_rollout = exp(log pi_theta - log pi_rollout)."""
-    return (logprobs - old_logprobs).exp()
-
-
-def clipped_surrogate(
-    ratio: torch.Tensor, advantages: torch.Tensor, eps_low: float = 0.2, eps_high: float = 0.3
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token loss ``-min(r*A, clip(r, 1-eps_low, 1+eps_high)*A)`` and where the clip was binding.
-
-    ``advantages`` is per sample ([N]) or per token ([N, T]); it broadcasts over the tokens.
-    """
-    import torch
-
-    adv = advantages.unsqueeze(-1) if advantages.dim() == ratio.dim() - 1 else advantages
-    unclipped = ratio * adv
-    clipped = ratio.clamp(1.0 - eps_low, 1.0 + eps_high) * adv
-    binding = ((ratio < 1.0 - eps_low) & (adv < 0)) | ((ratio > 1.0 + eps_high) & (adv > 0))
-    return -torch.minimum(unclipped, clipped), binding
-
-
-def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
-    """The k3 estimator of KL(pi_theta || pi_ref) per token: exp(d) - d - 1 with d = log pi_ref - log pi_theta.
-
-    Always >= 0, unbiased for samples drawn from pi_theta, and exactly 0 where the two agree.
-    """
-    d = ref_logprobs - logprobs
-    return d.exp() - d - 1.0
-
-
-def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Mean over ``dim`` of the entries where ``mask`` is 1; 0 where a row has no such entry."""
-    mask = mask.to(values.dtype)
-    return (values * mask).sum(dim) / mask.sum(dim).clamp(min=1.0)
-
-
-@dataclass
-class LossOutput:
-    """The scalar loss and its parts (detached scalars for logging)."""
-
-    loss: torch.Tensor
-    policy_loss: float
-    kl: float
-    clip_fraction: float
-    ratio_mean: float
-    num_samples: int
-
-
-def flow_grpo_loss(
-    logprobs: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    advantages: torch.Tensor,
-    mask: torch.Tensor,
-    ref_logprobs: torch.Tensor | None = None,
-    *,
-    eps_low: float = 0.2,
-    eps_high: float = 0.3,
-    beta: float = 0.001,
-    weights: torch.Tensor | None = None,
-    token_weights: torch.Tensor | None = None,
-) -> LossOutput:
-    """The Flow-GRPO objective on ``[N, T]`` token log-probs of N turn samples (padding has mask 0).
-
-    Per token: clipped surrogate + beta * k3 KL. It is averaged over each turn's own tokens, then
-    over the turns that have at least one token, so neither padding nor long turns tip the balance.
-    ``weights`` (``[N]``, default all 1) turns the mean over turns into a weighted mean: with
-    ``1 / T_i`` for every turn of rollout i it is the paper's ``1/G sum_i 1/T_i sum_t``.
-    """
-    mask = mask.to(logprobs.dtype)
-    ratio = importance_ratio(logprobs, old_logprobs)
-    surrogate, binding = clipped_surrogate(ratio, advantages, eps_low, eps_high)
-    if token_weights is not None:  # ``[N, T]`` off-policy correction of the sampled tokens (rollout_correction)
-        surrogate = surrogate * token_weights
-    per_token = surrogate
-    kl = None
-    if ref_logprobs is not None and beta > 0:
-        kl = k3_kl(logprobs, ref_logprobs)
-        per_token = per_token + beta * kl
-    has_tokens = mask.sum(-1) > 0
-    count = int(has_tokens.sum())
-    turn_weight = has_tokens.to(mask.dtype) * (1.0 if weights is None else weights.to(mask.dtype))
-    denom = turn_weight.sum().clamp(min=1e-12) if count else turn_weight.new_tensor(1.0)
-    loss = (masked_mean(per_token, mask) * turn_weight).sum() / denom
-
-    def turn_avg(x: torch.Tensor) -> float:
-        return float((masked_mean(x.detach().to(mask.dtype), mask) * turn_weight).sum() / denom)
-
-    return LossOutput(
-        loss=loss,
-        policy_loss=turn_avg(surrogate),
-        kl=turn_avg(kl) if kl is not None else 0.0,
-        clip_fraction=turn_avg(binding),
-        ratio_mean=turn_avg(ratio),
-        num_samples=count,
-    )
-
-
-def rft_loss(logprobs: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Rejection-sampling fine-tuning: the negative log-likelihood of the kept turns, averaged over
-    each turn's own tokens, then over the turns that have tokens (the same weighting as Flow-GRPO,
-    ``weights`` included)."""
-    has_tokens = (mask.sum(-1) > 0).to(logprobs.dtype)
-    turn_weight = has_tokens * (1.0 if weights is None else weights.to(logprobs.dtype))
-    per_turn = masked_mean(-logprobs, mask)
-    return (per_turn * turn_weight).sum() / turn_weight.sum().clamp(min=1e-12)
-
-
-def turn_weights(turns_per_rollout: Sequence[int], aggregation: str) -> list[float]:
-    """The weight of each turn sample in the loss, rollouts in order.
-
-    ``trajectory`` (the paper's 1/G sum_i 1/T_i sum_t): every turn of rollout i weighs 1/T_i, so each
-    rollout weighs the same whatever its length. ``turn``: every turn weighs 1.
-    """
-    if aggregation == "turn":
-        return [1.0 for n in turns_per_rollout for _ in range(n)]
-    if aggregation != "trajectory":
-        raise ValueError(f"loss aggregation {aggregation!r}: choose trajectory or turn")
-    return [1.0 / n for n in turns_per_rollout for _ in range(n)]
-
-
-# =============================================================================================
-# Samples and batched log-probs
-# =============================================================================================
-
-
-@dataclass
-class TurnSample:
-    """One training sample: a planner turn (prompt = its observation, response = its action)."""
-
-    prompt_ids: list[int]
-    response_ids: list[int]
-    advantage: float
-    weight: float = 1.0  # the turn's weight in the loss (see turn_weights)
-    rollout_logprobs: list[float] = field(default_factory=list)
-    old_logprobs: list[float] = field(default_factory=list)
-    ref_logprobs: list[float] = field(default_factory=list)
-
-
-def _pack(samples: Sequence[TurnSample], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
-    """Left-pad prompts and right-pad responses, so every response starts at the same column."""
-    import torch
-
-    p_width = max(len(s.prompt_ids) for s in samples)
-    t_width = max(max(len(s.response_ids) for s in samples), 1)
-    n = len(samples)
-    ids = torch.full((n, p_width + t_width), pad_id, dtype=torch.long)
-    attn = torch.zeros_like(ids)
-    mask = torch.zeros((n, t_width), dtype=torch.float32)
-    for i, s in enumerate(samples):
-        p, r = s.prompt_ids, s.response_ids
-        ids[i, p_width - len(p) : p_width] = torch.tensor(p, dtype=torch.long)
-        attn[i, p_width - len(p) : p_width] = 1
-        if r:
-            ids[i, p_width : p_width + len(r)] = torch.tensor(r, dtype=torch.long)
-            attn[i, p_width : p_width + len(r)] = 1
-            mask[i, : len(r)] = 1.0
-    positions = (attn.cumsum(-1) - 1).clamp(min=0)
-    return {
-        "targets": ids[:, p_width:].to(device),
-        "input_ids": ids.to(device),
-        "attention_mask": attn.to(device),
-        "position_ids": positions.to(device),
-        "mask": mask.to(device),
-        "t_width": torch.tensor(t_width),
-    }
-
-
-def token_logprobs(
-    model: Any, batch: dict[str, torch.Tensor], temperature: float = 1.0, with_entropy: bool = False
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probs ``[N, T]`` of the response tokens under ``model`` (and their entropy when asked).
-
-    ``batch`` comes from :func:`_pack` (one row per sample) or :func:`_pack_shared` (each distinct
-    prompt runs once and its key/value cache is shared by every response to it, gradients included).
-    """
-    if "prompt_ids" in batch:
-        logits = _shared_prefix_logits(model, batch)
-    else:
-        t_width = int(batch["t_width"])
-        out = model(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            position_ids=batch["position_ids"],
-            logits_to_keep=t_width + 1,
-            use_cache=False,
-        )
-        logits = out.logits[:, :-1, :]
-    logits = logits.float()
-    if temperature > 0 and temperature != 1.0:
-        logits = logits / temperature
-    logp_all = logits.log_softmax(-1)
-    logp = logp_all.gather(-1, batch["targets"].unsqueeze(-1)).squeeze(-1)
-    entropy = None
-    if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logp, entropy
-
-
-def _pack_shared(samples: Sequence[TurnSample], pad_id: int, device: Any) -> dict[str, torch.Tensor]:
-    """Distinct prompts once (left-padded) and responses (right-padded) with each one's prompt index.
-
-    A group's G first turns share their prompt, so the prompt's forward (and backward) runs once
-    instead of G times; responses attend to a copy of its key/value cache.
-    """
-    import torch
-
-    index: dict[tuple[int, ...], int] = {}
-    rows = [index.setdefault(tuple(s.prompt_ids), len(index)) for s in samples]
-    prompts = list(index)
-    p_width = max(len(p) for p in prompts)
-    t_width = max(max(len(s.response_ids) for s in samples), 1)
-    p_ids = torch.full((len(prompts), p_width), pad_id, dtype=torch.long)
-    p_attn = torch.zeros_like(p_ids)
-    for i, p in enumerate(prompts):
-        p_ids[i, p_width - len(p) :] = torch.tensor(p, dtype=torch.long)
-        p_attn[i, p_width - len(p) :] = 1
-    targets = torch.full((len(samples), t_width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(samples), t_width), dtype=torch.float32)
-    for i, s in enumerate(samples):
-        if s.response_ids:
-            targets[i, : len(s.response_ids)] = torch.tensor(s.response_ids, dtype=torch.long)
-            mask[i, : len(s.response_ids)] = 1.0
-    row_index = torch.tensor(rows, dtype=torch.long)
-    p_len = p_attn.sum(-1)
-    r_positions = p_len[row_index].unsqueeze(-1) + torch.arange(t_width).unsqueeze(0)
-    full_attn = torch.cat([p_attn[row_index], mask.long()], dim=1)
-    return {
-        "prompt_ids": p_ids.to(device),
-        "prompt_attention": p_attn.to(device),
-        "prompt_positions": (p_attn.cumsum(-1) - 1).clamp(min=0).to(device),
-        "row_index": row_index.to(device),
-        "targets": targets.to(device),
-        "response_positions": r_positions.to(device),
-        "full_attention": full_attn.to(device),
-        "mask": mask.to(device),
-        "t_width": torch.tensor(t_width),
-    }
-
-
-def _shared_prefix_logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``[N, T, V]`` next-token logits of each response, with each distinct prompt run once."""
-    import torch
-
-    t_width = int(batch["t_width"])
-    out = model(
-        input_ids=batch["prompt_ids"],
-        attention_mask=batch["prompt_attention"],
-        position_ids=batch["prompt_positions"],
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    rows = batch["row_index"]
-    first = out.logits[:, -1][rows].unsqueeze(1)  # predicts response token 0
-    if t_width == 1:
-        return first
-    cache = output_cache(out)
-    cache.reorder_cache(rows)  # one cache row per response (index_select keeps the autograd graph)
-    rest = model(
-        input_ids=batch["targets"][:, :-1],
-        attention_mask=batch["full_attention"][:, :-1],
-        position_ids=batch["response_positions"][:, :-1],
-        use_cache=True,
-        **{cache_kwarg(model): cache},
-    ).logits
-    return torch.cat([first, rest], dim=1)
-
-
-def pack_samples(samples: Sequence[TurnSample], pad_id: int, device: Any, share_prompts: bool = True) -> dict:
-    """The cheaper layout for these samples: shared prompts when some repeat, one row per sample otherwise."""
-    if share_prompts and len({tuple(s.prompt_ids) for s in samples}) <= 0.75 * len(samples):
-        return _pack_shared(samples, pad_id, device)
-    return _pack(samples, pad_id, device)
-
-
-# =============================================================================================
-# The learner
-# =============================================================================================
-
-
-@dataclass
-class Rollouts:
-    """One step's rollouts: B*G trajectories in group order, with rewards and per-turn samples."""
-
-    rewards: list[float]
-    turns: list[list[TurnSample]]
-    turn_rewards: list[list[float]] = field(default_factory=list)  # each rollout's step rewards, in turn order
-    scores: list[float] = field(default_factory=list)  # the env's score of each final answer (success: >= 1)
-    tool_errors: int = 0
-    num_turns: int = 0
-    generated_tokens: int = 0
-
-
-def _resolve_device(config: FlowGRPOConfig) -> str:
-    import torch
-
-    if config.device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if config.device == "cuda" and not torch.cuda.is_available():
-        from agentflow_env.error import ConfigError
-
-        raise ConfigError("device='cuda' but torch sees no CUDA GPU; set device='cpu' (or 'auto')")
-    return config.device
-
-
-def set_seed(seed: int) -> None:
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def rng_state() -> dict[str, Any]:
-    import torch
-
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    import torch
-
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def load_policy_model(config: FlowGRPOConfig) -> tuple[Any, Any, str]:
-    """``(model, tokenizer, path)`` of the start policy: ``init_from``, the tiny LM, or a HF model path."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if config.init_from:
-        path = config.init_from
-    elif config.model == "tiny":
-        from agents.tiny_lm import VLLM_MODEL_KWARGS, tiny_lm_path
-
-        shape = VLLM_MODEL_KWARGS if config.backend == "vllm" else {}  # vLLM's CPU attention needs head_dim 32
-        path = str(tiny_lm_path(config.tiny_cache_dir or None, **shape))
-    else:
-        path = config.model
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer, path
 
 
 class FlowGRPOLearner:
@@ -490,7 +55,7 @@ class FlowGRPOLearner:
         self.config = config
         if config.threads:
             torch.set_num_threads(config.threads)
-        self.device = _resolve_device(config)
+        self.device = resolve_device(config)
         self.dp = DataParallel.from_env(self.device)  # torchrun / accelerate launch: one rank per process
         if config.questions_per_step < self.dp.world_size:
             from agentflow_env.error import ConfigError
@@ -549,11 +114,12 @@ class FlowGRPOLearner:
             autocast_dtype=self.autocast_dtype,
             sync_tolerance=config.vllm_sync_tolerance or None,
         )
-        self._tis = _tis_enabled(config)
+        self._tis = tis_enabled(config)
         self._mismatch = MismatchStats()
-        self._reward_fn = _load_callable(config.reward_fn) if config.reward_fn else None
+        self._reward_fn = load_callable(config.reward_fn) if config.reward_fn else None
         self._tasks: dict[str, Any] = {}
         self._runners: dict[tuple[str, int], Any] = {}
+        self.rollout_stats = RolloutStats()  # env vs policy seconds of every collect, summed over the run
         self._metrics_file = self.out / "metrics.jsonl"
         self._tb: Any = None
 
@@ -623,7 +189,13 @@ class FlowGRPOLearner:
             self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)
         try:
             groups = collect_group_rollouts(
-                runner, self.backend, task_ids, group_size=group_size, seed=seed, env_id=self.config.env_id
+                runner,
+                self.backend,
+                task_ids,
+                group_size=group_size,
+                seed=seed,
+                env_id=self.config.env_id,
+                stats=self.rollout_stats,
             )
         finally:
             self.backend.sampling = saved
@@ -660,7 +232,7 @@ class FlowGRPOLearner:
     # ------------------------------------------------------------------ phase 2: score
     def score(self, trajectories: Sequence[Any]) -> Rollouts:
         """Phase 2, score: each trajectory's reward (the env's, or ``config.reward_fn``'s) and its turn samples."""
-        return _to_rollouts(trajectories, self._reward_fn)
+        return to_rollouts(trajectories, self._reward_fn)
 
     # ------------------------------------------------------------------ phase 3: advantages
     def advantages(self, rollouts: Rollouts) -> tuple[list[TurnSample], int]:
@@ -717,14 +289,14 @@ class FlowGRPOLearner:
         gen = torch.Generator().manual_seed(_step_seed(cfg.seed, self.step) + 1)
         # data-parallel: every rank cuts its turns into the same number of minibatches (so all ranks take
         # the same optimizer steps); minibatch j is the union of every rank's j-th slice
-        slices = _minibatch_count(n_global, max(self.dp.gather(len(samples))), cfg.minibatch_size)
+        slices = minibatch_count(n_global, max(self.dp.gather(len(samples))), cfg.minibatch_size)
         totals: dict[str, float] = {}
         updates = 0
         self.model.train()
         for _epoch in range(cfg.ppo_epochs):
             order = torch.randperm(len(samples), generator=gen).tolist()
             if self.dp.enabled:
-                parts = [order[a:b] for a, b in _even_bounds(len(order), slices)]
+                parts = [order[a:b] for a, b in even_bounds(len(order), slices)]
             else:
                 parts = [
                     order[start : start + cfg.minibatch_size] for start in range(0, len(order), cfg.minibatch_size)
@@ -782,19 +354,19 @@ class FlowGRPOLearner:
             nll = rft_loss(logp, batch["mask"], weights)
             return nll, {"losses/policy_loss": float(nll.detach()), "losses/kl": 0.0, "losses/clip_fraction": 0.0}
         if chunk[0].old_logprobs:
-            old = _pad_values([s.old_logprobs for s in chunk], batch["mask"])
+            old = pad_values([s.old_logprobs for s in chunk], batch["mask"])
         else:
             old = logp.detach()
         ref = None
         if self._use_kl and chunk[0].ref_logprobs:
-            ref = _pad_values([s.ref_logprobs for s in chunk], batch["mask"])
+            ref = pad_values([s.ref_logprobs for s in chunk], batch["mask"])
         elif self._use_kl:
             with torch.no_grad(), self._autocast():
                 ref = self._reference_logprobs(batch).float()
         adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=logp.device)
         tis = None
         if self._tis and all(len(s.rollout_logprobs) == len(s.response_ids) for s in chunk):
-            rollout = _pad_values([s.rollout_logprobs for s in chunk], batch["mask"])
+            rollout = pad_values([s.rollout_logprobs for s in chunk], batch["mask"])
             tis, mismatch = truncated_importance_weights(old, rollout, batch["mask"], cfg.tis_imp_ratio_cap)
             self._mismatch.add(mismatch)
         out = flow_grpo_loss(
@@ -1031,97 +603,8 @@ class FlowGRPOLearner:
         self.dp.close()
 
 
-def _pad_values(rows: Sequence[Sequence[float]], mask: torch.Tensor) -> torch.Tensor:
-    import torch
-
-    out = torch.zeros_like(mask, dtype=torch.float32)
-    for i, row in enumerate(rows):
-        if row:
-            out[i, : len(row)] = torch.tensor(row, dtype=torch.float32)
-    return out.to(mask.device)
-
-
-def _load_callable(path: str) -> Any:
-    import importlib
-
-    from agentflow_env.error import ConfigError
-
-    module, _, attr = path.partition(":")
-    try:
-        fn = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"reward_fn={path!r} could not be loaded ({exc}); give 'module:function'") from exc
-    if not callable(fn):
-        raise ConfigError(f"reward_fn={path!r} is not callable")
-    return fn
-
-
-def _tis_enabled(config: FlowGRPOConfig) -> bool:
-    """Whether the loss carries the truncated importance-sampling correction (``rollout_correction``).
-
-    The samplers' log-probs are of the raw (temperature 1) policy, so the correction needs temperature 1.
-    """
-    wanted = config.rollout_correction == "tis" or (config.rollout_correction == "auto" and config.backend == "vllm")
-    if not wanted or config.algorithm != "flow_grpo":
-        return False
-    if config.temperature != 1.0:
-        logger.warning("rollout_correction off: rollout log-probs are at temperature 1, not %g", config.temperature)
-        return False
-    return True
-
-
-def _minibatch_count(n_global: int, n_most: int, size: int) -> int:
-    """Minibatches per epoch when data-parallel: ceil(all turns / size), but never more than the largest
-    rank's turns (so no minibatch is empty on every rank)."""
-    return max(1, min(math.ceil(n_global / size), n_most))
-
-
-def _even_bounds(count: int, parts: int) -> list[tuple[int, int]]:
-    """``parts`` contiguous ``[start, stop)`` ranges covering ``count`` items, sizes differing by at most 1."""
-    base, extra = divmod(count, parts)
-    bounds, start = [], 0
-    for i in range(parts):
-        stop = start + base + (i < extra)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
-
-
 def _step_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7919) % (2**31 - 1)
-
-
-def _to_rollouts(trajectories: Sequence[Any], reward_fn: Any = None) -> Rollouts:
-    """Trajectories (from ``agents.training.rollout``) -> rewards and one :class:`TurnSample` per planner turn."""
-    rewards, turns, turn_rewards, scores = [], [], [], []
-    errors = n_turns = gen_tokens = 0
-    for traj in trajectories:
-        rewards.append(float(reward_fn(traj)) if reward_fn is not None else float(traj.reward))
-        turn_rewards.append([float(turn.reward) for turn in traj.turns])
-        scores.append(float(traj.score) if traj.score is not None else float(traj.reward))
-        samples = []
-        for turn in traj.turns:
-            samples.append(
-                TurnSample(
-                    prompt_ids=list(turn.prompt_ids),
-                    response_ids=list(turn.response_ids),
-                    advantage=0.0,
-                    rollout_logprobs=list(turn.logprobs or []),
-                )
-            )
-            gen_tokens += len(turn.response_ids or [])
-            errors += bool(getattr(turn, "error", None))
-        n_turns += len(traj.turns)
-        turns.append(samples)
-    return Rollouts(
-        rewards=rewards,
-        turns=turns,
-        turn_rewards=turn_rewards,
-        scores=scores,
-        tool_errors=errors,
-        num_turns=n_turns,
-        generated_tokens=gen_tokens,
-    )
 
 
 # =============================================================================================

@@ -23,16 +23,19 @@ from typing import Any
 from agentflow_env.error import ConfigError
 from agentflow_env.vector import ThreadedVectorEnv, VectorRunner
 from agents.policies.policy import Policy
+from agents.training.packing import TurnSample
 
 __all__ = [
     "EpisodeSpec",
     "RolloutStats",
+    "Rollouts",
     "Trajectory",
     "Turn",
     "collect_group_rollouts",
     "collect_rollouts",
     "load_jsonl",
     "save_jsonl",
+    "to_rollouts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -550,3 +553,49 @@ def _collect(
         stats.seconds += time.perf_counter() - t0
         if owned:
             runner.close()
+
+
+@dataclass
+class Rollouts:
+    """One step's rollouts: B*G trajectories in group order, with rewards and per-turn samples."""
+
+    rewards: list[float]
+    turns: list[list[TurnSample]]
+    turn_rewards: list[list[float]] = field(default_factory=list)  # each rollout's step rewards, in turn order
+    scores: list[float] = field(default_factory=list)  # the env's score of each final answer (success: >= 1)
+    tool_errors: int = 0
+    num_turns: int = 0
+    generated_tokens: int = 0
+
+
+def to_rollouts(trajectories: Sequence[Any], reward_fn: Any = None) -> Rollouts:
+    """Trajectories (from ``agents.training.rollout``) -> rewards and one :class:`TurnSample` per planner turn."""
+    rewards, turns, turn_rewards, scores = [], [], [], []
+    errors = n_turns = gen_tokens = 0
+    for traj in trajectories:
+        rewards.append(float(reward_fn(traj)) if reward_fn is not None else float(traj.reward))
+        turn_rewards.append([float(turn.reward) for turn in traj.turns])
+        scores.append(float(traj.score) if traj.score is not None else float(traj.reward))
+        samples = []
+        for turn in traj.turns:
+            samples.append(
+                TurnSample(
+                    prompt_ids=list(turn.prompt_ids),
+                    response_ids=list(turn.response_ids),
+                    advantage=0.0,
+                    rollout_logprobs=list(turn.logprobs or []),
+                )
+            )
+            gen_tokens += len(turn.response_ids or [])
+            errors += bool(getattr(turn, "error", None))
+        n_turns += len(traj.turns)
+        turns.append(samples)
+    return Rollouts(
+        rewards=rewards,
+        turns=turns,
+        turn_rewards=turn_rewards,
+        scores=scores,
+        tool_errors=errors,
+        num_turns=n_turns,
+        generated_tokens=gen_tokens,
+    )

@@ -10,13 +10,18 @@ The weights carry no gradient.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["MismatchStats", "truncated_importance_weights"]
+    from agents.training.config import FlowGRPOConfig
+
+__all__ = ["MismatchStats", "tis_enabled", "truncated_importance_weights"]
+
+logger = logging.getLogger(__name__)
 
 
 def truncated_importance_weights(
@@ -73,3 +78,17 @@ class MismatchStats:
         }
         self.abs_dlogp_sum = self.tokens = self.ratio_max = self.capped = 0.0
         return out
+
+
+def tis_enabled(config: FlowGRPOConfig) -> bool:
+    """Whether the loss carries the truncated importance-sampling correction (``rollout_correction``).
+
+    The samplers' log-probs are of the raw (temperature 1) policy, so the correction needs temperature 1.
+    """
+    wanted = config.rollout_correction == "tis" or (config.rollout_correction == "auto" and config.backend == "vllm")
+    if not wanted or config.algorithm != "flow_grpo":
+        return False
+    if config.temperature != 1.0:
+        logger.warning("rollout_correction off: rollout log-probs are at temperature 1, not %g", config.temperature)
+        return False
+    return True

@@ -1,6 +1,7 @@
 """SFT warm-start: fine-tune a causal LM (the tiny offline LM by default) on scripted-planner demonstrations.
 
-Owns demonstration collection, the response-only loss, the training loop, success evaluation and the ``sft`` command.
+Owns demonstration collection, the response-only loss, the training loop (checkpointed: the same command resumes a
+killed run), success evaluation and the ``sft`` command.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class SFTConfig:
         "env id whose train split gives demonstrations; repeat the flag to train one model on several envs "
         "(episodes from each, mixed; evaluation covers each)",
         repeat=True,
-        default="agentflow/Gen-GameOf24-v0",
+        default="agentflow/Gen-GameOf24-v1",
     )
     env_kwargs: dict[str, Any] = doc_field(  # noqa: RUF009
         'gymnasium.make kwargs of the env(s) as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
@@ -99,6 +100,17 @@ class SFTConfig:
     torch_threads: int | None = doc_field(
         "torch threads (None: torch's default; 1 is fastest on a busy CPU)", flag="--threads", default=None
     )
+    checkpoint_every: int = doc_field(
+        "optimizer steps between checkpoints (out/checkpoint/state.pt and the partial model in out); a killed run "
+        "resumes when the same command is run again (0: never)",
+        default=50,
+    )
+    resume: bool = doc_field(
+        "start afresh even when the output folder holds a checkpoint of the same settings",
+        flag="--no-resume",
+        switch=True,
+        default=True,
+    )
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.epochs < 1 or self.batch_size < 1:
@@ -107,6 +119,8 @@ class SFTConfig:
             raise ConfigError(f"lr must be positive, got {self.lr}")
         if self.max_minutes is not None and self.max_minutes <= 0:
             raise ConfigError(f"max_minutes must be positive, got {self.max_minutes}")
+        if self.checkpoint_every < 0:
+            raise ConfigError(f"checkpoint_every must be >= 0 (0: never), got {self.checkpoint_every}")
         if self.eval_episodes < 0:
             raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if not self.env_ids:
@@ -402,39 +416,15 @@ def train_sft(
     total = per_epoch * config.epochs if config.max_steps is None else min(per_epoch * config.epochs, config.max_steps)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, config.warmup_steps, total))
-    rng = random.Random(config.seed)
+    run = _SFTRun(config, out, model, tokenizer, optimizer, scheduler, result)
+    if config.resume:
+        run.load()
     if on_start is not None:
         on_start(total, len(examples))
-    train_started = time.perf_counter()
-    model.train()
-    stop = False
-    for epoch in range(config.epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        for b in range(per_epoch):
-            batch = [examples[i] for i in order[b * config.batch_size : (b + 1) * config.batch_size]]
-            loss = sft_loss(model, [p for p, _ in batch], [r for _, r in batch], pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            result.steps += 1
-            result.losses.append(float(loss.detach()))
-            result.epochs_done = epoch + (b + 1) / per_epoch
-            if on_step is not None:
-                on_step(result.steps, result.losses[-1])
-            elapsed = (time.perf_counter() - train_started) / 60
-            if (config.max_steps is not None and result.steps >= config.max_steps) or (
-                config.max_minutes is not None and elapsed >= config.max_minutes
-            ):
-                stop = True
-                break
-        if stop:
-            break
+    _train_loop(run, examples, per_epoch, total, pad_id, on_step)
     model.eval()
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    complete = result.steps >= total
+    run.save_model(complete=complete)
     if eval_ids:
         after = _evaluate_model(model, tokenizer, config, eval_ids)
         result.eval_after = _pooled(after)
@@ -445,18 +435,183 @@ def train_sft(
     # a tiny model is only as good as its prompts: record which prompt wording it was trained on
     fingerprint = hashlib.sha1(demos[0].prompt.encode("utf-8")).hexdigest()[:12] if demos else None
     (out / "sft_metrics.json").write_text(
-        json.dumps({"config": asdict(config), "prompt_fingerprint": fingerprint, **result.to_dict()}, indent=2)
+        json.dumps(
+            {"config": asdict(config), "prompt_fingerprint": fingerprint, "complete": complete, **result.to_dict()},
+            indent=2,
+        )
     )
     return result
+
+
+# the settings that change what a run computes: a checkpoint of other settings is not resumed
+_RESUME_KEYS = (
+    "env_id",
+    "env_kwargs",
+    "base",
+    "episodes",
+    "epochs",
+    "batch_size",
+    "lr",
+    "weight_decay",
+    "warmup_steps",
+    "grad_clip",
+    "max_steps",
+    "successful_only",
+    "demo_policy",
+    "max_prompt_tokens",
+    "seed",
+)
+
+
+@dataclass
+class _SFTRun:
+    """The state of one SFT run that a checkpoint holds, and where it is written."""
+
+    config: SFTConfig
+    out: Path
+    model: Any
+    tokenizer: Any
+    optimizer: Any
+    scheduler: Any
+    result: SFTResult
+
+    @property
+    def state_file(self) -> Path:
+        return self.out / "checkpoint" / "state.pt"
+
+    def settings(self) -> dict[str, Any]:
+        return json.loads(json.dumps({k: getattr(self.config, k) for k in _RESUME_KEYS}))
+
+    def load(self) -> None:
+        """Continue from the checkpoint when there is one of the same settings; refuse one of others."""
+        import torch
+
+        if not self.state_file.is_file():
+            return
+        state = torch.load(self.state_file, map_location="cpu", weights_only=False)
+        if state["settings"] != self.settings():
+            changed = sorted(k for k in _RESUME_KEYS if state["settings"].get(k) != self.settings()[k])
+            raise ConfigError(
+                f"{self.out} holds an SFT checkpoint of other settings ({', '.join(changed)} differ); give another "
+                "--output-dir, or --no-resume to start afresh there"
+            )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        self.result.steps = int(state["step"])
+        self.result.losses = list(state["losses"])
+        logger.info("sft: resumed from %s at step %d", self.state_file, self.result.steps)
+
+    def checkpoint(self) -> None:
+        """The state after this step (written to a temporary file, then renamed) and the partial model."""
+        import torch
+
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        torch.save(
+            {
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "step": self.result.steps,
+                "losses": self.result.losses,
+                "settings": self.settings(),
+            },
+            tmp,
+        )
+        tmp.replace(self.state_file)
+        self.save_model(complete=False)
+
+    def save_model(self, complete: bool) -> None:
+        """The model in HF format in ``out``: a partial one (``complete: false``) until the run ends."""
+        self.model.save_pretrained(self.out)
+        self.tokenizer.save_pretrained(self.out)
+        if not complete:
+            record = {"complete": False, "steps": self.result.steps, "config": asdict(self.config)}
+            (self.out / "sft_metrics.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+
+
+def _train_loop(
+    run: _SFTRun,
+    examples: Sequence[tuple[list[int], list[int]]],
+    per_epoch: int,
+    total: int,
+    pad_id: int,
+    on_step: Callable[[int, float], None] | None,
+) -> None:
+    """Optimizer steps from the run's current step to ``total`` (or the time budget), checkpointing on the way.
+
+    Each epoch's order is drawn from ``seed`` whatever the start, so a resumed run takes the same batches.
+    """
+    import torch
+
+    config, result, model = run.config, run.result, run.model
+    rng = random.Random(config.seed)
+    model.train()
+    started = time.perf_counter()
+    for epoch in range(config.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for b in range(per_epoch):
+            if epoch * per_epoch + b < result.steps:
+                continue  # done before the resume
+            if result.steps >= total:
+                return
+            batch = [examples[i] for i in order[b * config.batch_size : (b + 1) * config.batch_size]]
+            loss = sft_loss(model, [p for p, _ in batch], [r for _, r in batch], pad_id)
+            run.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            run.optimizer.step()
+            run.scheduler.step()
+            result.steps += 1
+            result.losses.append(float(loss.detach()))
+            result.epochs_done = epoch + (b + 1) / per_epoch
+            if on_step is not None:
+                on_step(result.steps, result.losses[-1])
+            if config.checkpoint_every and result.steps % config.checkpoint_every == 0:
+                run.checkpoint()
+            if config.max_minutes is not None and (time.perf_counter() - started) / 60 >= config.max_minutes:
+                run.checkpoint()
+                return
 
 
 # ---------------------------------------------------------------------------------------------- CLI
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env sft``: one flag per :class:`SFTConfig` field, generated from it."""
     add_dataclass_flags(parser, SFTConfig)
+    parser.add_argument(
+        "--config",
+        metavar="FILE|NAME",
+        default=None,
+        help="a train config (file or shipped name, see `agentflow-env train --list-configs`): its env_id, "
+        "env_kwargs, threads and [sft] table are the defaults here, so the warm start sees the prompts training will",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=_run)
+
+
+_TABLE_KEYS = {"episodes", "epochs", "batch_size", "lr", "max_steps"}
+
+
+def _config_defaults(path: str | None) -> dict[str, Any]:
+    """SFT settings a train config implies: its env and env kwargs, its threads, and its ``[sft]`` table."""
+    if not path:
+        return {}
+    from agents.training.config import load_config, sft_settings
+
+    train_config = load_config(path)
+    table = sft_settings(path)
+    unknown = sorted(set(table) - _TABLE_KEYS)
+    if unknown:
+        raise ConfigError(f"[sft] of {path} has unknown keys {unknown}; use {sorted(_TABLE_KEYS)}")
+    out: dict[str, Any] = {"env_id": train_config.env_id, "env_kwargs": dict(train_config.env_kwargs), **table}
+    if train_config.threads:
+        out["torch_threads"] = train_config.threads
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -467,7 +622,10 @@ def _run(args: argparse.Namespace) -> int:
     from agentflow_env.cli import require_env_id
 
     given = flag_values(args, SFTConfig)
-    config = SFTConfig(**given)
+    defaults = _config_defaults(args.config)
+    if "env_kwargs" in given and "env_kwargs" in defaults:  # the flag adds to the config's env kwargs
+        given["env_kwargs"] = {**defaults["env_kwargs"], **given["env_kwargs"]}
+    config = SFTConfig(**{**defaults, **given})
     config = dataclasses.replace(config, env_id=[require_env_id(e) for e in config.env_ids])
     if len(config.env_ids) == 1:
         config = dataclasses.replace(config, env_id=config.env_ids[0])

@@ -1,4 +1,5 @@
-"""``agentflow-env train --config FILE [--key value ...]``: run the Flow-GRPO learner from a config file.
+"""``agentflow-env train --config FILE|NAME [--key value ...]``: run the Flow-GRPO learner from a config file
+(or a shipped config by name; ``--list-configs`` lists them).
 
 Every config field is also a ``--kebab-case`` option (its docstring is the help; the config file spells
 it in ``snake_case``); options override the file. A tqdm bar shows the step, the
@@ -14,7 +15,13 @@ import argparse
 import json
 import sys
 
-from agents.training.config import add_config_arguments, config_from_args
+from agents.training.config import (
+    add_config_arguments,
+    config_from_args,
+    describe_config,
+    packaged_configs,
+    packaged_configs_dir,
+)
 
 __all__ = ["configure_train"]
 
@@ -24,7 +31,12 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
         "Train the planner with Flow-GRPO. Settings come from --config (TOML or JSON, keys are "
         "the options below in snake_case) and are overridden by the options given here."
     )
-    parser.add_argument("--config", metavar="FILE", help="a .toml or .json config (e.g. agents/configs/*.toml)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE|NAME",
+        help="a .toml or .json config file, or the name of a shipped one (e.g. tiny-cpu-game24; see --list-configs)",
+    )
+    parser.add_argument("--list-configs", action="store_true", help="list the shipped configs and exit")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
     parser.add_argument("--log-level", default="WARNING", help="logging level (DEBUG, INFO, WARNING, ...)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -36,6 +48,9 @@ def _run_train(args: argparse.Namespace) -> int:
     from agentflow_env.cli import require_env_id, route_logging
 
     route_logging(args.log_level)  # records print above the progress bar, never through it
+    if args.list_configs:
+        sys.stdout.write(_config_listing())
+        return 0
     config = config_from_args(args)  # a ConfigError becomes one `error:` line (exit status 2)
     if args.print_config:
         sys.stdout.write(json.dumps(config.to_dict(), indent=2) + "\n")
@@ -60,3 +75,11 @@ def _run_train(args: argparse.Namespace) -> int:
             f"evaluate it: agentflow-env eval --policy hf:{summary['model']}\n"
         )
     return 0
+
+
+def _config_listing() -> str:
+    shipped = packaged_configs()
+    width = max((len(n) for n in shipped), default=0)
+    lines = [f"shipped configs (in {packaged_configs_dir()}); use one with --config NAME:"]
+    lines += [f"  {name:<{width}}  {describe_config(path)}" for name, path in shipped.items()]
+    return "\n".join(lines) + "\n"

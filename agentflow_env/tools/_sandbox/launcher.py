@@ -34,6 +34,7 @@ from typing import Any
 from agentflow_env.error import ToolError
 from agentflow_env.tools._sandbox import view
 from agentflow_env.tools._sandbox import zygote as _z
+from agentflow_env.tools._sandbox.cgroups import WorkerCgroups, open_cgroups
 
 __all__ = [
     "SandboxInfo",
@@ -88,6 +89,7 @@ class SandboxLimits:
     nofile: int = 64
     tmp_mb: int = 64
     cpu_total_s: int = 3600
+    keep_background: bool = False  # processes a cell started outlive its call (stopped until the next call)
 
     def to_wire(self, zygote_vm_kb: int) -> dict[str, int]:
         # RLIMIT_AS counts address space, and the preloaded zygote already maps a lot of it: add the budget on top
@@ -99,6 +101,7 @@ class SandboxLimits:
             "tmp_bytes": self.tmp_mb * 2**20,
             "tree_bytes": self.memory_mb * 2**20,  # all the worker's processes together, above their idle size
             "cpu_total_s": self.cpu_total_s,
+            "keep_background": int(self.keep_background),
         }
 
 
@@ -114,6 +117,11 @@ class SandboxInfo:
     interfaces: tuple[str, ...] = ()
     missing_preloads: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # how a worker's processes together are held to memory_mb: "cgroup" (cgroup v2 memory.max, cpu.max and
+    # pids.max on the worker's own cgroup) or "polled" (the supervisor sums their PSS every 50 ms during calls)
+    resource_control: str = "polled"
+    # what a worker's processes do between calls: "stopped" (SIGSTOP after each call, SIGCONT at the next)
+    between_calls: str = "stopped"
 
     @property
     def isolated(self) -> bool:
@@ -297,6 +305,7 @@ class ZygoteProcess:
         self.vm_kb = int(hello.get("vm_kb", 0))
         net_ok = hello.get("interfaces") in ([], ["lo"])
         isolated = sandbox != "none"
+        self.cgroups = open_cgroups() if isolated else None
         self.info = SandboxInfo(
             mode=sandbox,
             network_isolated=net_ok,
@@ -306,6 +315,7 @@ class ZygoteProcess:
             interfaces=tuple(hello.get("interfaces", ())),
             missing_preloads=tuple(hello.get("missing", ())),
             notes=() if isolated else ("sandbox='none': trusted code only; it can read and change this machine",),
+            resource_control="cgroup" if self.cgroups is not None else "polled",
         )
         if isolated and not (net_ok and self.info.readonly_root):
             raise ToolError(
@@ -384,7 +394,10 @@ class ZygoteProcess:
             for fd in fds:
                 os.close(fd)
             raise ToolError(f"could not start a Python worker: {reply.get('error', 'no channel')}")
-        return Worker(self, int(reply["wid"]), socket.socket(fileno=fds[0]))
+        worker = Worker(self, int(reply["wid"]), socket.socket(fileno=fds[0]), int(reply.get("ns") or 0))
+        if self.cgroups is not None:
+            worker.cgroup = self.cgroups.add(worker.wid, worker.ns, limits.memory_mb * 2**20, limits.nproc)
+        return worker
 
     def kill(self, wid: int) -> int | None:
         """Kill a worker and everything it started; returns its wait status when known."""
@@ -397,6 +410,8 @@ class ZygoteProcess:
             return None
         if reply.get("left"):
             logger.warning("Python_Coder_Tool: %s processes outlived their worker and were killed", reply["left"])
+        if self.cgroups is not None:
+            self.cgroups.remove(wid)
         status = reply.get("status")
         return int(status) if status is not None else None
 
@@ -426,6 +441,10 @@ class ZygoteProcess:
                 _sweep_uid_range(int(uid_base), UID_SLOTS)
         _give_back_uid_group(self.uid_group)
         self.uid_group = None
+        cgroups: WorkerCgroups | None = getattr(self, "cgroups", None)
+        if cgroups is not None:
+            cgroups.close()
+            self.cgroups = None
         for folder in (self.host_root, self.mountpoint):
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -479,11 +498,18 @@ def _sweep_uid_range(base: int, count: int) -> None:
 class Worker:
     """The host's handle on one forked worker: a stream socket carrying length-prefixed JSON."""
 
-    def __init__(self, zygote: ZygoteProcess, wid: int, sock: socket.socket):
+    def __init__(self, zygote: ZygoteProcess, wid: int, sock: socket.socket, ns: int = 0):
         self.zygote = zygote
         self.wid = wid
         self.sock = sock
+        self.ns = ns  # the inode of its pid namespace (0: not isolated)
         self.calls = 0
+        self.cgroup = False  # its own cgroup v2 with memory.max/cpu.max/pids.max
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed one of its processes at the cgroup's ``memory.max``."""
+        cgroups = getattr(self.zygote, "cgroups", None)
+        return bool(self.cgroup and cgroups is not None and cgroups.oom_kills(self.wid))
 
     def call(self, code: str, timeout: float, limit: int) -> dict[str, Any]:
         """Run one cell. ``TimeoutError`` past ``timeout`` seconds; ``WorkerLost`` if the worker died or lied."""

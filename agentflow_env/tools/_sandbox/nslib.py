@@ -113,7 +113,14 @@ _SYSCALLS = {
     "name_to_handle_at": (303, 264),
     "open_by_handle_at": (304, 265),
     "memfd_create": (319, 279),  # its pages belong to no process when unmapped: outside the tree's memory cap
+    "memfd_secret": (447, 447),  # the same, and its pages are not even counted as the process's own
+    "socket": (41, 198),
+    "socketpair": (53, 199),
 }
+# socket()/socketpair() families user code may open; vsock, netlink, packet, bluetooth, ... reach past the
+# network namespace (vsock: the VM's host) or the kernel's attack surface
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
+ALLOWED_SOCKET_FAMILIES = (AF_UNIX, AF_INET, AF_INET6)
 _ARCH = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
 
 
@@ -163,7 +170,8 @@ _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
 
 # Syscalls user code never needs and that reach other processes, the kernel's attack surface or other namespaces.
-DENIED_SYSCALLS = tuple(n for n in _SYSCALLS if n not in ("pivot_root", "capset", "clone", "unshare", "clone3"))
+_FILTERED = ("pivot_root", "capset", "clone", "unshare", "clone3", "socket", "socketpair")
+DENIED_SYSCALLS = tuple(n for n in _SYSCALLS if n not in _FILTERED)
 
 
 def seccomp_program(arch: str | None = None) -> list[tuple[int, int, int, int]] | None:
@@ -172,6 +180,7 @@ def seccomp_program(arch: str | None = None) -> list[tuple[int, int, int, int]] 
     Denied with EPERM: ``DENIED_SYSCALLS``, ``clone``/``unshare`` with any namespace flag (no nested user
     namespaces: a tmpfs mounted there would escape the memory cap), and any other ABI (x32, i386).
     ``clone3`` gets ENOSYS so that libc falls back to ``clone``, whose flags can be checked.
+    ``socket``/``socketpair`` of a family outside ``ALLOWED_SOCKET_FAMILIES`` get EAFNOSUPPORT.
     """
     spec = _ARCH.get(arch or platform.machine())
     if spec is None:
@@ -185,6 +194,8 @@ def seccomp_program(arch: str | None = None) -> list[tuple[int, int, int, int]] 
         (_JEQ, "flags", "next", _SYSCALLS["clone"][col]),
         (_JEQ, "flags", "next", _SYSCALLS["unshare"][col]),
         (_JEQ, "enosys", "next", _SYSCALLS["clone3"][col]),
+        (_JEQ, "family", "next", _SYSCALLS["socket"][col]),
+        (_JEQ, "family", "next", _SYSCALLS["socketpair"][col]),
     ]
     rows += [(_JEQ, "deny", "next", _SYSCALLS[name][col]) for name in DENIED_SYSCALLS]
     rows += [
@@ -192,6 +203,10 @@ def seccomp_program(arch: str | None = None) -> list[tuple[int, int, int, int]] 
         ("flags", _LD_ABS, 0, 0, 16),  # args[0], low 32 bits (little-endian)
         (_JSET, "deny", "next", NAMESPACE_FLAGS),
         (_RET, 0, 0, _ALLOW),
+        ("family", _LD_ABS, 0, 0, 16),  # args[0]: the address family (an int: the high half is ignored)
+        *[(_JEQ, "allow", "next", family) for family in ALLOWED_SOCKET_FAMILIES],
+        (_RET, 0, 0, _ERRNO | errno.EAFNOSUPPORT),
+        ("allow", _RET, 0, 0, _ALLOW),
         ("deny", _RET, 0, 0, _ERRNO | errno.EPERM),
         ("enosys", _RET, 0, 0, _ERRNO | errno.ENOSYS),
     ]

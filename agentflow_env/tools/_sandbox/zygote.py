@@ -332,6 +332,7 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
     # bind what the loop needs now, so a cell that rebinds module attributes cannot break the protocol
     recv, send, run, drain, budget, exit_ = recv_body, send_body, run_cell, out.drain, _cpu_budget, os._exit
     loads, dumps, token_bytes, blocking = json.loads, json.dumps, TOKEN_BYTES, sock.setblocking
+    reap = not limits.get("keep_background")  # with background processes kept, their statuses are the cells'
     while True:
         try:
             try:
@@ -342,6 +343,8 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
             token, req = body[:token_bytes], loads(body[token_bytes:])
         except BaseException:  # EOF or garbage: the supervisor is gone; leave
             exit_(0)
+        if reap:
+            _reap_children()  # the cell's children were killed after the last call: no zombies count as processes
         budget(float(req.get("timeout", 30.0)))
         limit = int(req.get("limit", 8000))
         reply = run(str(req.get("code", "")), limit)
@@ -357,6 +360,17 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
             send(sock, token, dumps(reply, ensure_ascii=False).encode())
         except BaseException:
             exit_(0)
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+        except OSError:
+            return
 
 
 def reply_byte_limit(limit: int) -> int:
@@ -516,6 +530,108 @@ def _fork_kernel(host: socket.socket, uid: int | None, limits: dict[str, Any], w
     return kernel, mine
 
 
+class CellProcesses:
+    """The processes a worker's cells started, found from the supervisor, and what happens to them between calls.
+
+    After each call the supervisor kills every process but itself and the kernel (unless ``keep_background``),
+    then stops (SIGSTOP) the kernel and whatever was kept; the next request continues them (SIGCONT). So between
+    calls nothing of a worker runs or grows: no CPU, no new memory, whatever threads or children a cell left.
+    With its own pid namespace the supervisor is pid 1 and /proc lists exactly the worker's processes; without
+    one the supervisor is a child subreaper and walks its descendants.
+    """
+
+    ROUNDS = 200  # stop passes: each stops all it sees; a fork chain is bounded by RLIMIT_NPROC
+    WAIT_S = 5.0  # killing: until every process is gone (a killed process takes a moment to exit)
+
+    def __init__(self, kernel: int, isolated: bool, keep_background: bool):
+        self.kernel = kernel
+        self.isolated = isolated
+        self.keep_background = keep_background
+        self.stopped: list[int] = []
+        self.me = os.getpid()
+
+    def others(self) -> list[int]:
+        """Live processes of the worker other than the supervisor and the kernel."""
+        if self.isolated:
+            pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+        else:
+            pids = _tree_below(self.me)
+        return [p for p in pids if p not in (self.me, self.kernel) and not _is_zombie(p)]
+
+    def settle(self) -> None:
+        """After a call: kill the cell's processes (or keep them) and stop everything that is left."""
+        _signal(self.kernel, signal.SIGSTOP)
+        if self.keep_background:
+            for _ in range(self.ROUNDS):
+                new = [p for p in self.others() if p not in self.stopped]
+                if not new:
+                    break
+                for p in new:
+                    _signal(p, signal.SIGSTOP)
+                self.stopped += new
+        else:
+            killed: set[int] = set()
+            deadline = time.monotonic() + self.WAIT_S
+            while time.monotonic() < deadline:
+                left = self.others()
+                if not left:
+                    break
+                new = [p for p in left if p not in killed]
+                for p in new:
+                    _signal(p, signal.SIGSTOP)  # a stopped process forks no more; SIGKILL still ends it
+                for p in new:
+                    _signal(p, signal.SIGKILL)
+                killed.update(new)
+                _reap_orphans(self.kernel, None)
+                if not new:
+                    time.sleep(0.0005)  # all killed, some still exiting (freeing their memory)
+        self.stopped.append(self.kernel)
+
+    def thaw(self) -> None:
+        """Before a call: continue the kernel and the processes kept from earlier calls."""
+        for p in self.stopped:
+            _signal(p, signal.SIGCONT)
+        self.stopped = []
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True  # gone
+
+
+def _tree_below(root: int) -> list[int]:
+    """Every descendant of ``root``, by the kernel's per-thread children lists (falls back to a /proc scan)."""
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    kids = [int(x) for x in fh.read().split()]
+            except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN
+                return [p for p in _descendants(root) if p != root]
+            except (OSError, ValueError):
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
 def _stop_kernel(kernel: int, kernel_status: int | None, everything: bool) -> int | None:
     """Kill the kernel (``everything``: every process of the namespace but this pid 1); its wait status."""
     try:
@@ -535,6 +651,8 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     if isolate:
         _mount_worker_fs(int(limits["tmp_bytes"]), os.geteuid() if uid is None else uid)
     os.setsid()
+    if not isolate:  # orphans of the cells become ours, not the zygote's: they are found and killed after a call
+        nslib.prctl(nslib.PR_SET_CHILD_SUBREAPER, 1)
     kernel, mine = _fork_kernel(host, uid, limits, wdir)
     keeper = os.getppid()
     _drop_privileges(uid)
@@ -544,6 +662,7 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     nslib.prctl(nslib.PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/fd or mem for the kernel's uid
     _keep_only_fds([host.fileno(), mine.fileno(), 2])
     kernel_status: int | None = None
+    cells = CellProcesses(kernel, isolate, bool(limits.get("keep_background")))
     # only with its own pid namespace (and /proc) does /proc list exactly the worker's processes
     memory = TreeMemory(int(limits["tree_bytes"])) if isolate and os.path.exists("/proc/self/smaps_rollup") else None
     if memory is not None:
@@ -554,11 +673,14 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
             number, (limit,), body = head[:8], REQUEST_LIMIT.unpack_from(head, 8), head[8 + REQUEST_LIMIT.size :]
         except BaseException:
             os._exit(0)
+        cells.thaw()
         kernel_status = _reap_orphans(kernel, kernel_status)
         if memory is not None and memory.baseline is None:
             memory.baseline = memory.used()  # the idle supervisor and kernel, measured once
         answer = _relay(mine, body, limit, memory) if kernel_status is None else None
-        if not isinstance(answer, bytes):
+        if isinstance(answer, bytes):
+            cells.settle()  # before the reply: when the host hears back, the cell's processes are gone or stopped
+        else:
             kernel_status = _stop_kernel(kernel, kernel_status, everything=memory is not None)
             answer = json.dumps({"died": kernel_status, "reason": answer}).encode()
         try:
