@@ -1,7 +1,7 @@
 """``TaskEnv``: what both flows share, the task set, the scorer, the tools, the clock and the grading.
 
 :class:`~agentflow_env.core.AgentFlowEnv` (the env's own modules) and
-:class:`~agentflow_env.paper_mode.PaperFlowEnv` (AgentFlow's solver, module by module) extend it as siblings;
+:class:`~agentflow_env.paper_flow.PaperFlowEnv` (AgentFlow's solver, module by module) extend it as siblings;
 each owns its turn loop (``reset``/``step``), its observation and its memory. A final answer is graded
 here, in :meth:`TaskEnv._grade`, for both.
 """

@@ -105,7 +105,7 @@ class EnvConfig(FlowLimits):
 
 @dataclass(frozen=True)
 class PaperConfig(FlowLimits):
-    """Options of :class:`~agentflow_env.paper_mode.PaperFlowEnv` (``flow="paper"``); see its docstring."""
+    """Options of :class:`~agentflow_env.paper_flow.PaperFlowEnv` (``flow="paper"``); see its docstring."""
 
     time_budget_s: float = 300.0
     tool_timeout_s: float = 120.0

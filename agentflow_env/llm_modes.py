@@ -3,7 +3,7 @@
 Each builds a prompt in this project's words, calls an engine, and reads the reply with a tolerant
 parser. Engine failures never end the episode: they cost the turn, mean CONTINUE, or give an empty answer.
 These modules serve the env's own turn loop (where the planner can answer); AgentFlow's solver module by
-module, with its prompts' fields, budgets and toolbox, is :mod:`agentflow_env.paper_mode` (``flow="paper"``).
+module, with its prompts' fields, budgets and toolbox, is :mod:`agentflow_env.paper_flow` (``flow="paper"``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The ``direct``/``rule``/``planner`` modes are offline; the ``llm`` modes call an
 prompts in :mod:`agentflow_env.llm_modes`. In these modes the planner may end a run with
 ``Final Answer:``. AgentFlow's own solver (query analysis, no planner exit, the verifier or the budget
 ends a run, the full final output graded) is the paper flow: ``make_env(..., flow="paper")``, see
-:mod:`agentflow_env.paper_mode`.
+:mod:`agentflow_env.paper_flow`.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ _EMULATED_HEADER_PATTERN = (
     + _emphasis()
 )
 # Python 3.11+ has possessive quantifiers: the same pattern natively, about 2.5x faster
-# (tests/test_parser.py checks that both find the same headers)
+# (tests/env/test_parser.py checks that both find the same headers)
 _NATIVE_HEADER_PATTERN = (
     r"^[ \t]*+(?:[#>]++[ \t]*+|[-*+][ \t]++|\d{1,3}[.)][ \t]*+)?[*_`]{0,3}+[ \t]*+"
     f"(?P<name>{_NAMES})"
@@ -292,7 +292,7 @@ def _last_answer_tag(action: str) -> str | None:
 # action the tolerant parser below finds exactly these five headers (a header starts a line, and no value
 # holds a newline) and ``_clean_value`` changes nothing, so one match gives the same fields. Anything else
 # (another order or spelling, markdown, multi-line values, JSON, an ``<answer>`` tag, NUL) takes the
-# tolerant path; tests/test_parser.py pins the two paths' equality on a corpus of actions.
+# tolerant path; tests/env/test_parser.py pins the two paths' equality on a corpus of actions.
 # a clean value: starts with neither whitespace nor emphasis (the header would take it), ends with neither
 # whitespace nor emphasis (``_clean_value`` would take it off); the lookbehind checks the last character only
 _VALUE = r"([^\s*_`][^\n]*)(?<![\s*`])"

@@ -23,7 +23,7 @@ more than its outcome (nothing can be farmed: a turn either costs nothing or cos
 with the 0/1 scores of most ids a correct answer always returns more than any wrong one
 (``1 - max_total > 0``). Penalties do push towards short episodes (a planner that answers at once
 cannot make a bad tool call), which is why they are capped well below the outcome and off by default.
-Measured on the tiny LM (perf/turn_rewards_compare.py): with penalties its share of error turns fell
+Measured on the tiny LM (experiments/turn_rewards_compare.py): with penalties its share of error turns fell
 from 0.83 to 0.24 in 40 steps, mostly because its episodes got shorter (2.6 -> 1.3 turns).
 ``repeated_call`` compares commands after collapsing whitespace only; a rephrased command is not a
 repeat (evading the penalty gains nothing beyond not paying it).

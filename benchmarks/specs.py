@@ -21,7 +21,7 @@ from agentflow_env.tools.base import Tool
 from agentflow_env.types import TaskSource
 
 if TYPE_CHECKING:
-    from agentflow_env.paper_mode import PaperFlowEnv
+    from agentflow_env.paper_flow import PaperFlowEnv
 
 __all__ = ["SPEC_TABLE", "BenchmarkSpec", "get_spec", "make_env", "spec_names"]
 
@@ -114,11 +114,11 @@ SPEC_TABLE: dict[str, str] = {
     "GameOf24": "benchmarks.paper.specs:GAMEOF24",
     "GPQA": "benchmarks.paper.specs:GPQA",
     "MedQA": "benchmarks.paper.specs:MEDQA",
-    "Gen-GameOf24": "benchmarks.generated.game24:SPEC",
-    "Gen-MultiHop": "benchmarks.generated.multihop:SPEC",
-    "Gen-Math": "benchmarks.generated.mathgen:SPEC",
-    "Gen-Science": "benchmarks.generated.science:SPEC",
-    "Gen-Agentic": "benchmarks.generated.agentic:SPEC",
+    "Gen-GameOf24": "benchmarks.synthetic.game24:SPEC",
+    "Gen-MultiHop": "benchmarks.synthetic.multihop:SPEC",
+    "Gen-Math": "benchmarks.synthetic.mathgen:SPEC",
+    "Gen-Science": "benchmarks.synthetic.science:SPEC",
+    "Gen-Agentic": "benchmarks.synthetic.agentic:SPEC",
 }
 
 FLOWS = ("modes", "paper")
@@ -154,7 +154,7 @@ def make_env(
     ``mcp_servers`` adds the tools of MCP servers (a ``{"mcpServers": ...}`` mapping, a JSON file of one, or a
     list of ``{"command"|"url": ...}`` entries; see :mod:`agentflow_env.tools.mcp_tools`).
 
-    ``flow="paper"`` builds :class:`~agentflow_env.paper_mode.PaperFlowEnv` instead: AgentFlow's solver
+    ``flow="paper"`` builds :class:`~agentflow_env.paper_flow.PaperFlowEnv` instead: AgentFlow's solver
     module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
     ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``,
     ``max_action_chars``). For the paper's
@@ -206,7 +206,7 @@ def _make_paper_env(
     tools: Sequence[Tool] | None,
     kwargs: dict[str, Any],
 ) -> PaperFlowEnv:
-    from agentflow_env.paper_mode import PaperFlowEnv
+    from agentflow_env.paper_flow import PaperFlowEnv
 
     misplaced = sorted(k for k in kwargs if k in EnvConfig.names() - PaperConfig.names())
     if misplaced:

@@ -43,7 +43,7 @@ MODES = ("offline", "paper")
 SCORERS = ("default", *SCORER_NAMES)  # "default": the benchmark's own scorer
 _UNHASHED = ("description", "fast_tasks", "superseded_by")
 FLOWS = ("modes", "paper")
-# [paper]: what the paper flow runs with (agentflow_env.paper_mode): prompt source, toolbox, planner sampling
+# [paper]: what the paper flow runs with (agentflow_env.paper_flow): prompt source, toolbox, planner sampling
 PAPER_DEFAULTS = {"prompts": "builtin", "toolbox": "as_coded", "sampling": "as_coded"}
 # `prompts = "agentflow_src"` and `[judge] rules = "agentflow_src"`: AgentFlow's own text, read from the checkout
 # the run names (--agentflow-src PATH or $AGENTFLOW_SRC); the path is not part of the protocol (or its hash)
@@ -139,7 +139,7 @@ class Protocol:
     def with_agentflow_src(self, path: str | None) -> Protocol:
         """This protocol reading ``"agentflow_src"`` from ``path`` (``None``: this project's own wording)."""
         if path is not None:
-            from agentflow_env.paper_mode.agentflow_source import find_package_dir
+            from agentflow_env.paper_flow.agentflow_source import find_package_dir
 
             find_package_dir(path)  # not a checkout: a clear error before anything runs
             path = str(Path(path).expanduser().resolve())
@@ -172,7 +172,7 @@ class Protocol:
 
     @property
     def flow(self) -> str:
-        """``"paper"`` (AgentFlow's solver, :mod:`agentflow_env.paper_mode`) or ``"modes"`` (the env's own)."""
+        """``"paper"`` (AgentFlow's solver, :mod:`agentflow_env.paper_flow`) or ``"modes"`` (the env's own)."""
         return str(self.env.get("flow", "modes"))
 
     @property
@@ -219,7 +219,7 @@ class Protocol:
         """The planner's sampling, extra request fields and system prompt under this protocol."""
         if self.flow != "paper":
             return PlannerSetup(sampling=dict(self.sampling))
-        from agentflow_env.paper_mode import planner_sampling, planner_system_prompt
+        from agentflow_env.paper_flow import planner_sampling, planner_system_prompt
 
         preset = planner_sampling(self.paper["sampling"])
         params = {"temperature": preset.temperature, "top_p": preset.top_p, "max_tokens": preset.max_tokens}
@@ -553,7 +553,7 @@ def _paper_settings(raw: dict[str, Any], env: dict[str, Any], sampling: dict[str
     unknown = sorted(set(given) - set(PAPER_DEFAULTS))
     if unknown:
         raise ConfigError(f"{source}: [paper] has no field {', '.join(unknown)}; it takes {', '.join(PAPER_DEFAULTS)}")
-    from agentflow_env.paper_mode import SAMPLING_PRESETS, TOOLBOX_PRESETS
+    from agentflow_env.paper_flow import SAMPLING_PRESETS, TOOLBOX_PRESETS
 
     paper = {**PAPER_DEFAULTS, **given}
     prompts = paper["prompts"]

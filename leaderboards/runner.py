@@ -156,7 +156,7 @@ class _EnvPool:
         self.judge_concurrency: int | None = None
         self.concurrency: int | None = None  # set: every env shares one engine allowing that many requests
         self._engine: Any = None
-        self.ray: str | None = None  # set: episodes' envs live in Ray actors (agentflow_env.ray_vector)
+        self.ray: str | None = None  # set: episodes' envs live in Ray actors (agentflow_env.vector.ray)
         self.ray_workers: int | None = None
         self._vectors: dict[tuple[str, int | None], Any] = {}
         self.free: dict[tuple[str, int | None], list[Any]] = {}
@@ -214,7 +214,7 @@ class _EnvPool:
 
     def _remote(self, key: tuple[str, int | None], env_id: str, seed: int | None) -> Any:
         """The first of ``concurrency`` envs of ``key`` built in Ray actors (proxies that step them there)."""
-        from agentflow_env.ray_vector import RayVectorEnv
+        from agentflow_env.vector.ray import RayVectorEnv
 
         if key in self._vectors:
             raise RuntimeError(f"every remote env of {key} is in use; more episodes in flight than envs")

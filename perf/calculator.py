@@ -3,7 +3,7 @@
 Prints JSON: median milliseconds per call for each kind of expression, the first symbolic call of a fresh process
 (sympy is imported then) and the time a size-guarded bomb takes to come back as an error.
 Usage: python perf/calculator.py [--calls 200] [--module path/to/calculator.py] [--compare path/to/calculator.py]
-(``--module`` times another copy of the tool, e.g. ``git show REV:agentflow_env/tools/calculator.py > old.py``;
+(``--module`` times another copy of the tool, e.g. ``git show REV:agentflow_env/tools/calculator/tool.py > old.py``;
 ``--compare`` times that copy too, call for call alternating with this one, so both see the same machine load.)
 """
 
@@ -32,7 +32,7 @@ HOSTILE = ["gcd(10**(10**8), 7)", "factorial(10**7)", "Integer(9**9**9)"]
 
 def _tool_class(module_path: str | None) -> Any:
     if module_path is None:
-        from agentflow_env.tools.calculator import CalculatorTool
+        from agentflow_env.tools.calculator.tool import CalculatorTool
 
         return CalculatorTool
     spec = importlib.util.spec_from_file_location("calculator_under_test", module_path)
@@ -100,7 +100,7 @@ def main() -> None:
     tool.close()
     out = {
         "benchmark": "calculator_latency",
-        "module": args.module or "agentflow_env.tools.calculator",
+        "module": args.module or "agentflow_env.tools.calculator.tool",
         "calls": args.calls,
         "python": platform.python_version(),
         "load_average_1m": round(os.getloadavg()[0], 2),

@@ -85,7 +85,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
     import gymnasium as gym
 
     import agentflow_env  # noqa: F401
-    from agentflow_env.remote import RemoteEnv
+    from agentflow_env.remote.client import RemoteEnv
     from agents.policies.scripted import scripted_planner_for
 
     planner = scripted_planner_for(env_id)
@@ -146,7 +146,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
 
 # ------------------------------------------------------------------ many clients
 def _client(url: str, env_id: str, seed0: int, ready: Any, go: Any, seconds: float, out: list) -> None:
-    from agentflow_env.remote import RemoteEnv
+    from agentflow_env.remote.client import RemoteEnv
     from agents.policies.scripted import scripted_planner_for
 
     planner = scripted_planner_for(env_id)
@@ -230,7 +230,7 @@ def many_clients(url: str, env_id: str, clients: int, procs: int, seconds: float
 
 
 def batched(url: str, env_id: str, clients: int, seconds: float) -> dict[str, Any]:
-    from agentflow_env.remote import RemoteEnvBatch
+    from agentflow_env.remote.client import RemoteEnvBatch
     from agents.policies.scripted import scripted_planner_for
 
     planner = scripted_planner_for(env_id)
@@ -265,7 +265,7 @@ def batched(url: str, env_id: str, clients: int, seconds: float) -> dict[str, An
 # ------------------------------------------------------------------ creations on a fresh server
 def _create(url: str, env_id: str, n: int) -> float:
     """Seconds until ``n`` episodes created at once on the server all exist."""
-    from agentflow_env.remote import RemoteEnv
+    from agentflow_env.remote.client import RemoteEnv
 
     made: list[Any] = []
     lock = threading.Lock()

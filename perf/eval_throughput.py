@@ -294,7 +294,7 @@ def run_rollouts(url: str, concurrency: int, groups: int, group_size: int) -> in
     import agentflow_env  # noqa: F401  (registers the envs)
     from agentflow_env.engines import make_engine
     from agentflow_env.engines.base import SamplingParams
-    from agentflow_env.vector import ThreadedVectorEnv
+    from agentflow_env.vector.threaded import ThreadedVectorEnv
     from agents.policies.llm_planner import LLMPlanner
     from agents.training.rollout import collect_group_rollouts
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import agentflow_env
 from agentflow_env.engines import ScriptedEngine
-from agentflow_env.paper_mode import PaperFlowEnv
-from agentflow_env.paper_mode.toolbox import STATED_TOOLS, PaperTool
+from agentflow_env.paper_flow import PaperFlowEnv
+from agentflow_env.paper_flow.toolbox import STATED_TOOLS, PaperTool
 from agentflow_env.types import Task
 
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentflow_env.tools.python_tool import PythonCoderTool
+from agentflow_env.tools.python.tool import PythonCoderTool
 
 SNIPPETS = {
     "trivial": "x = 6 * 7\nprint(x)",

@@ -15,7 +15,7 @@ import time
 from agentflow_env import AgentFlowEnv, Task
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import ToolResult
-from agentflow_env.vector import ThreadedVectorEnv
+from agentflow_env.vector.threaded import ThreadedVectorEnv
 
 ACTION = "Sub-Goal: work\nTool Name: Work_Tool\nCommand: go"
 
@@ -67,7 +67,7 @@ def main() -> None:
     import ray
 
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
-    from agentflow_env.ray_vector import RayVectorEnv
+    from agentflow_env.vector.ray import RayVectorEnv
 
     s = args.tool_ms / 1000
     out: dict[str, object] = {

@@ -34,7 +34,7 @@ class OneAtATime:
 
 
 def _measure(name: str, policy: Any, args: argparse.Namespace, task_ids: list[str]) -> dict[str, Any]:
-    from agentflow_env.vector import make_vector_env
+    from agentflow_env.vector.threaded import make_vector_env
     from agents.training.rollout import RolloutStats, collect_rollouts
 
     vec = make_vector_env(

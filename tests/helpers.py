@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from agentflow_env.paper_mode.toolbox import (
+from agentflow_env.paper_flow.toolbox import (
     GENERALIST,
     GOOGLE_SEARCH,
     PYTHON_CODER,

@@ -1,7 +1,7 @@
 """Adversarial answers generated from gold answers: hedges (a careful human grader marks each wrong) and
 committed correct answers (each marked right), in many templates, for every kind of registered env.
 
-Used by ``tests/test_reward_quality.py`` (a deterministic sample, >= 10k of each) and
+Used by ``tests/env/test_reward_quality.py`` (a deterministic sample, >= 10k of each) and
 ``perf/reward_quality.py`` (both error rates per env id, as JSON). The templates cover the classes of
 issue 25: two-candidate LaTeX answers (``\\text{ ou }``, ``\\mbox{ oder }``, ``\\text{?}``, inside
 ``\\boxed{}``, five candidates), ``\\lor``/``‖``/``|``/Cyrillic "оr", lists, lines, sentences; and correct
@@ -313,7 +313,7 @@ def game24_cases(task: Task, solution: str) -> Iterator[Case]:
 # ------------------------------------------------------------------ per task
 @cache
 def _solve(numbers: tuple[int, ...]) -> str | None:
-    from benchmarks.generated.game24 import solve_24
+    from benchmarks.synthetic.game24 import solve_24
 
     return solve_24(list(numbers))
 

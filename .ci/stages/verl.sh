@@ -12,4 +12,4 @@ pip install -q -e ".[verl]" pytest
 # the torchvision wheel pip brings in does not load against the CPU torch; text models need none of these
 pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 python -c "import verl, transformers; print('verl', verl.__version__, 'transformers', transformers.__version__)"
-pytest -p no:xdist -p no:cacheprovider -q tests/verl
+pytest -p no:xdist -p no:cacheprovider -q tests/stacks/verl

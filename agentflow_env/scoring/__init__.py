@@ -33,7 +33,7 @@ def make_scorer(name: str, *, judge_engine: Any = None, **options: Any) -> Score
             )
         rules = options.pop("rules", "builtin")
         if isinstance(rules, str) and rules.startswith("agentflow:"):  # AgentFlow's grading, from its checkout
-            from agentflow_env.paper_mode.agentflow_judge import AgentFlowJudge
+            from agentflow_env.paper_flow.agentflow_judge import AgentFlowJudge
 
             return AgentFlowJudge(judge_engine, rules[len("agentflow:") :], **options)
         if rules != "builtin":

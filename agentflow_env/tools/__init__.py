@@ -24,8 +24,8 @@ ENTRY_POINT_GROUP = "agentflow_env.tools"
 
 # short name -> "module:Class"; imported only when the tool is made
 BUILTIN_TOOLS: dict[str, str] = {
-    "calculator": "agentflow_env.tools.calculator:CalculatorTool",
-    "python": "agentflow_env.tools.python_tool:PythonCoderTool",
+    "calculator": "agentflow_env.tools.calculator.tool:CalculatorTool",
+    "python": "agentflow_env.tools.python.tool:PythonCoderTool",
     "search": "agentflow_env.tools.search:BM25SearchTool",
     "wikipedia": "agentflow_env.tools.wikipedia:WikipediaSearchTool",
     "web_search": "agentflow_env.tools.web_search:WebSearchTool",

@@ -123,7 +123,7 @@ class ScriptedGameOf24Planner:
         return [self._one(obs) for obs in observations]
 
     def _one(self, obs: Observation) -> str:
-        from benchmarks.generated.game24 import solve_24
+        from benchmarks.synthetic.game24 import solve_24
 
         nums = numbers_in_question(obs["question"])
         target_m = re.search(r"equals (\d+)", obs["question"])

@@ -21,7 +21,7 @@ from agents.policies.baselines import (
 from agents.policies.policy import Observation, Policy
 
 if TYPE_CHECKING:
-    from benchmarks.generated.multihop import Lookup
+    from benchmarks.synthetic.multihop import Lookup
 
 __all__ = [
     "ScriptedAgenticPlanner",
@@ -75,7 +75,7 @@ def _tool_output(obs: Observation, command: str) -> str | None:
 
 def _computed_value(obs: Observation, command: str) -> str | None:
     """The number a calculator or Python step printed for ``command`` (``7/2`` style), or ``None``."""
-    from benchmarks.generated.mathgen import format_number, parse_number
+    from benchmarks.synthetic.mathgen import format_number, parse_number
 
     result = _tool_output(obs, command)
     if result is None or "error" in result.lower():
@@ -114,7 +114,7 @@ def _compute(obs: Observation, expression: str | None, program: str | None, goal
 def _own_arithmetic(expression: str | None, program: str | None) -> str:
     """Last resort when no tool could compute (e.g. no Python tool for a modular power): exact arithmetic here."""
     from agentflow_env.arith import ArithmeticError_, evaluate
-    from benchmarks.generated.mathgen import format_number
+    from benchmarks.synthetic.mathgen import format_number
 
     if expression:
         try:
@@ -130,7 +130,7 @@ def _own_arithmetic(expression: str | None, program: str | None) -> str:
 # ---------------------------------------------------------------- world lookups (Gen-MultiHop, Gen-Agentic)
 def _resolve(text: str, lookup: Lookup) -> tuple[str | None, int | None, tuple[str, str] | None]:
     """Follow ``lookup`` through the facts in ``text``: ``(final entity, value, missing (subject, fact))``."""
-    from benchmarks.generated.world import find_attribute, find_relation
+    from benchmarks.synthetic.world import find_attribute, find_relation
 
     current = lookup.start
     for rel in lookup.relations:
@@ -176,7 +176,7 @@ class ScriptedMultiHopPlanner:
         return [self.one(obs) for obs in observations]
 
     def one(self, obs: Observation) -> str:
-        from benchmarks.generated.multihop import parse_question
+        from benchmarks.synthetic.multihop import parse_question
 
         question = parse_question(obs["question"])
         if question is None:
@@ -205,7 +205,7 @@ class ScriptedAgenticPlanner:
         return [self.one(obs) for obs in observations]
 
     def one(self, obs: Observation) -> str:
-        from benchmarks.generated.agentic import parse_agentic_question
+        from benchmarks.synthetic.agentic import parse_agentic_question
 
         parsed = parse_agentic_question(obs["question"])
         if parsed is None:
@@ -231,7 +231,7 @@ class ScriptedMathPlanner:
         return [self.one(obs) for obs in observations]
 
     def one(self, obs: Observation) -> str:
-        from benchmarks.generated.mathgen import parse_math_question
+        from benchmarks.synthetic.mathgen import parse_math_question
 
         parsed = parse_math_question(obs["question"])
         if parsed is None:
@@ -254,8 +254,8 @@ class ScriptedSciencePlanner:
         return [self.one(obs) for obs in observations]
 
     def one(self, obs: Observation) -> str:
-        from benchmarks.generated.mathgen import parse_number
-        from benchmarks.generated.science import parse_options, parse_quantity, parse_science_question
+        from benchmarks.synthetic.mathgen import parse_number
+        from benchmarks.synthetic.science import parse_options, parse_quantity, parse_science_question
 
         parsed = parse_science_question(obs["question"])
         options = parse_options(obs["question"])
@@ -293,10 +293,10 @@ class ScriptedPlanner:
         return [self.one(obs) for obs in observations]
 
     def one(self, obs: Observation) -> str:
-        from benchmarks.generated.agentic import parse_agentic_question
-        from benchmarks.generated.mathgen import parse_math_question
-        from benchmarks.generated.multihop import parse_question
-        from benchmarks.generated.science import parse_science_question
+        from benchmarks.synthetic.agentic import parse_agentic_question
+        from benchmarks.synthetic.mathgen import parse_math_question
+        from benchmarks.synthetic.multihop import parse_question
+        from benchmarks.synthetic.science import parse_science_question
 
         question = obs["question"]
         if numbers_in_question(question) and "write an arithmetic expression that equals" in question:

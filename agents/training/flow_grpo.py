@@ -211,7 +211,7 @@ class FlowGRPOLearner:
 
     def runner(self, split: str, count: int) -> Any:
         """A vector env of ``count`` envs of ``split`` (built once per size, reused every step)."""
-        from agentflow_env.vector import ThreadedVectorEnv
+        from agentflow_env.vector.threaded import ThreadedVectorEnv
 
         key = (split, count)
         if key not in self._runners:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError
-from agentflow_env.vector import ThreadedVectorEnv, VectorRunner
+from agentflow_env.vector.threaded import ThreadedVectorEnv, VectorRunner
 from agents.policies.policy import Policy
 from agents.training.packing import TurnSample
 

@@ -1,0 +1,519 @@
+"""The Python coder tool: runs model-written code in pre-forked, sandboxed workers with notebook-cell semantics.
+
+A shared zygote (see ``sandbox``) preloads numpy/sympy once per process; each tool owns its workers,
+recycled at every episode start, killed on timeout and respawned. Code is untrusted: with no isolation
+available the tool refuses to run it, unless the caller (never the action) chose ``sandbox="none"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from agentflow_env.tools.base import BaseTool
+from agentflow_env.tools.python.sandbox.launcher import (
+    SANDBOX_ENV,
+    SANDBOX_MODES,
+    SandboxInfo,
+    SandboxLimits,
+    SandboxUnavailable,
+    Worker,
+    WorkerLost,
+    acquire_zygote,
+    current_zygote,
+    release_zygote,
+    resolve_mode,
+)
+from agentflow_env.types import ToolResult
+
+__all__ = ["PythonCoderTool", "strip_code_fences"]
+
+logger = logging.getLogger(__name__)
+
+_FENCE = re.compile(r"^\s*```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)\n?```\s*$", re.DOTALL | re.IGNORECASE)
+_NO_OUTPUT = "(no output: the code ran without printing; use print() or end the code with an expression)"
+
+
+def strip_code_fences(command: str) -> str:
+    """Accept code wrapped in a Markdown fence (```python ... ```), as models often write it."""
+    match = _FENCE.match(command)
+    return match.group(1) if match else command
+
+
+def describe_status(status: int | None) -> str:
+    """A wait status in words, with the likely cause."""
+    if status is None:
+        return "exit status unknown"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        cause = {
+            "SIGSEGV": "a crash, often recursion too deep for the C stack",
+            "SIGXCPU": "the CPU time limit",
+            "SIGKILL": "killed by a limit",
+            "SIGABRT": "an abort",
+            "SIGXFSZ": "the file size limit",
+        }.get(name)
+        return f"killed by {name}" + (f": {cause}" if cause else "")
+    if os.WIFEXITED(status):
+        return f"exited with code {os.WEXITSTATUS(status)}"
+    return f"wait status {status}"
+
+
+_REFUSALS: set[str] = set()
+
+
+def _warn_refusal(message: str) -> None:
+    if message not in _REFUSALS:
+        _REFUSALS.add(message)
+        logger.error("%s", message)
+
+
+class _State:
+    """What the finalizer and the background thread need, kept apart from the tool so it can be garbage-collected."""
+
+    def __init__(self, key: tuple[str, tuple[str, ...]], limits: SandboxLimits):
+        self.key = key
+        self.limits = limits
+        self.lock = threading.Condition()
+        self.idle: list[Worker] = []
+        self.busy = 0
+        self.registered = False  # this tool's claim on the shared zygote is counted
+        self.acquiring = False  # the prestart thread is starting (or joining) the zygote
+        self.closed = False
+        self.epoch = 0
+        self.spare: Worker | None = None  # forked for the next episode while this one runs
+        self.doomed: list[Worker] = []  # used workers the background thread kills
+        self.maintainer: threading.Thread | None = None
+        self.starter: threading.Thread | None = None
+
+
+def _release(state: _State) -> None:
+    """Kill every worker of a tool and drop its claim on the shared zygote (close, GC, or interpreter exit).
+
+    Never waits for a zygote that is still starting: the prestart thread drops its claim itself when it finds the
+    tool closed."""
+    with state.lock:
+        state.closed = True
+        maintainer = state.maintainer
+    if maintainer is not None and maintainer is not threading.current_thread():
+        maintainer.join(timeout=60)  # it finishes the kill or fork in hand (milliseconds), then sees ``closed``
+    with state.lock:
+        workers, state.idle = state.idle, []
+        workers += state.doomed
+        state.doomed = []
+        if state.spare is not None:
+            workers.append(state.spare)
+            state.spare = None
+        registered, state.registered = state.registered, False
+        state.epoch += 1
+    for worker in workers:
+        worker.kill()
+    if registered:
+        release_zygote(state.key)
+
+
+def _usable(worker: Worker, state: _State) -> bool:
+    return worker.zygote is current_zygote(state.key) and worker.zygote.alive()
+
+
+def _maintain(state: _State) -> None:
+    """Background: kill the used workers of past episodes, then fork the spare for the next one.
+
+    Never starts a zygote (the tool's calls and its prestart do): a spare is forked only from the live zygote.
+    """
+    while True:
+        with state.lock:
+            doomed, state.doomed = state.doomed, []
+            need_spare = state.registered and not state.closed and state.spare is None
+            if not doomed and not need_spare:
+                state.maintainer = None
+                state.lock.notify_all()
+                return
+        for worker in doomed:
+            try:
+                worker.kill()
+            except Exception:  # the zygote went away: its workers went with it
+                logger.debug("killing a used Python worker failed", exc_info=True)
+        if not need_spare:
+            continue
+        zygote = current_zygote(state.key)
+        worker = None
+        if zygote is not None and zygote.alive():
+            try:
+                worker = zygote.spawn(state.limits)
+            except Exception:  # the next reset or call forks one itself and reports what is wrong
+                logger.debug("pre-forking a spare Python worker failed", exc_info=True)
+        with state.lock:
+            keep = worker is not None and state.registered and not state.closed and state.spare is None
+            if keep:
+                state.spare = worker
+                state.lock.notify_all()  # a reset may be waiting for it
+            elif worker is None:
+                if not state.doomed:
+                    state.maintainer = None
+                    state.lock.notify_all()
+                    return
+        if worker is not None and not keep:
+            worker.kill()
+
+
+def _kick(state: _State) -> None:
+    """Start the background thread unless it runs already (call with ``state.lock`` held)."""
+    if state.maintainer is None and not state.closed:
+        state.maintainer = threading.Thread(target=_maintain, args=(state,), name="python-tool-prefork", daemon=True)
+        state.maintainer.start()
+
+
+def _prestart(state: _State) -> None:
+    """Background, at build: start (or join) the shared zygote and fork the first worker and the spare."""
+    with state.lock:
+        if state.closed or state.registered:
+            return
+        state.acquiring = True
+    try:
+        zygote = acquire_zygote(state.key, True)
+    except Exception:  # no sandbox here, or it failed: the first call reports it
+        logger.debug("prestarting the Python sandbox failed", exc_info=True)
+        with state.lock:
+            state.acquiring = False
+        return
+    with state.lock:
+        state.acquiring = False
+        closed = state.closed
+        if not closed:
+            state.registered = True
+    if closed:  # closed meanwhile: the claim just counted is ours to drop
+        release_zygote(state.key)
+        return
+    try:
+        worker = zygote.spawn(state.limits)
+    except Exception:
+        logger.debug("prestarting a Python worker failed", exc_info=True)
+        return
+    with state.lock:
+        keep = not state.closed and not state.idle and state.busy == 0
+        if keep:
+            state.idle.append(worker)
+        _kick(state)
+    if not keep:
+        worker.kill()
+
+
+class PythonCoderTool(BaseTool):
+    """Runs Python code in a sandboxed, pre-forked worker; returns printed output plus the last expression's value.
+
+    Each call gets fresh globals; numpy and sympy are already imported in the worker process, so
+    ``import sympy`` is free. Within an episode, changes to imported modules and files in /tmp carry over
+    from call to call (like a notebook kernel); workers are recycled at every ``reset()`` (episode start),
+    so nothing carries over between episodes.
+
+    Isolation (``sandbox``): ``auto`` uses bubblewrap, else the kernel's namespaces directly
+    (``namespaces``), and refuses to run code when neither works; ``none`` runs without isolation, for
+    trusted code only (``AGENTFLOW_SANDBOX`` sets the mode when the argument is ``auto``). Isolated
+    workers see only the interpreter, its standard library and the allowed packages, each in its own
+    network, IPC, pid and mount namespaces with its own size-capped /tmp, a private uid when running as
+    root, no capabilities, a seccomp filter (no nested namespaces, no ptrace, no memfd) and rlimits (address
+    space, CPU, processes, file size, open files); ``memory_mb`` also caps all of a worker's processes
+    together (their PSS, polled by the worker's supervisor while a cell runs). The host kills a worker past
+    its timeout, and its whole pid namespace with it. Replies reach the host through the supervisor, which
+    the code cannot reach, and the host caps them again.
+
+    Between calls nothing of a worker runs: when a call returns, the processes its cell started are killed
+    (``keep_background=True`` keeps them for later calls) and the kernel, its threads and anything kept are
+    stopped until the next call. Where a delegated cgroup v2 is writable, each worker also has its own
+    ``memory.max``/``cpu.max``/``pids.max`` (``sandbox_info.resource_control``). With ``prestart`` (default)
+    the shared zygote starts in the background when the tool is built and ``reset()`` waits for it, so no
+    call's budget includes it; during an episode the next episode's worker is forked in the background.
+    """
+
+    name = "Python_Coder_Tool"
+    description = (
+        "Runs Python 3 code and returns what it prints plus the value of the last expression, like a notebook "
+        "cell. numpy and sympy are available (also math, fractions, itertools, collections, re). No network, no "
+        "input(), no files outside /tmp; variables do not persist between calls, but changes to imported modules "
+        "and files in /tmp last until the episode ends. Use it for exact arithmetic, algebra, counting and "
+        "simulation."
+    )
+    input_spec = "Python source code (a ```python fence is accepted); print() what you need or end with an expression"
+    examples = ("import sympy as sp; x = sp.symbols('x'); sp.solve(x**2 - 5*x + 6, x)",)
+
+    def __init__(
+        self,
+        *,
+        max_output_chars: int = 8000,
+        memory_mb: int = 1024,
+        nproc: int = 8,
+        fsize_mb: int = 64,
+        nofile: int = 64,
+        tmp_mb: int = 64,
+        pool_size: int = 1,
+        recycle: str = "episode",
+        sandbox: str = "auto",
+        preload: Sequence[str] = (),
+        max_code_chars: int = 200_000,
+        keep_background: bool = False,
+        prestart: bool = True,
+    ):
+        self._config: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        if sandbox not in SANDBOX_MODES:
+            raise ConfigError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
+        try:
+            mode = resolve_mode(sandbox)
+        except Exception as exc:
+            raise ConfigError(str(exc)) from None
+        if mode == "none":
+            logger.warning(
+                "Python_Coder_Tool runs code WITHOUT a sandbox (sandbox='none' or %s=none): it can read and change "
+                "everything this process can; use it only for trusted code",
+                SANDBOX_ENV,
+            )
+        if recycle not in ("episode", "call"):
+            raise ConfigError(f"recycle={recycle!r}; choose 'episode' (reuse a worker within an episode) or 'call'")
+        if min(max_output_chars, memory_mb, nproc, fsize_mb, nofile, tmp_mb, pool_size, max_code_chars) < 1:
+            raise ConfigError(
+                "max_output_chars, memory_mb, nproc, fsize_mb, nofile, tmp_mb, pool_size and max_code_chars "
+                "must all be positive"
+            )
+        if nofile < 16:
+            raise ConfigError(f"nofile={nofile} is too small for Python to run; use at least 16")
+        self.limits = SandboxLimits(
+            memory_mb=memory_mb,
+            nproc=nproc,
+            fsize_mb=fsize_mb,
+            nofile=nofile,
+            tmp_mb=tmp_mb,
+            keep_background=bool(keep_background),
+        )
+        self.max_output_chars = int(max_output_chars)
+        self.max_code_chars = int(max_code_chars)
+        self.pool_size = int(pool_size)
+        self.recycle = recycle
+        self._state = _State((mode, tuple(preload)), self.limits)
+        self._finalizer = weakref.finalize(self, _release, self._state)
+        if prestart:  # the zygote's start (seconds: it imports numpy and sympy) is never inside a call's budget
+            starter = threading.Thread(target=_prestart, args=(self._state,), name="python-tool-start", daemon=True)
+            self._state.starter = starter
+            starter.start()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the configuration only (e.g. into a vector-env subprocess); workers are never shared."""
+        return {"config": self._config}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state["config"])  # type: ignore[misc]
+
+    # ------------------------------------------------------------------ public
+    @property
+    def sandbox_info(self) -> SandboxInfo:
+        """The isolation actually in force (starts the shared zygote if needed)."""
+        return self._zygote().info
+
+    def warm_up(self) -> None:
+        """Start the zygote and one worker now, so the first call does not pay for it."""
+        self._join_prestart()
+        worker = self._checkout()
+        self._checkin(worker, self._state.epoch)
+
+    def reset(self) -> None:
+        """Episode start: workers that ran code are replaced by fresh ones (with nothing they started).
+
+        The spare forked in the background during the last episode takes a used worker's place at once; the used
+        one is killed, and the next spare forked, in the background. Without a spare, a worker is forked here.
+        The first reset waits for the zygote started when the tool was built, so no call pays for its start.
+        """
+        self._join_prestart()
+        state = self._state
+        with state.lock:
+            state.epoch += 1
+            used = [w for w in state.idle if w.calls]
+            state.idle = [w for w in state.idle if not w.calls]
+            if used and state.spare is None and state.maintainer is not None and not state.doomed:
+                # the spare is being forked now (episodes back to back): waiting for it beats forking another
+                state.lock.wait_for(lambda: state.spare is not None or state.maintainer is None, timeout=5.0)
+            spare, state.spare = state.spare, None
+            if spare is not None and not _usable(spare, state):
+                used.append(spare)
+                spare = None
+            if spare is not None and len(state.idle) + state.busy < self.pool_size:
+                state.idle.append(spare)
+                spare = None
+            if spare is not None:
+                state.spare = spare  # nothing to replace: keep it for the next episode
+            missing = self.pool_size - len(state.idle) - state.busy if (used or not state.idle) else 0
+            background = state.registered and not state.closed
+            if background:  # they are stopped since their last call returned: killed in the background
+                state.doomed += used
+                _kick(state)
+        for worker in () if background else used:
+            worker.kill()
+        if missing > 0:
+            self._refill(missing)
+
+    def _join_prestart(self) -> None:
+        starter = self._state.starter
+        if starter is not None:
+            starter.join()
+            self._state.starter = None
+
+    def close(self) -> None:
+        """Kill this tool's workers; the shared zygote stops when its last tool closes. Safe to call twice."""
+        _release(self._state)
+
+    # ------------------------------------------------------------------ internals
+    def _zygote(self) -> Any:
+        self._join_prestart()  # one claim per tool: never beside the prestart thread's
+        state = self._state
+        with state.lock:
+            register = not state.registered
+            state.registered = True
+        try:
+            return acquire_zygote(state.key, register)
+        except BaseException:
+            if register:
+                with state.lock:
+                    state.registered = False
+            raise
+
+    def _checkout(self) -> Worker:
+        state = self._state
+        with state.lock:
+            while not state.idle and state.busy >= self.pool_size:
+                state.lock.wait()
+            worker = state.idle.pop() if state.idle else None
+            state.busy += 1
+        try:
+            if worker is not None and _usable(worker, state):
+                return worker
+            if worker is not None:
+                worker.kill()
+            return self._zygote().spawn(self.limits)
+        except BaseException:
+            with state.lock:
+                state.busy -= 1
+                state.lock.notify()
+            raise
+
+    def _refill(self, count: int) -> None:
+        """Fork replacement workers now, so the next call does not wait for one (failures wait for that call)."""
+        state = self._state
+        for _ in range(count):
+            with state.lock:
+                if not state.registered or len(state.idle) + state.busy >= self.pool_size:
+                    return
+                epoch = state.epoch
+            try:
+                worker = self._zygote().spawn(self.limits)
+            except Exception:  # the next call will try again and report what is wrong
+                logger.debug("pre-forking a Python worker failed", exc_info=True)
+                return
+            with state.lock:
+                keep = epoch == state.epoch and state.registered and len(state.idle) + state.busy < self.pool_size
+                if keep:
+                    state.idle.append(worker)
+            if not keep:
+                worker.kill()
+
+    def _checkin(self, worker: Worker | None, epoch: int) -> int | None:
+        """Return a worker to the pool, or kill it (``None`` = it is already gone); returns a kill's wait status."""
+        state = self._state
+        status = None
+        keep = worker is not None and epoch == state.epoch and self.recycle == "episode"
+        if worker is not None and not keep:
+            status = worker.kill()
+        with state.lock:
+            state.busy -= 1
+            if keep and worker is not None:
+                state.idle.append(worker)
+            state.lock.notify()
+        return status
+
+    def _run(self, command: str, timeout: float) -> ToolResult:
+        code = strip_code_fences(command)
+        if not code.strip():
+            return ToolResult(
+                text="Error: empty command; give Python code to run, e.g. print(2**10)", ok=False, error="empty command"
+            )
+        if len(code) > self.max_code_chars:
+            return ToolResult(
+                text=f"Error: the code is {len(code)} characters; send at most {self.max_code_chars}",
+                ok=False,
+                error="code too long",
+            )
+        timeout = max(float(timeout), 0.05)
+        self._join_prestart()  # without a reset first: wait for the worker the tool's build began (outside the budget)
+        epoch = self._state.epoch
+        try:
+            worker = self._checkout()
+        except SandboxUnavailable as exc:
+            _warn_refusal(str(exc))
+            return ToolResult(text=f"Error: {exc}", ok=False, error="no sandbox")
+        try:
+            reply = worker.call(code, timeout, self.max_output_chars)
+        except TimeoutError:
+            self._checkin(worker, -1)
+            return ToolResult(
+                text=f"Error: TimeoutError: the code did not finish within {timeout:g} s and was "
+                "stopped; the Python worker was restarted.",
+                ok=False,
+                error="timeout",
+            )
+        except WorkerLost as exc:
+            over = exc.reason == "memory" or worker.oom_killed()
+            status = self._checkin(worker, -1)
+            status = exc.status if exc.status is not None else status
+            if over:
+                self._refill(1)
+                return self._memory_error()
+            self._refill(1)
+            how = describe_status(status)
+            return ToolResult(
+                text=f"Error: the Python process died ({how}); it was restarted. Common causes: "
+                "os._exit or abort, recursion too deep, or a resource limit.",
+                ok=False,
+                error=f"worker died: {how}; {exc}",
+            )
+        except BaseException:
+            self._checkin(worker, -1)
+            raise
+        if worker.oom_killed():  # cgroup: the kernel killed a process past memory.max (the cell may have gone on)
+            self._checkin(worker, -1)
+            self._refill(1)
+            return self._memory_error()
+        self._checkin(worker, epoch)
+        if self.recycle == "call":
+            self._refill(1)
+        return self._result(reply)
+
+    def _memory_error(self) -> ToolResult:
+        return ToolResult(
+            text=f"Error: MemoryError: the code and the processes it started used more than "
+            f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
+            ok=False,
+            error="memory limit",
+        )
+
+    def _result(self, reply: dict[str, Any]) -> ToolResult:
+        output = str(reply.get("output", ""))[: self.max_output_chars]
+        dropped = int(reply.get("dropped", 0) or 0)
+        if dropped:
+            output = (
+                output.rstrip("\n") + f"\n[output cut: {dropped} more characters were not shown; "
+                "print less, e.g. a summary or a slice]\n"
+            )
+        error = reply.get("error")
+        if error:
+            text = (output.rstrip("\n") + "\n" if output.strip() else "") + f"Error: {error}"
+            last = str(error).strip().splitlines()[-1] if str(error).strip() else str(reply.get("exc"))
+            return ToolResult(text=text, ok=False, error=last)
+        return ToolResult(text=output.rstrip("\n") if output.strip() else _NO_OUTPUT, ok=True)

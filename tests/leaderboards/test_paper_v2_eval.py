@@ -1,0 +1,161 @@
+"""paper-v2 end to end on a scripted loopback server: `eval --protocol paper-v2 --agentflow-src SRC --fast` runs
+AgentFlow's own prompts and judge (read from the checkout), records their fingerprints, and its board row says
+"comparable"; the same run without a checkout uses this project's wording and is labelled "not comparable".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentflow_env.paper_flow.agentflow_judge import AgentFlowScoring
+from leaderboards.protocol import COMPARABLE, NOT_COMPARABLE, PROTOCOL_DIR, load_protocol
+
+SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[3] / "shared" / "data" / "agentflow-src")
+pytestmark = pytest.mark.skipif(
+    not (SRC / "test" / "calculate_score_unified.py").is_file(), reason="AgentFlow sources not present"
+)
+
+# one reply every module reads as it needs: a plan, a command, the verifier's STOP, a final answer
+ENGINE_REPLY = (
+    "Justification: one generalist call.\nContext: none\nSub-Goal: Answer the question directly.\n"
+    "Tool Name: Generalist_Solution_Generator_Tool\n"
+    'Generated Command:\n```python\nexecution = tool.execute(query="Answer the question directly.")\n```\n'
+    "Conclusion: STOP\nAnswer: <answer>42</answer>"
+)
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.log: list[dict[str, Any]] = []
+        log, lock = self.log, threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock:
+                    log.append(body)
+                content = ENGINE_REPLY
+                if body["model"] == "judge":
+                    schema = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+                    if schema == "AnswerExtraction":
+                        content = json.dumps({"analysis": "a", "extracted_option": "A"})
+                    elif schema:
+                        content = json.dumps({"analysis": "a", "true_false": True})
+                    else:
+                        content = "The answer matches.\nVERDICT: CORRECT"
+                message = {"role": "assistant", "content": content}
+                payload = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                }
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server()
+    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()
+
+
+def _run(tmp_path: Path, server: _Server, testsets: Path, name: str, extra: list[str]) -> dict[str, Any]:
+    from agentflow_env.cli import main
+
+    small = tmp_path / "paper-v2.toml"  # paper-v2 itself, one trial, one task per benchmark
+    text = (PROTOCOL_DIR / "paper-v2.toml").read_text(encoding="utf-8")
+    small.write_text(text.replace("seeds = [0, 1, 2]", "seeds = [0]").replace("fast_tasks = 5", "fast_tasks = 1"))
+    args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{server.url}", "--concurrency", "4"]
+    args += ["--engine", f"openai:qwen@{server.url}", "--judge-engine", f"openai:judge@{server.url}"]
+    args += ["--data-dir", str(testsets), "--out", str(tmp_path / "runs"), "--no-progress", "--name", name, *extra]
+    assert main(args) == 0
+    run_dir = tmp_path / "runs" / "paper-v2" / name
+    return json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+
+
+def _board_label(tmp_path: Path) -> list[str]:
+    from leaderboards.render import _row_label, board_rows, group_by_protocol
+
+    return [_row_label(r) for r in board_rows(group_by_protocol(tmp_path / "runs")["paper-v2"]).rows]
+
+
+def test_paper_v2_with_agentflow_src_is_comparable_and_without_it_is_not(
+    tmp_path: Path, testsets_dir: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentflow_env.paper_flow import planner_system_prompt
+
+    monkeypatch.delenv("AGENTFLOW_SRC", raising=False)
+    stored = _run(tmp_path, server, testsets_dir, "with-src", ["--agentflow-src", str(SRC)])
+    assert stored["comparability"] == COMPARABLE
+    used = stored["agentflow"]
+    assert used["source"] == str(SRC.resolve()) and used["judge_fingerprint"] == AgentFlowScoring(SRC).fingerprint
+    assert used["prompt_fingerprint"] == stored["paper_settings"]["prompt_fingerprint"]
+    assert stored["paper_settings"]["prompts"] == f"agentflow:{SRC.resolve()}"
+    assert all("agentflow[" in s for s in stored["scorers"].values())
+    judged = [b for b in server.log if b["model"] == "judge"]
+    assert judged and all(b["response_format"]["type"] == "json_schema" for b in judged)
+    names = {b["response_format"]["json_schema"]["name"] for b in judged}
+    assert names == {"AnswerExtraction", "AnswerVerification"}  # GPQA/MedQA two-stage, the rest single-stage
+    planner = [b for b in server.log if b["model"] == "planner"]
+    assert planner[0]["messages"][0]["content"] == planner_system_prompt(f"agentflow:{SRC}")
+    assert planner_system_prompt(f"agentflow:{SRC}") != planner_system_prompt("builtin")
+    with_src = json.loads((tmp_path / "runs" / "paper-v2" / "with-src" / "tasks.jsonl").read_text().splitlines()[0])
+    assert with_src["score"] == 1.0
+
+    server.log.clear()
+    bare = _run(tmp_path, server, testsets_dir, "without-src", [])
+    assert bare["comparability"] == NOT_COMPARABLE and bare["paper_settings"]["prompts"] == "builtin"
+    assert not any("response_format" in b for b in server.log)  # this project's judge
+    assert bare["agentflow"]["source"] is None
+
+    labels = _board_label(tmp_path)
+    [comparable] = [x for x in labels if x.startswith("with-src")]
+    [not_comparable] = [x for x in labels if x.startswith("without-src")]
+    assert "comparable" in comparable and "not comparable" not in comparable
+    assert NOT_COMPARABLE in not_comparable
+
+
+def test_agentflow_src_comes_from_the_environment_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from leaderboards.runner import _with_agentflow_src
+
+    monkeypatch.setenv("AGENTFLOW_SRC", str(SRC))
+    protocol = _with_agentflow_src(load_protocol("paper-v2"), None)
+    assert protocol.comparability == COMPARABLE and protocol.judge_rules == f"agentflow:{SRC.resolve()}"
+    assert protocol.hash == load_protocol("paper-v2").hash  # the checkout's path is not part of the protocol
+    monkeypatch.delenv("AGENTFLOW_SRC")
+    assert _with_agentflow_src(load_protocol("paper-v2"), None).comparability == NOT_COMPARABLE
+    assert load_protocol("paper-v1").comparability is None
+
+
+def test_a_wrong_checkout_is_a_clear_error(tmp_path: Path) -> None:
+    from agentflow_env.error import ConfigError
+
+    with pytest.raises(ConfigError, match="not an AgentFlow checkout"):
+        load_protocol("paper-v2").with_agentflow_src(str(tmp_path))
