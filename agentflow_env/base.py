@@ -69,7 +69,7 @@ class TaskEnv(gym.Env[dict, str]):
         self.task: Task | None = None
         self.turn = 0
         self.clock = EpisodeClock()  # the episode's own time (a runner pauses it while the episode waits)
-        self._seeded: tuple[int, Any, dict[str, Any], int | None] | None = None  # see ``reset``
+        self._seeded: tuple[int, Any, Any, int | None] | None = None  # see ``reset``
 
     # ------------------------------------------------------------------ seeding
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
@@ -84,7 +84,7 @@ class TaskEnv(gym.Env[dict, str]):
             return None
         seeded = self._seeded
         if seeded is not None and type(seed) is int and seed == seeded[0] and self._np_random is seeded[1]:
-            seeded[1].bit_generator.state = seeded[2]
+            seeded[1].bit_generator.state = seeded[2]  # type: ignore[union-attr]
             self._np_random_seed = seeded[3]
             return None
         super().reset(seed=seed)

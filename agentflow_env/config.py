@@ -250,7 +250,7 @@ def add_dataclass_flags(
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
         help_text = f"{f.metadata.get('help', '')} (default: {default!r})".strip().replace("%", "%%")
         dest = f"{dest_prefix}{f.name}"
         if f.metadata.get("switch"):

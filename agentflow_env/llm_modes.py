@@ -299,8 +299,8 @@ class LLMVerifier(_LLMModule):
         except Exception as exc:  # without a verdict, keep working
             self._note(_engine_failure("verifier", exc) + "; continuing")
             return "CONTINUE"
-        verdict, note = parse_verdict(reply)
-        self._note(note)
+        verdict, verdict_note = parse_verdict(reply)
+        self._note(verdict_note)
         return verdict
 
 

@@ -246,7 +246,7 @@ def _parse_text(action: str, parsed: ParsedAction) -> bool:
             values[_COMMON_HEADERS.get(key) or _key_to_field(key)] = parts[i + 1]
         values.pop(None, None)
         for field_name, raw in values.items():
-            setattr(parsed, field_name, _clean_value(raw))
+            setattr(parsed, str(field_name), _clean_value(raw))
         return True
     spans: dict[str | None, tuple[int, int]] = {}
     name: str | None = None
@@ -263,7 +263,7 @@ def _parse_text(action: str, parsed: ParsedAction) -> bool:
     spans[name] = (start, len(action))
     spans.pop(None, None)
     for field_name, (begin, end) in spans.items():
-        setattr(parsed, field_name, _clean_value(action[begin:end]))
+        setattr(parsed, str(field_name), _clean_value(action[begin:end]))
     return True
 
 

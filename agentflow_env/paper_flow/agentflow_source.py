@@ -305,13 +305,13 @@ class _Text:
             inner = value.value if isinstance(value, ast.FormattedValue) else None
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
-            elif isinstance(inner, ast.Name) and inner.id == "block" and value.format_spec is None:  # type: ignore[union-attr]
+            elif isinstance(inner, ast.Name) and inner.id == "block" and value.format_spec is None:  # type: ignore[union-attr,attr-defined]
                 parts.append(("block",))
             elif (
                 exc_name is not None
                 and isinstance(inner, ast.Call)
                 and ast.unparse(inner) == f"str({exc_name})"
-                and value.format_spec is None  # type: ignore[union-attr]
+                and value.format_spec is None  # type: ignore[union-attr,attr-defined]
             ):
                 parts.append(("exc",))
             else:

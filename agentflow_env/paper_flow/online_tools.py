@@ -150,7 +150,7 @@ class GeminiGroundingTool(PaperTool):
         self.model = model
         self.retries = int(retries)
 
-    def _call(self, query: str, add_citations: bool = True) -> str:
+    def _call(self, query: str, add_citations: bool = True) -> str:  # type: ignore[override]
         config = self.types.GenerateContentConfig(tools=[self.types.Tool(google_search=self.types.GoogleSearch())])
         last = ""
         for _ in range(self.retries):
@@ -225,7 +225,7 @@ class WebRagTool(PaperTool):
         self.engine, self.texts, self.embed_model, self.top_k = engine, texts, embed_model, int(top_k)
         self.sampling = sampling or SamplingParams(temperature=0.0, top_p=1.0, max_tokens=2048)
 
-    def _call(self, query: str, url: str) -> str:
+    def _call(self, query: str, url: str) -> str:  # type: ignore[override]
         try:
             _, body = _get(url, min(10.0, self.timeout))
             text = page_text(body)
@@ -316,7 +316,7 @@ class MediaWikiTool(PaperTool):
         except Exception:  # as in AgentFlow: a failed selection selects nothing
             return []
 
-    def _call(self, query: str) -> Any:
+    def _call(self, query: str) -> Any:  # type: ignore[override]
         try:
             pages = self._pages(query)
         except (OSError, ValueError) as exc:

@@ -561,7 +561,7 @@ def extract_answer(
         rest = sentences[1:] + lines[1:]
     elif isinstance(value, tuple):
         return AnswerSpan(value[0], reason_prefix + reason, value[1])
-    span, explanation = _clean(norm(value), gold_list, kept)
+    span, explanation = _clean(norm(str(value)), gold_list, kept)
     hedge = _check_rest(span, [explanation, after_tag, *rest], is_candidate, generic_rivals)
     return _finish(span, reason_prefix + reason, hedge, explanation)
 

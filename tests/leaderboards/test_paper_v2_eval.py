@@ -92,7 +92,16 @@ def _run(tmp_path: Path, server: _Server, testsets: Path, name: str, extra: list
     small = tmp_path / "paper-v2.toml"  # paper-v2 itself, one trial, one task per benchmark
     text = (PROTOCOL_DIR / "paper-v2.toml").read_text(encoding="utf-8")
     small.write_text(text.replace("seeds = [0, 1, 2]", "seeds = [0]").replace("fast_tasks = 5", "fast_tasks = 1"))
-    args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{server.url}", "--concurrency", "4"]
+    args = [
+        "eval",
+        "--protocol",
+        str(small),
+        "--fast",
+        "--policy",
+        f"openai:planner@{server.url}",
+        "--concurrency",
+        "4",
+    ]
     args += ["--engine", f"openai:qwen@{server.url}", "--judge-engine", f"openai:judge@{server.url}"]
     args += ["--data-dir", str(testsets), "--out", str(tmp_path / "runs"), "--no-progress", "--name", name, *extra]
     assert main(args) == 0

@@ -148,7 +148,7 @@ def _maintain(state: _State) -> None:
         if not need_spare:
             continue
         zygote = current_zygote(state.key)
-        worker = None
+        worker = None  # type: ignore[assignment]
         if zygote is not None and zygote.alive():
             try:
                 worker = zygote.spawn(state.limits)
