@@ -154,7 +154,9 @@ def test_shipped_config_composes_with_the_paper_hyperparameters_and_reads_our_pa
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         cfg = compose(config_name="flow_grpo", overrides=[f"data.train_files={path}", f"data.val_files={path}"])
     actor, rollout = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
-    assert cfg.algorithm.adv_estimator == "grpo" and cfg.trainer.use_v1
+    # the paper's 1/T_i per trajectory: our flow_grpo estimator (agents.integrations.verl_flow_grpo), registered in
+    # verl's workers by the config's setup hook
+    assert cfg.algorithm.adv_estimator == "flow_grpo" and cfg.trainer.use_v1
     assert (actor.optim.lr, actor.clip_ratio_low, actor.clip_ratio_high, actor.kl_loss_coef) == (1e-6, 0.2, 0.3, 0.001)
     assert (cfg.data.train_batch_size, rollout.n, rollout.temperature, rollout.val_kwargs.temperature) == (
         32,
