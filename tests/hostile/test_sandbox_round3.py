@@ -120,7 +120,7 @@ def test_kept_background_processes_are_stopped_between_calls(mode):
         assert r.ok and int(r.text) >= 4, r.text  # still there, for this call
     finally:
         t.close()
-    _assert_gone(None, ns_inode, None)
+    _assert_gone(None, ns_inode, None, within_s=10.0)  # reaped as the kill lands: seconds on a busy machine
 
 
 def test_the_zygote_starts_with_the_tool_not_in_the_first_call(mode, monkeypatch):
