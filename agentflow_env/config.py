@@ -135,13 +135,17 @@ class PaperConfig(FlowLimits):
 
 
 # ---------------------------------------------------------------------------------- dataclass <-> flags/TOML
-def doc_field(help: str, *, flag: str | None = None, switch: bool = False, repeat: bool = False, **kw: Any) -> Any:
+def doc_field(
+    help: str, *, flag: str | None = None, switch: bool = False, repeat: bool = False, cli: bool = True, **kw: Any
+) -> Any:
     """A dataclass field whose help text (and command-line spelling) lives in its metadata.
 
     ``flag`` overrides the generated ``--kebab-case`` name; ``switch=True`` makes the flag take no value and set
-    the opposite of the default (for a bool); ``repeat=True`` collects a repeated flag into a list.
+    the opposite of the default (for a bool); ``repeat=True`` collects a repeated flag into a list;
+    ``cli=False`` keeps the field off the command line (an object only code passes).
     """
-    return dataclasses.field(metadata={"help": help, "flag": flag, "switch": switch, "repeat": repeat}, **kw)
+    meta = {"help": help, "flag": flag, "switch": switch, "repeat": repeat, "cli": cli}
+    return dataclasses.field(metadata=meta, **kw)
 
 
 def field_types(cls: type) -> dict[str, Any]:
@@ -173,7 +177,7 @@ def _to_str(value: Any) -> str:
     return str(value)
 
 
-_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: float, str: _to_str}
+_SCALARS: dict[Any, Any] = {bool: _to_bool, int: _to_int, float: float, str: _to_str, Path: Path}
 
 
 def parse_literal(text: str) -> Any:
@@ -244,27 +248,41 @@ def add_dataclass_flags(
     dest_prefix: str = "cfg_",
     choices: Mapping[str, Sequence[str]] | None = None,
     skip: Sequence[str] = (),
+    help_extra: Mapping[str, str] | None = None,
 ) -> None:
     """One flag per field of dataclass ``cls`` (help from ``doc_field`` metadata, default shown); every flag
-    defaults to None, so only the flags given override (read them back with :func:`flag_values`)."""
+    defaults to None, so only the flags given override (read them back with :func:`flag_values`).
+
+    A field without a default is a required flag; ``help_extra`` appends text known only at run time (the
+    registered names, say) to a field's help; fields in ``skip`` or with ``cli=False`` get no flag."""
     for f in dataclasses.fields(cls):
-        if f.name in skip:
+        if f.name in skip or not f.metadata.get("cli", True):
             continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
-        help_text = f"{f.metadata.get('help', '')} (default: {default!r})".strip().replace("%", "%%")
+        extra = (help_extra or {}).get(f.name)
+        help_text = " ".join(t for t in (f.metadata.get("help", ""), extra) if t)
         dest = f"{dest_prefix}{f.name}"
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         if f.metadata.get("switch"):
-            help_text = str(f.metadata.get("help", "")).replace("%", "%%")
             parser.add_argument(
-                flag_of(f), dest=dest, action="store_const", const=not default, default=None, help=help_text
-            )
+                flag_of(f), dest=dest, action="store_const", const=not f.default, default=None,
+                help=help_text.replace("%", "%%"),
+            )  # fmt: skip
             continue
+        if not required:  # None is left unsaid: the help says what None means
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            shown = f"./{default}" if isinstance(default, Path) and not default.is_absolute() else repr(default)
+            help_text = help_text if default is None else f"{help_text} (default: {shown})".strip()
         kind = field_types(cls)[f.name]
         options = (choices or {}).get(f.name)
-        metavar = None if options else _metavar(kind)
-        action = "append" if f.metadata.get("repeat") else "store"
         parser.add_argument(
-            flag_of(f), dest=dest, default=None, choices=options, metavar=metavar, action=action, help=help_text
+            flag_of(f),
+            dest=dest,
+            default=None,
+            required=required,
+            choices=options,
+            metavar=None if options else _metavar(kind),
+            action="append" if f.metadata.get("repeat") else "store",
+            help=help_text.replace("%", "%%"),
         )
 
 

@@ -6,7 +6,6 @@ The work is done by :mod:`leaderboards.runner` and :mod:`leaderboards.render`; t
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,64 +36,16 @@ def default_results() -> list[Path]:
 
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentflow-env eval``: one flag per :class:`~leaderboards.runner.EvalConfig` field,
+    generated from it, plus the command's own ``--dry-run``, ``--latency`` and ``--json``."""
+    from agentflow_env.config import add_dataclass_flags
     from agents.policies.registry import POLICY_SPECS
     from leaderboards.protocol import list_protocols
+    from leaderboards.runner import EvalConfig
 
     specs = "; ".join(f"{k}: {v}" for k, v in POLICY_SPECS.items())
-    parser.add_argument("--policy", required=True, help=f"policy spec. {specs}")
-    parser.add_argument(
-        "--protocol",
-        default="offline-v2",
-        help=f"protocol name ({', '.join(list_protocols())}) or path to a .toml file",
-    )
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        default=default_out(),
-        help=f"results folder; the run goes to OUTPUT_DIR/PROTOCOL/NAME (default: ./{default_out()})",
-    )
-    parser.add_argument("--name", default=None, help="run name (default: from the policy spec), e.g. tiny-lm-sft")
-    parser.add_argument(
-        "--data-dir",
-        default=os.environ.get("AGENTFLOW_DATA_DIR"),
-        help="folder of the paper benchmarks' test sets (default: $AGENTFLOW_DATA_DIR)",
-    )
-    parser.add_argument(
-        "--engine",
-        default=None,
-        help="engine spec of the env's LLM modules (llm modes, or the paper flow's query analysis, executor, "
-        "verifier, final output and LLM tools), overriding the protocol's (recorded in the result)",
-    )
-    parser.add_argument(
-        "--judge-engine",
-        default=None,
-        help='engine spec of the LLM judge for benchmarks with scorer = "judge", overriding the protocol\'s '
-        "[judge] engine (recorded in the result), e.g. openai:gpt-4o@https://api.openai.com/v1",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=int,
-        default=None,
-        help="episodes in flight, each on its own (default: 64 when an HTTP server does the work: an HTTP planner, "
-        "the paper flow or llm modes; else 16). The planner's engine allows as many requests in flight",
-    )
-    parser.add_argument(
-        "--judge-concurrency", type=int, default=16, help="the LLM judge's own limit on requests in flight"
-    )
-    parser.add_argument(
-        "--batch-window",
-        type=float,
-        default=0.005,
-        help="seconds a planner batch waits for more ready episodes (never longer; not a barrier)",
-    )
-    parser.add_argument(
-        "--ray",
-        default=None,
-        metavar="ADDRESS",
-        help="spread the episodes' envs over a Ray cluster: auto, an address (ray://HOST:10001), or local; "
-        "the planner and the result files stay here (needs the ray extra, and this package on the workers)",
-    )
-    parser.add_argument("--ray-workers", type=int, default=None, help="Ray env actors (default: the cluster's CPUs)")
+    extra = {"policy": f"({specs})", "protocol": f"({', '.join(list_protocols())})"}
+    add_dataclass_flags(parser, EvalConfig, help_extra=extra)
     parser.add_argument(
         "--dry-run",
         action="store_true",
@@ -103,16 +54,6 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--latency", type=float, default=1.5, help="seconds per LLM call, for the --dry-run estimate (default 1.5)"
     )
-    parser.add_argument(
-        "--agentflow-src",
-        default=None,
-        help="AgentFlow checkout whose prompts and judge a protocol such as paper-v2 reads (default: "
-        "$AGENTFLOW_SRC); without it such a run uses this project's wording and is labelled not comparable",
-    )
-    parser.add_argument("--fast", action="store_true", help="only the protocol's fast_tasks tasks per benchmark")
-    parser.add_argument("--overwrite", action="store_true", help="discard a stored run of the same name first")
-    parser.add_argument("--notes", default="", help="free text kept in the result record")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     parser.set_defaults(func=_run_eval)
 
@@ -120,29 +61,12 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
 def _run_eval(args: argparse.Namespace) -> int:
     import json
 
+    from agentflow_env.config import flag_values
     from agentflow_env.error import AgentFlowError, ConfigError
     from leaderboards.runner import EvalConfig, dry_run, evaluate
 
-    config = EvalConfig(
-        policy=args.policy,
-        protocol=args.protocol,
-        out=args.output_dir,
-        name=args.name,
-        data_dir=args.data_dir,
-        engine=args.engine,
-        judge_engine=args.judge_engine,
-        concurrency=args.concurrency,
-        judge_concurrency=args.judge_concurrency,
-        batch_window_s=args.batch_window,
-        ray=args.ray,
-        ray_workers=args.ray_workers,
-        agentflow_src=args.agentflow_src,
-        fast=args.fast,
-        overwrite=args.overwrite,
-        progress=not args.no_progress,
-        notes=args.notes,
-    )
     try:
+        config = EvalConfig(**flag_values(args, EvalConfig))
         if args.dry_run:
             sys.stdout.write(dry_run(config, args.latency) + "\n")
             return 0

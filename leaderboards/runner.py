@@ -20,11 +20,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.config import doc_field
 from agentflow_env.error import ConfigError
 from leaderboards.episodes import normalize_actions, run_units
 from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
@@ -51,29 +52,62 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class EvalConfig:
-    """What ``agentflow-env eval`` runs and where it writes."""
+    """What ``agentflow-env eval`` runs and where it writes; the command has one flag per field (see
+    :func:`leaderboards.cli.configure_eval`), so a field's help here is the flag's help."""
 
-    policy: str
-    protocol: str = "offline-v2"
-    out: Path = Path("runs/leaderboard")  # under the current directory; references are written by --leaderboard-record
-    name: str | None = None  # run folder name; default from the policy spec
-    data_dir: str | None = None
-    engine: str | None = None  # overrides the protocol's engine for llm modes or the paper flow (recorded)
-    judge_engine: str | None = None  # overrides the protocol's [judge] engine (recorded in the result)
-    concurrency: int | None = None  # episodes in flight; None: 64 with an HTTP planner or env engine, else 16
-    batch_window_s: float = 0.005  # the planner's batch gathers the episodes ready within this window
-    judge_concurrency: int = 16  # the judge's own limit on requests in flight
-    ray: str | None = None  # spread the episodes over Ray: "auto", an address, or "local" (an in-process Ray)
-    ray_workers: int | None = None  # env actors per benchmark and trial (default: the cluster's CPUs)
-    # the AgentFlow checkout a protocol's "agentflow_src" prompts and judge are read from (else $AGENTFLOW_SRC)
-    agentflow_src: str | None = None
-    fast: bool = False  # only the first ``fast_tasks`` tasks of each benchmark
-    fast_tasks: dict[str, int] | None = None  # with ``fast``: tasks per benchmark instead (the sized score guard)
-    code_dir: Path | None = None  # whose git state the record names (default: agentflow-env's own checkout)
-    overwrite: bool = False
-    progress: bool = True
-    notes: str = ""
-    policy_factory: Callable[[str], Any] | None = field(default=None, repr=False)  # env_id -> policy (tests)
+    policy: str = doc_field("policy spec")
+    protocol: str = doc_field("protocol name or path to a .toml file", default="offline-v2")
+    out: Path = doc_field(  # under the current directory; references are written by --leaderboard-record
+        "results folder; the run goes to OUTPUT_DIR/PROTOCOL/NAME",
+        flag="--output-dir",
+        default=Path("runs/leaderboard"),
+    )
+    name: str | None = doc_field("run name (None: from the policy spec), e.g. tiny-lm-sft", default=None)
+    data_dir: str | None = doc_field(
+        "folder of the paper benchmarks' test sets (None: $AGENTFLOW_DATA_DIR)", default=None
+    )
+    engine: str | None = doc_field(
+        "engine spec of the env's LLM modules (llm modes, or the paper flow's query analysis, executor, verifier, "
+        "final output and LLM tools), overriding the protocol's (recorded in the result)",
+        default=None,
+    )
+    judge_engine: str | None = doc_field(
+        'engine spec of the LLM judge for benchmarks with scorer = "judge", overriding the protocol\'s [judge] '
+        "engine (recorded in the result), e.g. openai:gpt-4o@https://api.openai.com/v1",
+        default=None,
+    )
+    concurrency: int | None = doc_field(
+        "episodes in flight, each on its own (None: 64 when an HTTP server does the work: an HTTP planner, the "
+        "paper flow or llm modes; else 16). The planner's engine allows as many requests in flight",
+        default=None,
+    )
+    batch_window_s: float = doc_field(
+        "seconds a planner batch waits for more ready episodes (never longer; not a barrier)",
+        flag="--batch-window",
+        default=0.005,
+    )
+    judge_concurrency: int = doc_field("the LLM judge's own limit on requests in flight", default=16)
+    ray: str | None = doc_field(
+        "spread the episodes' envs over a Ray cluster: auto, an address (ray://HOST:10001), or local; the planner "
+        "and the result files stay here (needs the ray extra, and this package on the workers)",
+        default=None,
+    )
+    ray_workers: int | None = doc_field("Ray env actors (None: the cluster's CPUs)", default=None)
+    agentflow_src: str | None = doc_field(
+        "AgentFlow checkout whose prompts and judge a protocol such as paper-v2 reads (None: $AGENTFLOW_SRC); "
+        "without it such a run uses this project's wording and is labelled not comparable",
+        default=None,
+    )
+    fast: bool = doc_field("only the protocol's fast_tasks tasks per benchmark", switch=True, default=False)
+    # with ``fast``: tasks per benchmark instead of the protocol's (the sized score guard); not a flag
+    fast_tasks: dict[str, int] | None = doc_field("", cli=False, default=None)
+    # whose git state the record names (default: agentflow-env's own checkout); not a flag
+    code_dir: Path | None = doc_field("", cli=False, default=None)
+    overwrite: bool = doc_field("discard a stored run of the same name first", switch=True, default=False)
+    progress: bool = doc_field("hide the progress bar", flag="--no-progress", switch=True, default=True)
+    notes: str = doc_field("free text kept in the result record", default="")
+    # env_id -> policy (tests); not a flag
+    policy_factory: Callable[[str], Any] | None = doc_field("", cli=False, default=None, repr=False)
 
     @property
     def run_name(self) -> str:

@@ -54,13 +54,13 @@ class Demonstration:
 class SFTConfig:
     """Settings of one SFT run; ``agentflow-env sft`` has one flag per field (see :func:`configure`)."""
 
-    env_id: str | list[str] = doc_field(  # noqa: RUF009  (doc_field is dataclasses.field with help)
+    env_id: str | list[str] = doc_field(
         "env id whose train split gives demonstrations; repeat the flag to train one model on several envs "
         "(episodes from each, mixed; evaluation covers each)",
         repeat=True,
         default="agentflow/Gen-GameOf24-v1",
     )
-    env_kwargs: dict[str, Any] = doc_field(  # noqa: RUF009
+    env_kwargs: dict[str, Any] = doc_field(
         'gymnasium.make kwargs of the env(s) as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',
         default_factory=dict,
     )

@@ -139,8 +139,8 @@ def test_dataclass_flags_round_trip_through_argparse() -> None:
 
     @dataclass
     class Demo:
-        ids: str | list[str] = doc_field("ids", repeat=True, default="a")  # noqa: RUF009
-        table: dict = doc_field("a table", default_factory=dict)  # noqa: RUF009
+        ids: str | list[str] = doc_field("ids", repeat=True, default="a")
+        table: dict = doc_field("a table", default_factory=dict)
         limit: int | None = doc_field("a cap", default=None)
         keep: bool = doc_field("drop nothing", flag="--drop-none", switch=True, default=True)
         rate: float = doc_field("a rate in %", default=0.5)
