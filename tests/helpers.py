@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentflow_env.paper_flow.toolbox import (
@@ -21,7 +23,7 @@ from agentflow_env.paper_flow.toolbox import (
     WebPageStandIn,
 )
 from agentflow_env.tools.base import BaseTool
-from agentflow_env.types import ToolResult
+from agentflow_env.types import Task, ToolResult
 
 HANG_S = 60  # the guard: a step this long is a hang
 
@@ -114,3 +116,128 @@ def flat_groups(groups: Any) -> list[tuple[Any, ...]]:
         for g in groups
         for t in g
     ]
+
+
+# ------------------------------------------------------------------------- loopback HTTP servers
+Response = tuple[int, dict[str, str], bytes]
+
+
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 (a free port) that logs every request and answers it with
+    ``handle(request)``, a (status, headers, body) triple; without ``handle``, with ``routes[(method, path)]``.
+    A request is a dict: method, path, query, headers and the JSON body (None when empty). Use it as a context
+    manager (it serves inside the block)."""
+
+    def __init__(self, handle: Callable[[dict[str, Any]], Response] | None = None) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.routes: dict[tuple[str, str], Callable[[dict[str, Any]], Response]] = {}
+        handle = handle or (lambda request: self.routes[(request["method"], request["path"])](request))
+        self.log: list[dict[str, Any]] = []
+        lock, log = threading.Lock(), self.log
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _serve(self, method: str) -> None:
+                url = urllib.parse.urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                request = {
+                    "method": method,
+                    "path": url.path,
+                    "query": dict(urllib.parse.parse_qsl(url.query)),
+                    "headers": self.headers,  # case-insensitive, as HTTP names are
+                    "json": json.loads(body) if body else None,
+                }
+                with lock:
+                    log.append(request)
+                status, headers, data = handle(request)
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError):  # the client gave up (a timeout test)
+                    self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies of the requests so far, in order."""
+        return [r["json"] for r in list(self.log)]
+
+    def __enter__(self) -> LoopbackServer:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    return status, {"Content-Type": "application/json"}, json.dumps(data).encode()
+
+
+def chat_server(reply: Callable[[dict[str, Any]], str]) -> LoopbackServer:
+    """An OpenAI-compatible chat-completions server: each request body gets ``reply(body)`` as the assistant's
+    message. The bodies are in ``server.bodies``; ``server.url`` ends in ``/v1``, as engine specs want it."""
+
+    def handle(request: dict[str, Any]) -> Response:
+        body = request["json"]
+        message = {"role": "assistant", "content": reply(body)}
+        return json_response(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        )
+
+    server = LoopbackServer(handle)
+    server.url += "/v1"
+    return server
+
+
+# ------------------------------------------------------------------------- the paper flow with echo tools
+class EchoTool(PaperTool):
+    """Returns its query; ``sleep=True`` first sleeps for its whole timeout (a tool that runs to its limit)."""
+
+    def __init__(self, name: str, sleep: bool = False):
+        super().__init__(name, ("query",))
+        self.sleep = sleep
+        self.timeouts: list[float] = []
+
+    def _call(self, **kwargs: Any) -> Any:
+        self.timeouts.append(self.timeout)
+        if self.sleep:
+            time.sleep(self.timeout)
+        return f"echo: {str(kwargs.get('query'))[:200]}"
+
+
+ACME_TASK = Task(id="t1", question="In which year was the founder of Acme Corp born?", answer="1871")
+WIKI_PLAN = "Context: none\nSub-Goal: Find the founder.\nTool Name: Wikipedia_RAG_Search_Tool"
+
+
+def echo_paper_env(engine: Any, sleep: bool = False, **kwargs: Any) -> Any:
+    """A paper-flow env on :data:`ACME_TASK` whose stated tools echo their query."""
+    from agentflow_env.paper_flow import PaperFlowEnv
+    from agentflow_env.paper_flow.toolbox import STATED_TOOLS
+
+    tools = {name: EchoTool(name, sleep) for name in STATED_TOOLS}
+    return PaperFlowEnv(
+        [ACME_TASK], lambda p, t: float(t.answer in p), engine=engine, toolbox="as_stated", tools=tools, **kwargs
+    )

@@ -99,3 +99,16 @@ def test_no_alias_modules_remain() -> None:
     assert [name for name in OLD_ALIASES if (ROOT / "agents" / f"{name}.py").exists()] == []
     files = [p for pkg in (*FORBIDDEN, "leaderboards") for p in (ROOT / pkg).rglob("*.py")]
     assert [str(p.relative_to(ROOT)) for p in files if _is_alias(p)] == []
+
+
+def test_test_files_never_import_each_other() -> None:
+    """Shared test code lives in tests/helpers.py (or a conftest); a test module is never imported."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line, module in imported_modules(path)
+        if module.startswith("tests.")
+        and module.rsplit(".", 1)[-1].startswith("test_")
+        and module != ".".join(path.relative_to(ROOT).with_suffix("").parts)  # itself, for an entry-point spec
+    ]
+    assert not bad, "\n".join(bad)

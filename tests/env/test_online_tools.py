@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import urllib.parse
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ import pytest
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.error import ConfigError
 from agentflow_env.paper_flow.online_tools import GeminiGroundingTool, MediaWikiTool, WebRagTool, chunk_words
+from tests.helpers import LoopbackServer, Response, json_response
 
 SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[3] / "shared" / "data" / "agentflow-src")
 
@@ -32,70 +30,22 @@ MOON_PAGE = (
 )
 
 
-class Mock:
-    """One loopback server; ``routes`` maps (method, path) to a handler returning (status, headers, body)."""
-
-    def __init__(self) -> None:
-        self.log: list[dict[str, Any]] = []
-        self.routes: dict[tuple[str, str], Callable[[dict[str, Any]], tuple[int, dict[str, str], bytes]]] = {}
-        mock = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _serve(self, method: str) -> None:
-                url = urllib.parse.urlsplit(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                request = {
-                    "method": method,
-                    "path": url.path,
-                    "query": dict(urllib.parse.parse_qsl(url.query)),
-                    "headers": dict(self.headers),
-                    "json": json.loads(body) if body else None,
-                }
-                mock.log.append(request)
-                status, headers, data = mock.routes[(method, url.path)](request)
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._serve("GET")
-
-            def do_POST(self) -> None:
-                self._serve("POST")
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-
 @pytest.fixture
-def mock() -> Iterator[Mock]:
-    server = Mock()
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+def mock() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as server:
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
 
 
-def _json(data: Any) -> tuple[int, dict[str, str], bytes]:
-    return 200, {"Content-Type": "application/json"}, json.dumps(data).encode()
+def _json(data: Any) -> Response:
+    return json_response(data)
 
 
-def _html(text: str) -> tuple[int, dict[str, str], bytes]:
+def _html(text: str) -> Response:
     return 200, {"Content-Type": "text/html; charset=utf-8"}, text.encode()
 
 
 # ------------------------------------------------------------------ Gemini grounding
-def test_gemini_grounding_inserts_citations_and_resolves_redirects(mock: Mock) -> None:
+def test_gemini_grounding_inserts_citations_and_resolves_redirects(mock: LoopbackServer) -> None:
     pytest.importorskip("google.genai")
     text = "Spain won Euro 2024, beating England 2-1 in the final."
     mock.routes[("POST", "/v1beta/models/gemini-2.5-flash:generateContent")] = (
@@ -145,7 +95,7 @@ def test_gemini_grounding_inserts_citations_and_resolves_redirects(mock: Mock) -
     assert plain == text
 
 
-def test_gemini_failures_come_back_as_text(mock: Mock) -> None:
+def test_gemini_failures_come_back_as_text(mock: LoopbackServer) -> None:
     pytest.importorskip("google.genai")
     mock.routes[("POST", "/v1beta/models/gemini-2.5-flash:generateContent")] = lambda r: (
         500,
@@ -165,7 +115,7 @@ def test_gemini_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ------------------------------------------------------------------ Web RAG
-def _embeddings(request: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+def _embeddings(request: dict[str, Any]) -> Response:
     """OpenAI's embeddings response; a text's vector counts the words 'mass' and 'moon' (plus a bias)."""
     texts = request["json"]["input"]
     data = [
@@ -189,7 +139,7 @@ def test_chunks_follow_agentflows_sizes() -> None:
     assert chunks[1].split()[0] == "180" and chunks[2].split()[0] == "360"
 
 
-def test_web_rag_fetches_embeds_ranks_and_summarises(mock: Mock) -> None:
+def test_web_rag_fetches_embeds_ranks_and_summarises(mock: LoopbackServer) -> None:
     mock.routes[("GET", "/wiki/Moon")] = lambda r: _html(MOON_PAGE)
     mock.routes[("POST", "/v1/embeddings")] = _embeddings
     engine = ScriptedEngine(lambda prompt: "The Moon's mass is 7.342e22 kg.")
@@ -207,15 +157,15 @@ def test_web_rag_fetches_embeds_ranks_and_summarises(mock: Mock) -> None:
     assert "Chunk [3]" not in prompt
 
 
-def test_web_rag_failures_come_back_as_text(mock: Mock) -> None:
+def test_web_rag_failures_come_back_as_text(mock: LoopbackServer) -> None:
     mock.routes[("GET", "/missing")] = lambda r: (404, {}, b"gone")
     tool = WebRagTool("Web_RAG_Search_Tool", ScriptedEngine(["x"]), embed_base_url=f"{mock.url}/v1", embed_api_key="k")
     assert tool.execute(query="q", url=f"{mock.url}/missing").startswith(f"Error fetching {mock.url}/missing")
 
 
 # ------------------------------------------------------------------ MediaWiki
-def _mediawiki(mock: Mock) -> Callable[[dict[str, Any]], tuple[int, dict[str, str], bytes]]:
-    def api(request: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+def _mediawiki(mock: LoopbackServer) -> Callable[[dict[str, Any]], Response]:
+    def api(request: dict[str, Any]) -> Response:
         q = request["query"]
         assert q["format"] == "json" and q["formatversion"] == "2" and q["action"] == "query"
         if q.get("list") == "search":  # action=query&list=search (MediaWiki API:Search)
@@ -244,7 +194,7 @@ def _mediawiki(mock: Mock) -> Callable[[dict[str, Any]], tuple[int, dict[str, st
     return api
 
 
-def test_mediawiki_search_selection_and_rag(mock: Mock) -> None:
+def test_mediawiki_search_selection_and_rag(mock: LoopbackServer) -> None:
     mock.routes[("GET", "/w/api.php")] = _mediawiki(mock)
     mock.routes[("GET", "/wiki/Moon")] = lambda r: _html(MOON_PAGE)
     mock.routes[("POST", "/v1/embeddings")] = _embeddings
@@ -271,7 +221,7 @@ def test_mediawiki_search_selection_and_rag(mock: Mock) -> None:
     assert selection.sampling.response_format["json_schema"]["name"] == "Select_Relevant_Queries"
 
 
-def test_mediawiki_bad_selection_selects_nothing(mock: Mock) -> None:
+def test_mediawiki_bad_selection_selects_nothing(mock: LoopbackServer) -> None:
     mock.routes[("GET", "/w/api.php")] = _mediawiki(mock)
     engine = ScriptedEngine(["not json"])
     rag = WebRagTool("Web_RAG_Search_Tool", engine, embed_base_url=f"{mock.url}/v1", embed_api_key="k")

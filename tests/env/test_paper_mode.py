@@ -26,7 +26,7 @@ from agentflow_env.paper_flow.toolbox import (
     builtin_metadata,
 )
 from agentflow_env.types import Task
-from tests.helpers import FakeSearch, paper_toolbox
+from tests.helpers import FakeSearch, chat_server, paper_toolbox
 
 TESTSETS = Path(__file__).resolve().parents[3] / "shared" / "data" / "agentflow-testsets"
 
@@ -410,14 +410,8 @@ def test_tool_engines_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_llm_planner_and_modules_over_http_with_the_as_coded_sampling() -> None:
     """A whole paper episode over a loopback OpenAI-compatible server: the planner (LLMPlanner on an
     OpenAIEngine) sends AgentFlow's as-coded sampling, frequency penalty included; the modules send theirs."""
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from agentflow_env.engines import make_engine
     from agents.policies.llm_planner import LLMPlanner
-
-    bodies: list[dict[str, Any]] = []
 
     def reply_for(body: dict[str, Any]) -> str:
         user = body["messages"][-1]["content"]
@@ -431,34 +425,8 @@ def test_llm_planner_and_modules_over_http_with_the_as_coded_sampling() -> None:
             return "Conclusion: STOP"
         return "Answer: 1871"
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            bodies.append(body)
-            payload = {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply_for(body)}}
-                ],
-            }
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with chat_server(reply_for) as server:
+        url = server.url
         modules = make_engine(f"openai:qwen@{url}", timeout=20, max_retries=0)
         search = FakeSearch({"Acme": "Acme Corp was founded by Ada Stone (born 1871)."})
         env = PaperFlowEnv([TASK], Scorer(), engine=modules, tools=paper_toolbox(modules, search), sampling="as_coded")
@@ -471,9 +439,7 @@ def test_llm_planner_and_modules_over_http_with_the_as_coded_sampling() -> None:
         obs, info = env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step(planner.act([obs])[0])
         assert terminated and info["answer"] == "Answer: 1871" and reward == 1.0
-    finally:
-        server.shutdown()
-        server.server_close()
+    bodies = server.bodies
     planner_calls = [b for b in bodies if b["model"] == "planner"]
     module_calls = [b for b in bodies if b["model"] == "qwen"]
     assert len(planner_calls) == 1 and len(module_calls) == 4  # analysis, executor, verifier, final output

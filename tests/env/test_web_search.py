@@ -5,116 +5,86 @@ Also: provider choice by key, messages that name the variable to set, unreachabl
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 import time
-import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.web_search import WebSearchTool
+from tests.helpers import LoopbackServer, Response, json_response
 
 KEY_VARS = ("SERPER_API_KEY", "TAVILY_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CSE_ID")
 URL_VARS = ("SERPER_BASE_URL", "TAVILY_BASE_URL", "GOOGLE_CSE_BASE_URL")
 
 
-class FakeSearchAPI(BaseHTTPRequestHandler):
+def _search_api(request: dict) -> Response:
     """/serper/search, /tavily/search and /google/customsearch/v1; /status/NNN answers that HTTP status."""
-
-    requests: list[dict] = []
-
-    def log_message(self, *args) -> None:  # keep pytest output clean
-        pass
-
-    def _reply(self, payload: object, status: int = 200) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except BrokenPipeError:  # the client gave up (the timeout test)
-            pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-        if self.path.startswith("/status/"):
-            return self._reply({"error": "x"}, int(self.path.split("/")[2]))
-        if self.path.startswith("/slow/"):
-            time.sleep(1.5)
-            return self._reply({})
-        if self.path == "/serper/search":
-            if self.headers.get("X-API-KEY") != "serper-key":
-                return self._reply({"message": "Unauthorized"}, 403)
-            return self._reply(
-                {
-                    "answerBox": {"answer": "Canberra"},
-                    "organic": [
-                        {
-                            "title": "Canberra - Wikipedia",
-                            "link": "https://en.wikipedia.org/wiki/Canberra",
-                            "snippet": "Canberra is the capital city of Australia.",
-                        },
-                        {"title": "Australia", "link": "https://example.org/au", "snippet": "A country."},
-                    ],
-                }
-            )
-        if self.path == "/tavily/search":
-            if self.headers.get("Authorization") != "Bearer tavily-key":
-                return self._reply({"detail": "bad key"}, 401)
-            n = body["max_results"]
-            return self._reply(
-                {
-                    "answer": "Lima is the capital of Peru.",
-                    "results": [
-                        {"title": f"Result {i}", "url": f"https://example.org/{i}", "content": f"content {i}"}
-                        for i in range(n)
-                    ],
-                }
-            )
-        return self._reply({"error": "not found"}, 404)
-
-    def do_GET(self) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        self.requests.append({"path": url.path, "headers": dict(self.headers), "query": query})
-        if url.path == "/google/customsearch/v1":
+    path, headers, query = request["path"], request["headers"], request["query"]
+    if request["method"] == "GET":
+        if path == "/google/customsearch/v1":
             if query.get("key") != "g-key" or query.get("cx") != "g-cx":
-                return self._reply({"error": {"code": 400}}, 400)
-            return self._reply(
-                {
-                    "items": [
-                        {"title": "Nile", "link": "https://example.org/nile", "snippet": f"About {query['q']}."},
-                    ]
-                }
-            )
-        return self._reply({"error": "not found"}, 404)
+                return json_response({"error": {"code": 400}}, 400)
+            item = {"title": "Nile", "link": "https://example.org/nile", "snippet": f"About {query['q']}."}
+            return json_response({"items": [item]})
+        return json_response({"error": "not found"}, 404)
+    if path.startswith("/status/"):
+        return json_response({"error": "x"}, int(path.split("/")[2]))
+    if path.startswith("/slow/"):
+        time.sleep(1.5)
+        return json_response({})
+    if path == "/serper/search":
+        if headers.get("X-API-KEY") != "serper-key":
+            return json_response({"message": "Unauthorized"}, 403)
+        return json_response(
+            {
+                "answerBox": {"answer": "Canberra"},
+                "organic": [
+                    {
+                        "title": "Canberra - Wikipedia",
+                        "link": "https://en.wikipedia.org/wiki/Canberra",
+                        "snippet": "Canberra is the capital city of Australia.",
+                    },
+                    {"title": "Australia", "link": "https://example.org/au", "snippet": "A country."},
+                ],
+            }
+        )
+    if path == "/tavily/search":
+        if headers.get("Authorization") != "Bearer tavily-key":
+            return json_response({"detail": "bad key"}, 401)
+        n = request["json"]["max_results"]
+        return json_response(
+            {
+                "answer": "Lima is the capital of Peru.",
+                "results": [
+                    {"title": f"Result {i}", "url": f"https://example.org/{i}", "content": f"content {i}"}
+                    for i in range(n)
+                ],
+            }
+        )
+    return json_response({"error": "not found"}, 404)
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeSearchAPI)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+def api() -> Iterator[LoopbackServer]:
+    with LoopbackServer(_search_api) as server:
+        yield server
+
+
+@pytest.fixture
+def server(api: LoopbackServer) -> str:
+    api.log.clear()
+    return api.url
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch) -> None:
     for var in (*KEY_VARS, *URL_VARS, "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
         monkeypatch.delenv(var, raising=False)
-    FakeSearchAPI.requests.clear()
 
 
-def test_serper_chosen_by_its_key(server: str, monkeypatch) -> None:
+def test_serper_chosen_by_its_key(api: LoopbackServer, server: str, monkeypatch) -> None:
     monkeypatch.setenv("SERPER_API_KEY", "serper-key")
     monkeypatch.setenv("SERPER_BASE_URL", f"{server}/serper")
     tool = make_tool("web_search")
@@ -125,20 +95,20 @@ def test_serper_chosen_by_its_key(server: str, monkeypatch) -> None:
         "Answer: Canberra\n\n[1] Canberra - Wikipedia\nhttps://en.wikipedia.org/wiki/Canberra"
     )
     assert "[2] Australia" in result.text
-    assert FakeSearchAPI.requests[-1]["body"] == {"q": "capital of Australia", "num": 5}
+    assert api.log[-1]["json"] == {"q": "capital of Australia", "num": 5}
 
 
-def test_tavily_chosen_when_only_its_key_is_set(server: str, monkeypatch) -> None:
+def test_tavily_chosen_when_only_its_key_is_set(api: LoopbackServer, server: str, monkeypatch) -> None:
     monkeypatch.setenv("TAVILY_API_KEY", "tavily-key")
     tool = WebSearchTool(base_url=f"{server}/tavily", top_k=3)
     result = tool.run("capital of Peru")
     assert result.ok, result.text
     assert result.text.startswith("Answer: Lima is the capital of Peru.")
     assert "[3] Result 2" in result.text and "[4]" not in result.text
-    assert FakeSearchAPI.requests[-1]["body"]["max_results"] == 3
+    assert api.log[-1]["json"]["max_results"] == 3
 
 
-def test_google_cse_needs_both_variables(server: str, monkeypatch) -> None:
+def test_google_cse_needs_both_variables(api: LoopbackServer, server: str, monkeypatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
     monkeypatch.setenv("GOOGLE_CSE_BASE_URL", f"{server}/google")
     missing = WebSearchTool().run("nile")
@@ -146,7 +116,7 @@ def test_google_cse_needs_both_variables(server: str, monkeypatch) -> None:
     monkeypatch.setenv("GOOGLE_CSE_ID", "g-cx")
     result = WebSearchTool().run("longest river")
     assert result.ok and result.text == "[1] Nile\nhttps://example.org/nile\nAbout longest river."
-    assert FakeSearchAPI.requests[-1]["query"]["num"] == "5"
+    assert api.log[-1]["query"]["num"] == "5"
 
 
 def test_serper_wins_when_several_keys_are_set_and_provider_overrides(server: str, monkeypatch) -> None:
@@ -185,13 +155,13 @@ def test_no_network_fails_with_a_message_naming_the_variable() -> None:
     assert not result.ok and "could not reach" in result.text and "SERPER_API_KEY" in result.text
 
 
-def test_slow_api_times_out_without_retrying(server: str) -> None:
+def test_slow_api_times_out_without_retrying(api: LoopbackServer, server: str) -> None:
     tool = WebSearchTool(provider="serper", api_key="k", base_url=f"{server}/slow", request_timeout=0.3)
     start = time.perf_counter()
     result = tool.run("q")
     assert time.perf_counter() - start < 1.2
     assert not result.ok and "could not reach" in result.text
-    assert sum(r["path"].startswith("/slow") for r in FakeSearchAPI.requests) == 1
+    assert sum(r["path"].startswith("/slow") for r in api.log) == 1
 
 
 def test_empty_query_and_trimming(server: str) -> None:

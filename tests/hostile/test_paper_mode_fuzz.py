@@ -14,7 +14,6 @@ import random
 import re
 import time
 from collections.abc import Callable
-from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -23,9 +22,10 @@ from hypothesis import strategies as st
 
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.paper_flow import PaperFlowEnv, replies
-from agentflow_env.paper_flow.toolbox import _PYTHON_BLOCK, STATED_TOOLS, PaperTool
-from agentflow_env.types import Task
+from agentflow_env.paper_flow.toolbox import _PYTHON_BLOCK
+from tests.helpers import WIKI_PLAN as PLAN
 from tests.helpers import cpu_step_seconds, hang_guard, repeat_to
+from tests.helpers import echo_paper_env as make_env
 
 MAX_CHARS = 3_200_000
 STEP_BOUND_S = 10.0  # per step with replies of up to MAX_CHARS characters; well under 1 s here
@@ -130,31 +130,7 @@ MODULE_SHAPES: dict[str, Callable[[int], str]] = {
 }
 
 
-class EchoTool(PaperTool):
-    """Returns its query; ``sleep=True`` first sleeps for its whole timeout (a tool that runs to its limit)."""
-
-    def __init__(self, name: str, sleep: bool = False):
-        super().__init__(name, ("query",))
-        self.sleep = sleep
-        self.timeouts: list[float] = []
-
-    def _call(self, **kwargs: Any) -> Any:
-        self.timeouts.append(self.timeout)
-        if self.sleep:
-            time.sleep(self.timeout)
-        return f"echo: {str(kwargs.get('query'))[:200]}"
-
-
-TASK = Task(id="t1", question="In which year was the founder of Acme Corp born?", answer="1871")
-PLAN = "Context: none\nSub-Goal: Find the founder.\nTool Name: Wikipedia_RAG_Search_Tool"
 EXEC = 'Generated Command:\n```python\nexecution = tool.execute(query="Acme Corp founder")\n```'
-
-
-def make_env(engine: ScriptedEngine, sleep: bool = False, **kwargs: Any) -> PaperFlowEnv:
-    tools = {name: EchoTool(name, sleep) for name in STATED_TOOLS}
-    return PaperFlowEnv(
-        [TASK], lambda p, t: float(t.answer in p), engine=engine, toolbox="as_stated", tools=tools, **kwargs
-    )
 
 
 def module_replies(verdict: str = "Conclusion: CONTINUE", executor: str = EXEC) -> Callable[[str], str]:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from agentflow_env.error import ConfigError
 from agentflow_env.paper_flow import BuiltinPrompts, planner_system_prompt, prompt_fingerprint
 from agentflow_env.paper_flow.toolbox import builtin_metadata
 from leaderboards.protocol import PROTOCOL_DIR, load_protocol
+from tests.helpers import LoopbackServer, chat_server
 
 PROTOCOL_TEXT = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
 
@@ -70,58 +69,22 @@ def _reply(kind: str, body: dict[str, Any]) -> str:
     }[kind]
 
 
-class _Server:
-    def __init__(self) -> None:
-        self.log: list[tuple[str, dict[str, Any]]] = []
-        lock = threading.Lock()
-        log = self.log
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                kind = _kind(body)
-                with lock:
-                    log.append((kind, body))
-                message = {"role": "assistant", "content": _reply(kind, body)}
-                payload = {
-                    "id": "x",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    srv = _Server()
-    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+def server() -> Iterator[LoopbackServer]:
+    with chat_server(lambda body: _reply(_kind(body), body)) as srv:
         yield srv
-    finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
+
+
+def _calls(server: LoopbackServer) -> list[tuple[str, dict[str, Any]]]:
+    """The server's calls so far as (kind, body)."""
+    return [(_kind(body), body) for body in server.bodies]
 
 
 EPISODE = ["query_analysis", *["planner", "executor", "tool", "verifier"] * 2, "final_output", "judge"]
 
 
 def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
-    tmp_path: Path, testsets_dir: Path, server: _Server, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, testsets_dir: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agentflow_env.cli import main
 
@@ -149,11 +112,11 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
 
     protocol = load_protocol(small)
     episodes = len(protocol.benchmarks) * 2
-    kinds = [k for k, _ in server.log]
+    kinds = [k for k, _ in _calls(server)]
     assert kinds == EPISODE * episodes  # batch size 1: episodes run one after another, call by call
 
     # every planner request carries AgentFlow's as-coded sampling and its planner system prompt
-    for kind, body in server.log:
+    for kind, body in _calls(server):
         if kind == "planner":
             assert (body["temperature"], body["top_p"], body["max_tokens"], body["frequency_penalty"]) == (
                 0.7,
@@ -192,8 +155,8 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
     assert len(tasks) == episodes and all(t["score"] == 1.0 and t["turns"] == 2 and t["terminated"] for t in tasks)
     assert all(t["answer"] == FINAL for t in tasks)  # the whole final output is the answer; the judge read its span
 
-    planner_prompts = [b["messages"][1]["content"] for k, b in server.log if k == "planner"]
-    analysis_prompts = [b["messages"][-1]["content"] for k, b in server.log if k == "query_analysis"]
+    planner_prompts = [b["messages"][1]["content"] for k, b in _calls(server) if k == "planner"]
+    analysis_prompts = [b["messages"][-1]["content"] for k, b in _calls(server) if k == "query_analysis"]
     trajectories = [
         json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
     ]
@@ -219,9 +182,9 @@ def test_eval_paper_v1_fast_is_agentflows_protocol_end_to_end(
     assert settings["prompt_fingerprint"] == fingerprint
     stored["paper_settings"]["prompt_fingerprint"] = "0123456789abcdef"
     (run_dir / "run.json").write_text(json.dumps(stored), encoding="utf-8")
-    calls = len(server.log)
+    calls = len(_calls(server))
     assert main(args) != 0 and "other prompts" in capsys.readouterr().err
-    assert len(server.log) == calls
+    assert len(_calls(server)) == calls
 
 
 def _option_texts(question: str) -> list[str]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 
 from agentflow_env.paper_flow.agentflow_judge import AgentFlowScoring
 from leaderboards.protocol import COMPARABLE, NOT_COMPARABLE, PROTOCOL_DIR, load_protocol
+from tests.helpers import LoopbackServer, chat_server
 
 SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[3] / "shared" / "data" / "agentflow-src")
 pytestmark = pytest.mark.skipif(
@@ -32,61 +31,24 @@ ENGINE_REPLY = (
 )
 
 
-class _Server:
-    def __init__(self) -> None:
-        self.log: list[dict[str, Any]] = []
-        log, lock = self.log, threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with lock:
-                    log.append(body)
-                content = ENGINE_REPLY
-                if body["model"] == "judge":
-                    schema = (body.get("response_format") or {}).get("json_schema", {}).get("name")
-                    if schema == "AnswerExtraction":
-                        content = json.dumps({"analysis": "a", "extracted_option": "A"})
-                    elif schema:
-                        content = json.dumps({"analysis": "a", "true_false": True})
-                    else:
-                        content = "The answer matches.\nVERDICT: CORRECT"
-                message = {"role": "assistant", "content": content}
-                payload = {
-                    "id": "x",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+def _reply(body: dict[str, Any]) -> str:
+    if body["model"] != "judge":
+        return ENGINE_REPLY
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("name")
+    if schema == "AnswerExtraction":
+        return json.dumps({"analysis": "a", "extracted_option": "A"})
+    if schema:
+        return json.dumps({"analysis": "a", "true_false": True})
+    return "The answer matches.\nVERDICT: CORRECT"
 
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    srv = _Server()
-    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+def server() -> Iterator[LoopbackServer]:
+    with chat_server(_reply) as srv:
         yield srv
-    finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
 
 
-def _run(tmp_path: Path, server: _Server, testsets: Path, name: str, extra: list[str]) -> dict[str, Any]:
+def _run(tmp_path: Path, server: LoopbackServer, testsets: Path, name: str, extra: list[str]) -> dict[str, Any]:
     from agentflow_env.cli import main
 
     small = tmp_path / "paper-v2.toml"  # paper-v2 itself, one trial, one task per benchmark
@@ -116,7 +78,7 @@ def _board_label(tmp_path: Path) -> list[str]:
 
 
 def test_paper_v2_with_agentflow_src_is_comparable_and_without_it_is_not(
-    tmp_path: Path, testsets_dir: Path, server: _Server, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, testsets_dir: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentflow_env.paper_flow import planner_system_prompt
 
@@ -128,11 +90,11 @@ def test_paper_v2_with_agentflow_src_is_comparable_and_without_it_is_not(
     assert used["prompt_fingerprint"] == stored["paper_settings"]["prompt_fingerprint"]
     assert stored["paper_settings"]["prompts"] == f"agentflow:{SRC.resolve()}"
     assert all("agentflow[" in s for s in stored["scorers"].values())
-    judged = [b for b in server.log if b["model"] == "judge"]
+    judged = [b for b in server.bodies if b["model"] == "judge"]
     assert judged and all(b["response_format"]["type"] == "json_schema" for b in judged)
     names = {b["response_format"]["json_schema"]["name"] for b in judged}
     assert names == {"AnswerExtraction", "AnswerVerification"}  # GPQA/MedQA two-stage, the rest single-stage
-    planner = [b for b in server.log if b["model"] == "planner"]
+    planner = [b for b in server.bodies if b["model"] == "planner"]
     assert planner[0]["messages"][0]["content"] == planner_system_prompt(f"agentflow:{SRC}")
     assert planner_system_prompt(f"agentflow:{SRC}") != planner_system_prompt("builtin")
     with_src = json.loads((tmp_path / "runs" / "paper-v2" / "with-src" / "tasks.jsonl").read_text().splitlines()[0])
@@ -141,7 +103,7 @@ def test_paper_v2_with_agentflow_src_is_comparable_and_without_it_is_not(
     server.log.clear()
     bare = _run(tmp_path, server, testsets_dir, "without-src", [])
     assert bare["comparability"] == NOT_COMPARABLE and bare["paper_settings"]["prompts"] == "builtin"
-    assert not any("response_format" in b for b in server.log)  # this project's judge
+    assert not any("response_format" in b for b in server.bodies)  # this project's judge
     assert bare["agentflow"]["source"] is None
 
     labels = _board_label(tmp_path)
