@@ -110,6 +110,36 @@ class _Episode:
     token_known: bool = True
 
 
+def _start_session(
+    todo: deque[WorkUnit], total: int, initial: int, policies: dict[str, Any], pool: _EnvPool
+) -> dict[str, int]:
+    """Episodes left per env id (an env id with none left is closed at once); says when a run resumes."""
+    remaining = {e: 0 for e in policies}
+    for u in todo:
+        remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
+    for env_id, count in remaining.items():
+        if count == 0:
+            pool.close_env_id(env_id)
+    if initial:
+        logger.warning(
+            "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
+        )
+    return remaining
+
+
+def _progress_bar(config: EvalConfig, total: int, initial: int, unit: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=f"eval {config.policy}",
+        unit=unit,
+        disable=not config.progress,
+        dynamic_ncols=True,
+    )
+
+
 def run_turns(
     todo: deque[WorkUnit],
     total: int,
@@ -126,29 +156,11 @@ def run_turns(
     episode's clock is paused between its steps and charged the batch's ``act`` time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tqdm.auto import tqdm
-
     from agentflow_env.scheduler import pause_clock
 
-    remaining = {e: 0 for e in policies}
-    for u in todo:
-        remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
-    for env_id, count in remaining.items():
-        if count == 0:
-            pool.close_env_id(env_id)
+    remaining = _start_session(todo, total, initial, policies, pool)
     active: list[_Episode] = []
-    if initial:
-        logger.warning(
-            "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
-        )
-    bar = tqdm(
-        total=total,
-        initial=initial,
-        desc=f"eval {config.policy}",
-        unit="task",
-        disable=not config.progress,
-        dynamic_ncols=True,
-    )
+    bar = _progress_bar(config, total, initial, unit="task")
     scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
     steps = ThreadPoolExecutor(max_workers=max(1, min(config.concurrency or 1, 64)), thread_name_prefix="env-step")
     try:
@@ -273,31 +285,14 @@ def run_units(
     """
     if not all(getattr(p, "concurrent_act", False) or getattr(p, "batch_free", False) for p in policies.values()):
         return run_turns(todo, total, initial, policies, pool, config, traj, tasks)
-    from tqdm.auto import tqdm
 
     from agentflow_env.engines.meter import METER
     from agentflow_env.scheduler import SchedulerStats, run_episodes
 
-    remaining = {e: 0 for e in policies}
-    for u in todo:
-        remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
-    for env_id, count in remaining.items():
-        if count == 0:
-            pool.close_env_id(env_id)
-    if initial:
-        logger.warning(
-            "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
-        )
+    remaining = _start_session(todo, total, initial, policies, pool)
     stats = SchedulerStats()
     batchers = _batchers(policies, config, stats)
-    bar = tqdm(
-        total=total,
-        initial=initial,
-        desc=f"eval {config.policy}",
-        unit="ep",
-        disable=not config.progress,
-        dynamic_ncols=True,
-    )
+    bar = _progress_bar(config, total, initial, unit="ep")
     meter0 = METER.snapshot() if config.progress else {}
     scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
 
