@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.engines.base import SamplingParams
+from agentflow_env.engines.transformers_engine import stop_criteria
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agents.lm import model_device, pad_left, sequence_logprobs
 from agents.policies.policy import Observation
@@ -250,10 +251,7 @@ class HFPlanner:
         if not greedy:
             # explicit neutral values: unset ones would be filled from the model's generation_config
             config.update(top_k=0, typical_p=1.0, min_p=None)
-        kwargs: dict[str, Any] = {"generation_config": config}
-        if s.stop:
-            kwargs.update(stop_strings=list(s.stop), tokenizer=self.tokenizer)
-        return kwargs
+        return {"generation_config": config}
 
     def _run(self, observations: Sequence[Observation], with_logprobs: bool) -> list[PolicySample]:
         observations = list(observations)
@@ -278,9 +276,10 @@ class HFPlanner:
         torch = _torch()
         device = model_device(self.model)
         ids, mask = pad_left([e.ids for e in encoded], self.pad_id)
-        out = self.model.generate(
-            input_ids=ids.to(device), attention_mask=mask.to(device), **self._generation_kwargs(with_logprobs)
-        )
+        kwargs = self._generation_kwargs(with_logprobs)
+        if self.sampling.stop:  # matched in the completion only (generate's stop_strings also match the prompt's end)
+            kwargs["stopping_criteria"] = stop_criteria(self.tokenizer, self.sampling.stop, ids.shape[1])
+        out = self.model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs)
         new_tokens = out.sequences[:, ids.shape[1] :].cpu()
         eos = set(self.eos_ids)
         responses: list[list[int]] = []

@@ -172,3 +172,19 @@ def test_pad_left_and_right_place_tokens_and_masks():
     assert ids.tolist() == [[1, 2], [0, 3], [0, 0]] and mask.tolist() == [[1, 1], [0, 1], [0, 0]]
     ids, mask = pad_right([[1, 2], [3], []], 9)
     assert ids.tolist() == [[1, 2], [3, 9], [9, 9]] and mask.tolist() == [[1, 1], [1, 0], [0, 0]]
+
+
+def test_a_stop_string_matches_only_inside_the_completion(lm, observations):
+    """A stop string that straddles the prompt's end (the prompt's last character + the first generated one)
+    must not end the row: servers match stop strings in the completion only, and so does the planner."""
+    model, tokenizer = lm
+    greedy = SamplingParams(temperature=0.0, max_tokens=10)
+    full = HFPlanner(model, tokenizer, sampling=greedy).act(observations[:1])[0]
+    if not full:
+        pytest.skip("the untrained model generated nothing")
+    prompt_text = tokenizer.decode(HFPlanner(model, tokenizer)._encode(observations[0]).ids, skip_special_tokens=True)
+    stop = prompt_text[-1:] + full[:1]
+    planner = HFPlanner(model, tokenizer, sampling=SamplingParams(temperature=0.0, max_tokens=10, stop=[stop]))
+    cut = planner.act(observations[:1])[0]
+    at = full.find(stop)
+    assert cut == (full if at < 0 else full[:at]), (full, stop, cut)
