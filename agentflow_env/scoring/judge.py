@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import unicodedata
 from typing import Any
 
@@ -222,12 +223,24 @@ class JudgeScorer:
         self.unparsed = 0
         self.too_long = 0
         self.hedged = 0  # answers the commitment rule scored 0 before any call
+        self._lock = threading.Lock()  # the counters: one scorer serves concurrent episodes
+
+    def _count(self, counter: str) -> None:
+        with self._lock:
+            setattr(self, counter, getattr(self, counter) + 1)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _admissible(self, prediction: str, task: Task) -> bool:
         if not prediction.strip():
             return False
         if len(prediction) > self.max_candidate_chars:
-            self.too_long += 1
+            self._count("too_long")
             logger.warning(
                 "task %s: answer of %d characters is over the judge's limit of %d; scored 0",
                 task.id,
@@ -237,7 +250,8 @@ class JudgeScorer:
             return False
         span, hedge = judged_answer(prediction, task)
         if hedge is not None or not span.strip():
-            self.hedged += hedge is not None
+            if hedge is not None:
+                self._count("hedged")
             return False
         return True
 
@@ -253,7 +267,7 @@ class JudgeScorer:
             verdict = parse_verdict(replies[0])
             if verdict is not None:
                 return 1.0 if verdict else 0.0
-        self.unparsed += 1
+        self._count("unparsed")
         logger.warning("judge gave no verdict for task %s; scored 0", task.id)
         return 0.0
 
@@ -268,7 +282,7 @@ class JudgeScorer:
         for i, reply in zip(todo, replies):
             verdict = parse_verdict(reply)
             if verdict is None:
-                self.unparsed += 1
+                self._count("unparsed")
             out[i] = 1.0 if verdict else 0.0
         return out
 
