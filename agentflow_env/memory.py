@@ -146,11 +146,16 @@ class Memory:
             if command:
                 header = f"{header}\n  Command: {command}"
             block = f"{header}{_RESULT_LABEL}{result}"
-        self._append(
-            block,
-            result,
-            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error),
+        # _append, inlined (the env's turn loop)
+        self._blocks.append(block)
+        self._dicts.append(
+            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
         )
+        full = len(block)
+        self._sum_full += full
+        prefix = self._short_prefix
+        kept = len(result)
+        prefix.append(prefix[-1] + full - kept + (kept if kept < _MIN_RESULT else _MIN_RESULT) + 1)
 
     def _append(self, block: str, result: str, as_dict: StepDict) -> None:
         self._blocks.append(block)
