@@ -37,6 +37,23 @@ class TaskEnv(gym.Env[dict, str]):
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
+    _rng: Any = None  # the generator behind gymnasium's ``_np_random`` (see there)
+    _rng_state: Any = None  # a state it takes before it is next read
+
+    @property  # type: ignore[override]
+    def _np_random(self) -> Any:
+        """gymnasium's generator attribute (``np_random`` and the env checker read it), with a state that a
+        repeated seed left pending applied on first read: an episode that never reads it skips the restore."""
+        state = self._rng_state
+        if state is not None:
+            self._rng_state = None
+            self._rng.bit_generator.state = state
+        return self._rng
+
+    @_np_random.setter
+    def _np_random(self, generator: Any) -> None:
+        self._rng_state = None
+        self._rng = generator
 
     def __init__(
         self,
@@ -91,12 +108,12 @@ class TaskEnv(gym.Env[dict, str]):
         if seed is None:
             return None
         seeded = self._seeded
-        if seeded is not None and type(seed) is int and seed == seeded[0] and self._np_random is seeded[1]:
-            seeded[1].bit_generator.state = seeded[2]  # type: ignore[union-attr]
+        if seeded is not None and type(seed) is int and seed == seeded[0] and self._rng is seeded[1]:
+            self._rng_state = seeded[2]  # the state right after seeding, taken when the generator is next read
             self._np_random_seed = seeded[3]
             return None
         super().reset(seed=seed)
-        generator = self._np_random
+        generator = self._rng
         if type(seed) is int and generator is not None:
             self._seeded = (seed, generator, generator.bit_generator.state, self._np_random_seed)
         return None
@@ -118,23 +135,17 @@ class TaskEnv(gym.Env[dict, str]):
         """``reset(seed=seed)`` then ``_choose_task(options)``, with the first draw after a repeated seed cached.
 
         A task drawn by the seed is the generator's first draw after seeding. When ``seed`` is the one whose first
-        draw is cached and ``np_random`` is still the generator that drew it, the generator is put straight into
-        the state it had after that draw and the same task is chosen: what seeding, restoring and drawing again
-        would give, without them (together they cost a third of a short episode's turns).
+        draw is cached and ``np_random`` is still the generator that drew it, the generator is to take the state
+        it had after that draw (when it is next read) and the same task is chosen: what seeding, restoring and
+        drawing again would give, without them (together they cost a third of a short episode's turns).
         """
         if seed is None or "task_id" in options or "index" in options:
             TaskEnv.reset(self, seed=seed)
             return self._choose_task(options)
         n = len(self.tasks)
         drawn = self._drawn
-        if (
-            drawn is not None
-            and seed == drawn[0]
-            and type(seed) is int
-            and drawn[1] is self._np_random
-            and n == drawn[2]
-        ):
-            drawn[1].bit_generator.state = drawn[4]
+        if drawn is not None and seed == drawn[0] and type(seed) is int and drawn[1] is self._rng and n == drawn[2]:
+            self._rng_state = drawn[4]
             self._np_random_seed = drawn[5]
             return self.tasks[drawn[3]]
         TaskEnv.reset(self, seed=seed)
