@@ -200,7 +200,9 @@ class AgentFlowEnv(TaskEnv):
             return self._step(action)
         _, _, sub_goal, name, command = match.groups()
         tool = self._tools_by_name.get(name) or self._find_tool(name)
-        remaining = self.time_budget_s - self.clock.elapsed()
+        clock = self.clock  # clock.elapsed(), written out (twice)
+        spent, since = clock.state
+        remaining = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
         if tool is None or remaining <= 0:
             return self._step(action)
         self.turn = turn = self.turn + 1
@@ -213,7 +215,9 @@ class AgentFlowEnv(TaskEnv):
         text, error, tool_name = result.text, result.error, tool.name
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
-        verifier = None if self.time_budget_s - self.clock.elapsed() <= 0 else "CONTINUE"
+        spent, since = clock.state
+        left_s = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
+        verifier = None if left_s <= 0 else "CONTINUE"
         signals = self._signals.observe_turn(tool_name, command, text, error, verifier, False)
         truncated = turn >= self.max_turns
         if not truncated and verifier is None:  # out of time

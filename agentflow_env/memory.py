@@ -148,9 +148,9 @@ class Memory:
             block = f"{header}{_RESULT_LABEL}{result}"
         # _append, inlined (the env's turn loop)
         self._blocks.append(block)
-        self._dicts.append(
-            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
-        )
+        step = StepDict()  # filled past its read-only update: cheaper than StepDict(**fields)
+        dict.update(step, turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
+        self._dicts.append(step)
         full = len(block)
         self._sum_full += full
         prefix = self._short_prefix
