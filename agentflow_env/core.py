@@ -218,7 +218,17 @@ class AgentFlowEnv(TaskEnv):
         spent, since = clock.state
         left_s = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
         verifier = None if left_s <= 0 else "CONTINUE"
-        signals = self._signals.observe_turn(tool_name, command, text, error, verifier, False)
+        # TurnSignals.observe_turn of a tool that ran, written out
+        call = (tool_name, " ".join(command.split()))
+        calls = self._signals.calls
+        repeated = call in calls
+        calls.add(call)
+        signals = {
+            "invalid_action": False,
+            "tool_error": error is not None,
+            "repeated_call": repeated,
+            "verifier": verifier,
+        }
         truncated = turn >= self.max_turns
         if not truncated and verifier is None:  # out of time
             truncated = True
