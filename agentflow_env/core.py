@@ -268,6 +268,7 @@ class AgentFlowEnv(TaskEnv):
 
     def _step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
         """The general turn: any action, any modules."""
+        assert self.task is not None  # step checked it
         started = time.perf_counter()
         self.turn = turn = self.turn + 1
         rejected = verifier_note = None
