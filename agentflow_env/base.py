@@ -19,7 +19,7 @@ from agentflow_env.config import RENDER_MODES, FlowLimits
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.spaces import UnicodeText, observation_space
-from agentflow_env.tools.base import Tool, normalize_tool_name
+from agentflow_env.tools.base import BaseTool, Tool, normalize_tool_name
 from agentflow_env.types import ListTaskSource, Task, TaskSource, find_task_index
 
 __all__ = ["TaskEnv"]
@@ -37,6 +37,23 @@ class TaskEnv(gym.Env[dict, str]):
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
+    _rng: Any = None  # the generator behind gymnasium's ``_np_random`` (see there)
+    _rng_state: Any = None  # a state it takes before it is next read
+
+    @property  # type: ignore[override]
+    def _np_random(self) -> Any:
+        """gymnasium's generator attribute (``np_random`` and the env checker read it), with a state that a
+        repeated seed left pending applied on first read: an episode that never reads it skips the restore."""
+        state = self._rng_state
+        if state is not None:
+            self._rng_state = None
+            self._rng.bit_generator.state = state
+        return self._rng
+
+    @_np_random.setter
+    def _np_random(self, generator: Any) -> None:
+        self._rng_state = None
+        self._rng = generator
 
     def __init__(
         self,
@@ -70,6 +87,14 @@ class TaskEnv(gym.Env[dict, str]):
         self.turn = 0
         self.clock = EpisodeClock()  # the episode's own time (a runner pauses it while the episode waits)
         self._seeded: tuple[int, Any, Any, int | None] | None = None  # see ``reset``
+        self._drawn: tuple[int, Any, int, int, Any, int | None] | None = None  # see ``_seed_and_choose``
+        # the tools' own ``reset`` methods (BaseTool's does nothing: it is not called)
+        self._tool_resets = [
+            reset
+            for tool in self.tools
+            if callable(reset := getattr(tool, "reset", None))
+            and getattr(reset, "__func__", None) is not BaseTool.reset
+        ]
 
     # ------------------------------------------------------------------ seeding
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
@@ -83,12 +108,12 @@ class TaskEnv(gym.Env[dict, str]):
         if seed is None:
             return None
         seeded = self._seeded
-        if seeded is not None and type(seed) is int and seed == seeded[0] and self._np_random is seeded[1]:
-            seeded[1].bit_generator.state = seeded[2]  # type: ignore[union-attr]
+        if seeded is not None and type(seed) is int and seed == seeded[0] and self._rng is seeded[1]:
+            self._rng_state = seeded[2]  # the state right after seeding, taken when the generator is next read
             self._np_random_seed = seeded[3]
             return None
         super().reset(seed=seed)
-        generator = self._np_random
+        generator = self._rng
         if type(seed) is int and generator is not None:
             self._seeded = (seed, generator, generator.bit_generator.state, self._np_random_seed)
         return None
@@ -106,11 +131,33 @@ class TaskEnv(gym.Env[dict, str]):
             index = int(self.np_random.integers(len(self.tasks)))
         return self.tasks[index]
 
+    def _seed_and_choose(self, seed: int | None, options: dict[str, Any]) -> Task:
+        """``reset(seed=seed)`` then ``_choose_task(options)``, with the first draw after a repeated seed cached.
+
+        A task drawn by the seed is the generator's first draw after seeding. When ``seed`` is the one whose first
+        draw is cached and ``np_random`` is still the generator that drew it, the generator is to take the state
+        it had after that draw (when it is next read) and the same task is chosen: what seeding, restoring and
+        drawing again would give, without them (together they cost a third of a short episode's turns).
+        """
+        if seed is None or "task_id" in options or "index" in options:
+            TaskEnv.reset(self, seed=seed)
+            return self._choose_task(options)
+        n = len(self.tasks)
+        drawn = self._drawn
+        if drawn is not None and seed == drawn[0] and type(seed) is int and drawn[1] is self._rng and n == drawn[2]:
+            self._rng_state = drawn[4]
+            self._np_random_seed = drawn[5]
+            return self.tasks[drawn[3]]
+        TaskEnv.reset(self, seed=seed)
+        generator = self.np_random
+        index = int(generator.integers(n))
+        if type(seed) is int:
+            self._drawn = (seed, generator, n, index, generator.bit_generator.state, self._np_random_seed)
+        return self.tasks[index]
+
     def _reset_tools(self) -> None:
-        for tool in self.tools:
-            reset = getattr(tool, "reset", None)
-            if callable(reset):
-                reset()
+        for reset in self._tool_resets:
+            reset()
 
     # ------------------------------------------------------------------ clock
     def _start_clock(self) -> None:

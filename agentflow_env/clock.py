@@ -16,40 +16,47 @@ __all__ = ["EpisodeClock"]
 
 
 class EpisodeClock:
-    """Seconds of an episode's own work: runs from :meth:`start`, stops while paused, takes explicit charges."""
+    """Seconds of an episode's own work: runs from :meth:`start`, stops while paused, takes explicit charges.
+
+    The state is one ``(spent, since)`` tuple, replaced whole under a lock by the writers, so :meth:`elapsed`
+    (read before every module and tool call) reads a consistent pair without taking the lock. ``state`` is
+    read-only outside this class: ``spent + time.monotonic() - since`` (``spent`` when ``since`` is None) is
+    :meth:`elapsed`, which an env's turn loop may write out.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._spent = 0.0
-        self._since: float | None = None
+        self.state: tuple[float, float | None] = (0.0, None)  # (seconds spent before ``since``, running since)
 
     def start(self) -> None:
         """Zero the clock and run it (an env calls this when its episode starts)."""
         with self._lock:
-            self._spent, self._since = 0.0, time.monotonic()
+            self.state = (0.0, time.monotonic())
 
     def pause(self) -> None:
         """Stop counting (the episode waits for something that is not its own work)."""
         with self._lock:
-            if self._since is not None:
-                self._spent += time.monotonic() - self._since
-                self._since = None
+            spent, since = self.state
+            if since is not None:
+                self.state = (spent + time.monotonic() - since, None)
 
     def resume(self) -> None:
         """Count again."""
         with self._lock:
-            if self._since is None:
-                self._since = time.monotonic()
+            spent, since = self.state
+            if since is None:
+                self.state = (spent, time.monotonic())
 
     def charge(self, seconds: float) -> None:
         """Add work done elsewhere for this episode (its planner call, measured by the runner)."""
         with self._lock:
-            self._spent += max(float(seconds), 0.0)
+            spent, since = self.state
+            self.state = (spent + max(float(seconds), 0.0), since)
 
     @property
     def running(self) -> bool:
-        return self._since is not None
+        return self.state[1] is not None
 
     def elapsed(self) -> float:
-        with self._lock:
-            return self._spent + (time.monotonic() - self._since if self._since is not None else 0.0)
+        spent, since = self.state
+        return spent + time.monotonic() - since if since is not None else spent

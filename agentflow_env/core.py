@@ -12,7 +12,7 @@ from agentflow_env.base import TaskEnv
 from agentflow_env.config import EnvConfig
 from agentflow_env.memory import Memory, shorten
 from agentflow_env.modes import DirectExecutor, RuleVerifier, build_modes
-from agentflow_env.parsing import ParsedAction, parse_action
+from agentflow_env.parsing import _CANONICAL_RE, ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
@@ -151,11 +151,18 @@ class AgentFlowEnv(TaskEnv):
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
         self._rule_verifier = type(self._verifier) is RuleVerifier
         self._direct_executor = type(self._executor) is DirectExecutor
+        # step's fast path for a canonical tool action plays what ``_step`` would, with these modules
+        cls = type(self)
+        self._fast_turns = (
+            self._rule_verifier
+            and self._direct_executor
+            and cls._run_tool is AgentFlowEnv._run_tool
+            and cls._add_messages is AgentFlowEnv._add_messages
+        )
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        super().reset(seed=seed)
-        self.task = self._choose_task(options or {})
+        self.task = self._seed_and_choose(seed, options or {})  # super().reset(seed=seed), then the task
         self.memory.clear()
         self.turn = 0
         self._records = []
@@ -171,6 +178,97 @@ class AgentFlowEnv(TaskEnv):
     def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
         if self._done or self.task is None:
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
+        if (
+            type(action) is not str
+            or not self._fast_turns
+            or self._tool_mode
+            or "{" in action
+            or "<" in action
+            or "\x00" in action
+            or len(action) > self.max_action_chars
+        ):
+            return self._step(action)
+        # The fast path: a canonical tool action (``parsing._CANONICAL_RE``: the five fields, each on its line,
+        # no ``{``, ``<`` or NUL) with the direct executor and the rule verifier, played as ``_step`` plays it,
+        # in one frame. Such an action parses to its five fields whatever the tool-call reader says (outside
+        # tool mode it reads only ``{``/``<`` actions), its command is never blank, and the rule verifier
+        # always continues. An unknown tool or an exhausted budget goes to ``_step`` before anything changes.
+        # tests/env/test_step_overhead.py pins this path's turns to ``_step``'s.
+        started = time.perf_counter()
+        match = _CANONICAL_RE.fullmatch(action)
+        if match is None:
+            return self._step(action)
+        _, _, sub_goal, name, command = match.groups()
+        tool = self._tools_by_name.get(name) or self._find_tool(name)
+        clock = self.clock  # clock.elapsed(), written out (twice)
+        spent, since = clock.state
+        remaining = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
+        if tool is None or remaining <= 0:
+            return self._step(action)
+        self.turn = turn = self.turn + 1
+        timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
+        try:
+            result = tool.run(command, timeout)
+        except Exception as exc:  # a tool must never crash the episode
+            logger.exception("tool %s raised", tool.name)
+            result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+        text, error, tool_name = result.text, result.error, tool.name
+        memory = self.memory
+        memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
+        spent, since = clock.state
+        left_s = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
+        verifier = None if left_s <= 0 else "CONTINUE"
+        # TurnSignals.observe_turn of a tool that ran, written out
+        call = (tool_name, " ".join(command.split()))
+        calls = self._signals.calls
+        repeated = call in calls
+        calls.add(call)
+        signals = {
+            "invalid_action": False,
+            "tool_error": error is not None,
+            "repeated_call": repeated,
+            "verifier": verifier,
+        }
+        truncated = turn >= self.max_turns
+        if not truncated and verifier is None:  # out of time
+            truncated = True
+            error = (error or "") + " (time budget exhausted)"
+        seconds = time.perf_counter() - started
+        # the parse is kept as its match; _trajectory writes its fields as ParsedAction.to_dict would
+        self._records.append((turn, action, match, tool_name, command, text, seconds, error, verifier))
+        messages = self._messages
+        messages.append({"role": "assistant", "content": action})
+        messages.append({"role": "user", "content": text})
+        reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)
+        task, left = self.task, self.max_turns - turn
+        info = {  # _info(), written out
+            "task_id": task.id,
+            "turn": turn,
+            "turns_left": left if left > 0 else 0,
+            "tool_names": list(self.tool_names),
+            "family": task.family,
+            "memory_steps": memory.to_list(),
+            "tools": self.tool_schemas,
+            "messages": list(messages),
+            "turn_signals": signals,
+        }
+        if truncated:
+            reward += self._finish(None, info)
+        text = memory.text(self.memory_budget)
+        prompt = self._prompt
+        obs = {  # _observation(), written out
+            "question": task.question,
+            "memory": text,
+            "tools": prompt.tools_text,
+            "prompt": prompt.render(task.question, text, left),
+        }
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, False, truncated, info
+
+    def _step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
+        """The general turn: any action, any modules."""
+        assert self.task is not None  # step checked it
         started = time.perf_counter()
         self.turn = turn = self.turn + 1
         rejected = verifier_note = None
@@ -347,7 +445,8 @@ class AgentFlowEnv(TaskEnv):
         """This episode's turns as dicts (:meth:`TurnRecord.to_dict`), each built once, on first read."""
         dicts, records = self._record_dicts, self._records
         for turn, action, parsed, tool, command, result, seconds, error, verifier in records[len(dicts) :]:
-            record = TurnRecord(turn, action, parsed.to_dict(), tool, command, result, seconds, error, verifier)
+            fields = parsed.to_dict() if type(parsed) is ParsedAction else _canonical_fields(parsed.groups())
+            record = TurnRecord(turn, action, fields, tool, command, result, seconds, error, verifier)
             dicts.append(record.to_dict())
         return dicts
 
@@ -372,13 +471,19 @@ class AgentFlowEnv(TaskEnv):
         return {
             "task_id": self.task.id,
             "turn": self.turn,
-            "turns_left": max(self.max_turns - self.turn, 0),
+            "turns_left": self.max_turns - self.turn if self.turn < self.max_turns else 0,
             "tool_names": list(self.tool_names),
             "family": self.task.family,
             "memory_steps": self.memory.to_list(),
             "tools": self.tool_schemas,
             "messages": list(self._messages),
         }
+
+
+def _canonical_fields(groups: tuple[str, ...]) -> dict[str, Any]:
+    """``ParsedAction.to_dict()`` of a canonical tool action from its five fields (``parsing._CANONICAL_RE``)."""
+    justification, context, sub_goal, tool_name, command = groups
+    return ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", []).to_dict()
 
 
 def _action_text(action: Any) -> str:

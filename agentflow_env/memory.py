@@ -85,17 +85,14 @@ class Memory:
     """Ordered :class:`MemoryStep` records with a budgeted text rendering."""
 
     def __init__(self, steps: Iterable[MemoryStep] = ()):
-        self._steps: list[MemoryStep | None] = []  # None: built from its dict when ``steps`` is read
-        self._built = 0  # the steps before this index are built
-        self._results: list[str] = []
-        self._headers: list[str] = []
+        self._steps: list[MemoryStep] = []  # built from ``_dicts`` when ``steps`` is read
+        self._blocks: list[str] = []  # each step's block: its header, the result label and its whole result
         self._dicts: list[StepDict] = []
-        self._full: list[int] = []  # length of each step's block with its whole result
-        self._sum_full = 0
+        self._sum_full = 0  # the length of every block
         # _short_prefix[i]: the length of blocks 0..i-1 with results shortened to _MIN_RESULT, a
         # newline after each, so any run of short blocks is measured in O(1)
         self._short_prefix: list[int] = [0]
-        self._short_blocks: list[str | None] = []  # each block with its result shortened to _MIN_RESULT
+        self._short_blocks: dict[int, str] = {}  # a block with its result shortened to _MIN_RESULT, once needed
         self._text: tuple[int, int, str] = (-1, 0, "")  # (steps, budget, text) of the last ``text`` call
         self._joined = ""  # the whole text of the first _joined_n steps, extended while it fits the budget
         self._joined_n = 0
@@ -103,25 +100,20 @@ class Memory:
             self.add(step)
 
     def __len__(self) -> int:
-        return len(self._results)
+        return len(self._dicts)
 
     @property
     def steps(self) -> list[MemoryStep]:
         """The steps, oldest first (read-only: add steps with :meth:`add`)."""
-        steps = self._steps
-        for i in range(self._built, len(steps)):  # only the steps added since the last read
-            if steps[i] is None:
-                steps[i] = MemoryStep(**self._dicts[i])
-        self._built = len(steps)
-        return steps  # type: ignore[return-value]
+        steps, dicts = self._steps, self._dicts
+        for i in range(len(steps), len(dicts)):  # only the steps added since the last read
+            steps.append(MemoryStep(**dicts[i]))
+        return steps
 
     def clear(self) -> None:
         self._steps.clear()
-        self._built = 0
-        self._results.clear()
-        self._headers.clear()
+        self._blocks.clear()
         self._dicts = []  # a new list: infos already handed out keep theirs
-        self._full.clear()
         self._sum_full = 0
         self._short_prefix = [0]
         self._short_blocks.clear()
@@ -129,7 +121,9 @@ class Memory:
         self._text = (-1, 0, "")
 
     def add(self, step: MemoryStep) -> None:
-        self._append(step, step.result, _header(step), StepDict(step.to_dict()))
+        steps = self.steps  # every earlier step built, so this one keeps its place
+        self._append(f"{_header(step)}{_RESULT_LABEL}{step.result}", step.result, StepDict(step.to_dict()))
+        steps.append(step)
 
     def add_step(
         self,
@@ -141,38 +135,36 @@ class Memory:
         ok: bool = True,
         error: str | None = None,
     ) -> None:
-        """``add(MemoryStep(...))`` from the fields, without building the step twice (the env's turn loop)."""
-        header = f"Step {turn}: {tool or 'no tool'}" if ok else f"Step {turn}: {tool or 'no tool'} (failed)"
-        if sub_goal:
-            header = f"{header}\n  Sub-goal: {sub_goal}"
-        if command:
-            header = f"{header}\n  Command: {command}"
-        base = len(header) + len(_RESULT_LABEL)
-        self._steps.append(None)
-        self._results.append(result)
-        self._headers.append(header)
-        self._dicts.append(
-            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
-        )
-        full = base + len(result)
-        self._full.append(full)
+        """``add(MemoryStep(...))`` from the fields, without building the step (the env's turn loop)."""
+        if ok and sub_goal and command:  # the common case, as _header writes it, in one string
+            name = tool or "no tool"
+            block = f"Step {turn}: {name}\n  Sub-goal: {sub_goal}\n  Command: {command}{_RESULT_LABEL}{result}"
+        else:
+            header = f"Step {turn}: {tool or 'no tool'}" if ok else f"Step {turn}: {tool or 'no tool'} (failed)"
+            if sub_goal:
+                header = f"{header}\n  Sub-goal: {sub_goal}"
+            if command:
+                header = f"{header}\n  Command: {command}"
+            block = f"{header}{_RESULT_LABEL}{result}"
+        # _append, inlined (the env's turn loop)
+        self._blocks.append(block)
+        step = StepDict()  # filled past its read-only update: cheaper than StepDict(**fields)
+        dict.update(step, turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
+        self._dicts.append(step)
+        full = len(block)
         self._sum_full += full
         prefix = self._short_prefix
-        prefix.append(prefix[-1] + base + min(len(result), _MIN_RESULT) + 1)
-        self._short_blocks.append(None)
+        kept = len(result)
+        prefix.append(prefix[-1] + full - kept + (kept if kept < _MIN_RESULT else _MIN_RESULT) + 1)
 
-    def _append(self, step: MemoryStep | None, result: str, header: str, as_dict: StepDict) -> None:
-        base = len(header) + len(_RESULT_LABEL)
-        self._steps.append(step)
-        self._results.append(result)
-        self._headers.append(header)
+    def _append(self, block: str, result: str, as_dict: StepDict) -> None:
+        self._blocks.append(block)
         self._dicts.append(as_dict)
-        full = base + len(result)
-        self._full.append(full)
+        full = len(block)
         self._sum_full += full
         prefix = self._short_prefix
-        prefix.append(prefix[-1] + base + min(len(result), _MIN_RESULT) + 1)
-        self._short_blocks.append(None)  # built when a rendering over budget first needs it
+        kept = len(result)
+        prefix.append(prefix[-1] + full - kept + (kept if kept < _MIN_RESULT else _MIN_RESULT) + 1)
 
     def to_list(self) -> list[dict[str, Any]]:
         """The steps as read-only dicts (:class:`StepDict`), in a new list; the dicts are shared."""
@@ -185,12 +177,12 @@ class Memory:
     def text(self, budget: int = 8000) -> str:
         """:meth:`render`, kept until a step is added (or the budget changes): read it as often as needed."""
         cached = self._text
-        n = len(self._results)
+        n = len(self._dicts)
         if cached[0] == n and cached[1] == budget:
             return cached[2]
         if n and self._joined_n == n - 1 and self._sum_full + n - 1 <= budget:  # render's common case, inlined
-            new = f"{self._headers[n - 1]}{_RESULT_LABEL}{self._results[n - 1]}"
-            text = self._joined = f"{self._joined}\n{new}" if self._joined_n else new
+            block = self._blocks[n - 1]
+            text = self._joined = f"{self._joined}\n{block}" if self._joined_n else block
             self._joined_n = n
         else:
             text = self.render(budget)
@@ -199,34 +191,33 @@ class Memory:
 
     def render(self, budget: int = 8000) -> str:
         """Text of all steps within ``budget`` characters (see the module docstring)."""
-        n = len(self._results)
+        n = len(self._dicts)
         if n == 0:
             return "(no steps yet)"
         last = n - 1
+        blocks = self._blocks
         total = self._sum_full + last  # the blocks and the newlines between them
         if total <= budget:  # every step whole: extend the text of the steps already joined
             if self._joined_n != n:
-                if self._joined_n == n - 1:  # one step more: the common case
-                    new = f"{self._headers[n - 1]}{_RESULT_LABEL}{self._results[n - 1]}"
-                else:
-                    new = "\n".join(self._block(i, self._results[i]) for i in range(self._joined_n, n))
+                new = "\n".join(blocks[self._joined_n : n])
                 self._joined = f"{self._joined}\n{new}" if self._joined_n else new
                 self._joined_n = n
             return self._joined
-        prefix, newest = self._short_prefix, self._full[last]
+        prefix, newest = self._short_prefix, len(blocks[last])
         if prefix[last] + newest <= budget:  # fits once every older result is short
             # 1. shorten older results, oldest first, just enough (every step fits: n is small here)
-            blocks = []
+            parts = []
             excess = total - budget
             for i in range(n):
-                result = self._results[i]
+                result = self._dicts[i]["result"]
                 if excess > 0 and i < last:
                     limit = max(len(result) - excess, _MIN_RESULT)
                     if limit < len(result):
                         excess -= len(result) - limit
-                        result = shorten(result, limit)
-                blocks.append(self._block(i, result))
-            return "\n".join(blocks)
+                        parts.append(self._block(i, shorten(result, limit)))
+                        continue
+                parts.append(blocks[i])
+            return "\n".join(parts)
 
         # 2. every older result is short and the text still too long: fold the oldest steps, never
         # the newest. The text with steps 1..k folded shrinks as k grows: bisect for the least k
@@ -243,23 +234,28 @@ class Memory:
                 low = middle + 1
         folded = low if last else 0
         total = size(folded) if folded else newest
-        result = self._results[last]
-        if total > budget:
-            # 3. then shorten the newest result itself
-            result = shorten(result, max(len(result) - (total - budget), 0))
         parts = [_fold_marker(folded)] if folded else []
         parts.extend(self._short_block(i) for i in range(folded, last))
-        parts.append(self._block(last, result))
+        if total > budget:
+            # 3. then shorten the newest result itself
+            result = self._dicts[last]["result"]
+            parts.append(self._block(last, shorten(result, max(len(result) - (total - budget), 0))))
+        else:
+            parts.append(blocks[last])
         text = "\n".join(parts)
         # 4. a budget too small for even the newest step's header: cut the text, keep its start
         return text if len(text) <= budget else shorten(text, budget)
 
+    def _header(self, index: int) -> str:
+        block = self._blocks[index]
+        return block[: len(block) - len(self._dicts[index]["result"]) - len(_RESULT_LABEL)]
+
     def _short_block(self, index: int) -> str:
-        block = self._short_blocks[index]
+        block = self._short_blocks.get(index)
         if block is None:
-            block = f"{self._headers[index]}{_RESULT_LABEL}{shorten(self._results[index], _MIN_RESULT)}"
+            block = self._block(index, shorten(self._dicts[index]["result"], _MIN_RESULT))
             self._short_blocks[index] = block
         return block
 
     def _block(self, index: int, result: str) -> str:
-        return f"{self._headers[index]}{_RESULT_LABEL}{result}"
+        return f"{self._header(index)}{_RESULT_LABEL}{result}"

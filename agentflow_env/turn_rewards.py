@@ -97,11 +97,12 @@ class TurnSignals:
 
     def __init__(self, spec: Mapping[str, Any] | None = None):
         self.spec = TurnRewardSpec.parse(spec)
-        self._calls: set[tuple[str, str]] = set()
+        # the (tool, command with whitespace runs collapsed) pairs run this episode (the env's fast turn adds to it)
+        self.calls: set[tuple[str, str]] = set()
         self._spent = 0.0
 
     def reset(self) -> None:
-        self._calls.clear()
+        self.calls.clear()
         self._spent = 0.0
 
     def observe(self, record: TurnRecord, is_final: bool) -> dict[str, Any]:
@@ -120,7 +121,7 @@ class TurnSignals:
         """:meth:`observe` from the record's fields (the env's turn loop builds no record)."""
         if tool is not None:
             call = (tool, " ".join((command if type(command) is str else str(command or "")).split()))
-            calls = self._calls
+            calls = self.calls
             repeated = call in calls
             calls.add(call)
             return {

@@ -3,8 +3,11 @@
 - ``one_client``: step latency of one ``RemoteEnv`` client (p50/p99), paired with the same steps played
   in-process (the HTTP hop's cost is the difference), interleaved in rounds;
 - ``many_clients``: ``--clients`` concurrent clients (spread over ``--client-procs`` processes so that
-  the clients' own GIL does not time the server) for ``--seconds``: episodes/s and step latency p50/p99;
-  with ``--batch`` also one ``RemoteEnvBatch`` of the same size stepping every episode per request;
+  the clients' own GIL does not time the server) for ``--seconds``: episodes/s and step latency p50/p99,
+  paired in ``--many-rounds`` interleaved rounds with the same clients against a stdlib asyncio server that
+  only replays one recorded episode's replies (what this machine gives without env work) and with the same
+  clients stepping envs in-process (no server); with ``--batch`` also one ``RemoteEnvBatch`` of the same size
+  stepping every episode per request;
 - ``creation``: on a fresh server each time, one episode creation alone, then ``--clients`` creations
   at once; the ratio of the two (shared precomputes are built once, not once per thread).
 
@@ -24,6 +27,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
@@ -66,6 +70,73 @@ async def main():
     await server.serve_forever()
 asyncio.run(main())
 """
+
+
+_REPLAY = r"""
+import asyncio, json, socket, sys
+replies = json.load(open(sys.argv[1]))  # the bodies the real server gave: create, reset, each step, delete
+bodies = {k: [v.encode() for v in vs] for k, vs in replies.items()}
+async def handle(reader, writer):
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    steps = 0
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            line = head.split(b"\r\n", 1)[0].split(b" ")
+            n = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")]
+            await reader.readexactly(n[0] if n else 0)
+            path = line[1]
+            if line[0] == b"DELETE":
+                body = bodies["delete"][0]
+            elif path.endswith(b"/reset"):
+                body, steps = bodies["reset"][0], 0
+            elif path.endswith(b"/step"):
+                body, steps = bodies["step"][min(steps, len(bodies["step"]) - 1)], steps + 1
+            else:
+                body = bodies["create"][0]
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                         b"Connection: keep-alive\r\n\r\n" % len(body) + body)
+    except Exception:
+        writer.close()
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+def _record_replies(url: str, env_id: str, path: str) -> None:
+    """One episode's reply bodies from the real server, for the replay server."""
+    from agentflow_env.remote.client import _Transport
+    from agents.policies.scripted import scripted_planner_for
+
+    http = _Transport(url, 60, None)
+    planner = scripted_planner_for(env_id)
+    create = http.request("POST", "/v1/episodes", {"env_id": env_id, "kwargs": {"split": "test"}})
+    base = f"/v1/episodes/{create['episode_id']}"
+    reset = http.request("POST", f"{base}/reset", {"seed": 0, "options": None})
+    steps, obs, done = [], reset["observation"], False
+    while not done:
+        out = http.request("POST", f"{base}/step", {"action": planner.act([obs])[0]})
+        steps.append(out)
+        obs, done = out["observation"], out["terminated"] or out["truncated"]
+    delete = http.request("DELETE", base, None)
+    http.close()
+    replies = {"create": [create], "reset": [reset], "step": steps, "delete": [delete]}
+    with open(path, "w") as fh:
+        json.dump({k: [json.dumps(v) for v in vs] for k, vs in replies.items()}, fh)
+
+
+def _start_replay(url: str, env_id: str, folder: str) -> tuple[subprocess.Popen, str]:
+    """A stdlib asyncio server (TCP_NODELAY) that answers the client's requests with one recorded episode's
+    replies and does nothing else: what the same clients get from a server without env work."""
+    path = os.path.join(folder, "replies.json")
+    _record_replies(url, env_id, path)
+    replay = subprocess.Popen(
+        [sys.executable, "-c", _REPLAY, path], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    return replay, f"http://127.0.0.1:{int(replay.stdout.readline())}"
 
 
 def _start_echo() -> tuple[subprocess.Popen, int]:
@@ -146,6 +217,9 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
 
 # ------------------------------------------------------------------ many clients
 def _client(url: str, env_id: str, seed0: int, ready: Any, go: Any, seconds: float, out: list) -> None:
+    """One client: episodes on the server at ``url``, or in this process when ``url`` is ``"in-process"``."""
+    import gymnasium as gym
+
     from agentflow_env.remote.client import RemoteEnv
     from agents.policies.scripted import scripted_planner_for
 
@@ -153,7 +227,10 @@ def _client(url: str, env_id: str, seed0: int, ready: Any, go: Any, seconds: flo
     latencies: list[float] = []
     episodes, seed, error = 0, seed0, None
     try:
-        env = RemoteEnv(env_id, url, split="test", timeout_s=60)
+        if url == "in-process":
+            env = gym.make(env_id, split="test")
+        else:
+            env = RemoteEnv(env_id, url, split="test", timeout_s=60)
     except Exception as exc:  # counted as a failed client, not hidden
         out.append((0, latencies, f"{type(exc).__name__}: {exc}"))
         ready.release()
@@ -227,6 +304,52 @@ def many_clients(url: str, env_id: str, clients: int, procs: int, seconds: float
         "step_latency_ms": {"p50": _pct(lat, 50), "p90": _pct(lat, 90), "p99": _pct(lat, 99)},
         "goal": "p99 <= 50 ms",
     }
+
+
+def many_paired(url: str, replay_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``many_clients`` against the server, the replay server and in-process envs, in interleaved rounds."""
+    kinds = {"server": url, "replay_server": replay_url, "in_process": "in-process"}
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    order = list(kinds)
+    for r in range(args.many_rounds):
+        for kind in order if r % 2 == 0 else order[::-1]:
+            runs[kind].append(many_clients(kinds[kind], args.env, args.clients, args.client_procs, args.seconds))
+    out: dict[str, Any] = {kind: _merge(rows) for kind, rows in runs.items()}
+    for base in ("replay_server", "in_process"):
+        ratios = [
+            a["step_latency_ms"]["p99"] / b["step_latency_ms"]["p99"]
+            for a, b in zip(runs["server"], runs[base])
+            if b["step_latency_ms"]["p99"] > 0
+        ]
+        out[f"paired_ratio_p99_server_over_{base}"] = round(statistics.median(ratios), 2) if ratios else None
+    out["note"] = (
+        "the same client processes and threads against the env server, against a stdlib asyncio server that only "
+        "replays one recorded episode's replies (the floor of a request on this machine), and stepping envs in "
+        "their own threads with no server; interleaved rounds"
+    )
+    out["goal"] = "server p99 <= 50 ms"
+    return out
+
+
+def _merge(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of one kind: the median of their figures, and each run's p99."""
+    first = dict(rows[0])
+    for key in ("episodes_per_s", "steps_per_s"):
+        first[key] = round(statistics.median(row[key] for row in rows), 1)
+    first["step_latency_ms"] = {
+        q: round(statistics.median(row["step_latency_ms"][q] for row in rows), 3) for q in ("p50", "p90", "p99")
+    }
+    first["p99_ms_per_round"] = [row["step_latency_ms"]["p99"] for row in rows]
+    first["clients_failed"] = sum(row["clients_failed"] for row in rows)
+    first["first_error"] = next((row["first_error"] for row in rows if row["first_error"]), None)
+    for key in ("episodes", "steps", "goal"):
+        first.pop(key, None)
+    first["rounds"] = len(rows)
+    return first
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def batched(url: str, env_id: str, clients: int, seconds: float) -> dict[str, Any]:
@@ -315,21 +438,27 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--env", default="agentflow/Gen-GameOf24-v1")
     ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds of the paired measurements")
+    ap.add_argument("--many-rounds", type=int, default=2, help="interleaved rounds of the many-client runs")
     ap.add_argument("--batch", action="store_true", help="also step every episode in one RemoteEnvBatch")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
-    result: dict[str, Any] = {"benchmark": "env_server", "env_id": args.env}
+    result: dict[str, Any] = {"benchmark": "env_server", "env_id": args.env, "load_average_1m_at_start": _load()}
     server, url = _start_server()
     try:
         result["one_client"] = one_client(url, args.env, args.rounds, episodes=50)
-        result["many_clients"] = many_clients(url, args.env, args.clients, args.client_procs, args.seconds)
+        with tempfile.TemporaryDirectory() as folder:
+            replay, replay_url = _start_replay(url, args.env, folder)
+            try:
+                result["many_clients"] = many_paired(url, replay_url, args)
+            finally:
+                _stop(replay)
         if args.batch:
             result["one_batch"] = batched(url, args.env, args.clients, args.seconds)
     finally:
         _stop(server)
     result["creation"] = creation(args.env, args.clients, args.rounds)
-    result.update(cpus=os.cpu_count(), load_average_1m=round(os.getloadavg()[0], 2), python=platform.python_version())
+    result.update(cpus=os.cpu_count(), load_average_1m=_load(), python=platform.python_version())
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

@@ -66,32 +66,41 @@ def _measure(name: str, policy: Any, args: argparse.Namespace, task_ids: list[st
 def _backend_columns(
     model: Any, tokenizer: Any, model_path: str, sampling: Any, args: argparse.Namespace, task_ids: list[str]
 ) -> dict[str, Any]:
-    """The learner's rollout backends on the same model and episodes: HF sampler, then vLLM (start-up and first
-    weight sync timed apart; every sync is verified against the HF model)."""
-    from agents.training.backends import HFSamplerBackend, make_backend
+    """The learner's rollout backends on the same model and episodes, HF sampler and vLLM alternating over
+    ``--rounds`` rounds (start-up and first weight sync timed apart; every sync is verified against the HF model).
+    The columns are the last round's; ``paired_vllm_over_hf_sampler_turns_per_s`` is the median of the rounds'
+    ratios."""
+    from agents.training.backends import HFSamplerBackend, VLLMBackend
 
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # vLLM logs to stdout otherwise, into this JSON
     hf = HFSamplerBackend(model, tokenizer, sampling)
     hf.act_with_samples([{"prompt": "warm up", "memory": ""}])
-    out = {"hf_sampler": _measure("hf_sampler", hf, args, task_ids)}
+    llm_kwargs = json.loads(args.vllm_kwargs)
     started = time.perf_counter()
-    backend = make_backend("vllm", model, tokenizer, sampling, model_path=model_path, seed=args.seed)
+    backend = VLLMBackend(model_path, tokenizer, sampling, seed=args.seed, **llm_kwargs)  # make_backend's, with kwargs
+    backend.sync_weights(model)
     startup = time.perf_counter() - started
     backend.act_with_samples([{"prompt": "warm up", "memory": ""}])
     sync_started = time.perf_counter()
     backend.sync_weights(model)
     sync_s = time.perf_counter() - sync_started
-    out["vllm"] = _measure("vllm", backend, args, task_ids)
-    check = backend.last_check  # type: ignore[attr-defined]
+    out: dict[str, Any] = {}
+    ratios = []
+    for r in range(max(args.rounds, 1)):
+        for name in ("hf_sampler", "vllm") if r % 2 == 0 else ("vllm", "hf_sampler"):
+            out[name] = _measure(name, hf if name == "hf_sampler" else backend, args, task_ids)
+        ratios.append(out["vllm"]["turns_per_s"] / max(out["hf_sampler"]["turns_per_s"], 1e-9))
+    check = backend.last_check
     out["vllm"].update(
         startup_s=round(startup, 2),
         sync_s=round(sync_s, 3),
-        sync_route=backend.sync_route,  # type: ignore[attr-defined]
+        sync_route=backend.sync_route,
         sync_max_abs_logprob_diff=check.max_abs_logprob_diff if check else None,
+        llm_kwargs=llm_kwargs,
+        omp_threads=os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "default"),
     )
-    out["speedup_vllm_over_hf_sampler_turns_per_s"] = round(
-        out["vllm"]["turns_per_s"] / max(out["hf_sampler"]["turns_per_s"], 1e-9), 2
-    )
+    out["vllm_over_hf_sampler_turns_per_s_per_round"] = [round(x, 3) for x in ratios]
+    out["paired_vllm_over_hf_sampler_turns_per_s"] = round(sorted(ratios)[len(ratios) // 2], 2)
     return out
 
 
@@ -110,7 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-sequential", action="store_true")
     parser.add_argument("--vllm", action="store_true", help="add the HF-sampler and vLLM backend columns")
     parser.add_argument(
-        "--rounds", type=int, default=1, help="interleaved rounds of batched vs one-at-a-time (paired ratios)"
+        "--rounds",
+        type=int,
+        default=1,
+        help="interleaved rounds of batched vs one-at-a-time, and of the HF sampler vs vLLM (paired ratios)",
+    )
+    parser.add_argument(
+        "--vllm-kwargs",
+        default="{}",
+        help="JSON kwargs for vllm.LLM on top of the backend's, e.g. '{\"enforce_eager\": false}'",
     )
     args = parser.parse_args(argv)
 

@@ -483,3 +483,43 @@ def test_preload_allows_a_package_and_its_dependencies_in_the_sandbox():
         assert t.run("import pandas as pd\npd.DataFrame({'a': [1, 2]}).sum().to_dict()", 30).text == "{'a': 3}"
     finally:
         t.close()
+
+
+def test_back_to_back_episodes_fork_the_spare_first_and_kill_every_used_worker(monkeypatch):
+    """Episodes back to back: the background thread forks the next spare before it kills used workers (a kill
+    takes as long as a fork), leaves at most a few used workers waiting, and kills every one in the end."""
+    from agentflow_env.tools.python import tool as tool_module
+
+    t = PythonCoderTool()
+    t.warm_up()
+    events: list[str] = []
+    real_kill, real_spawn = launcher.Worker.kill, launcher.ZygoteProcess.spawn
+
+    def kill(self):  # a slow kill, as on a busy machine
+        events.append("kill")
+        time.sleep(0.05)
+        return real_kill(self)
+
+    def spawn(self, limits):
+        events.append("spawn")
+        return real_spawn(self, limits)
+
+    monkeypatch.setattr(launcher.Worker, "kill", kill)
+    monkeypatch.setattr(launcher.ZygoteProcess, "spawn", spawn)
+    used = []
+    try:
+        for _ in range(6):
+            t.reset()
+            _ok(t)
+            used += [w for w in t._state.idle if w.calls]  # this episode's worker, killed at a later reset
+            assert len(t._state.doomed) <= tool_module._MAX_DOOMED + 1
+        deadline = time.monotonic() + 30
+        while t._state.maintainer is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert t._state.maintainer is None and t._state.doomed == [] and t._state.spare is not None
+        assert events.index("spawn") < events.index("kill")  # the first used worker waited for the next spare
+        distinct = {id(w): w for w in used}
+        assert events.count("kill") >= len(distinct) - 1  # every used worker but the last episode's is killed
+    finally:
+        monkeypatch.undo()
+        t.close()

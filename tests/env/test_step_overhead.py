@@ -80,3 +80,74 @@ def test_two_envs_play_identical_episodes_and_infos_do_not_share_mutable_state()
     assert len(info1["memory_steps"]) == 1 and len(info2["memory_steps"]) == 2
     info1["tool_names"].append("x")
     assert a._info()["tool_names"] == ["Echo_Tool"]
+
+
+class Flaky(BaseTool):
+    """Fails on "boom" (an exception) and reports an error on "err"."""
+
+    name = "Flaky_Tool"
+    description = "Sometimes fails."
+    input_spec = "text"
+    examples = ("ok",)
+
+    def _run(self, command: str, timeout: float) -> ToolResult:
+        if command == "boom":
+            raise RuntimeError("boom")
+        if command == "err":
+            return ToolResult(text="Error: no", ok=False, error="no")
+        return ToolResult(text=f"ran {command} " * 20)
+
+
+def _canonical(tool: str, command: str, sub_goal: str = "Do it.") -> str:
+    return f"Justification: Why not.\nContext: none\nSub-Goal: {sub_goal}\nTool Name: {tool}\nCommand: {command}"
+
+
+FAST_PATH_ACTIONS = [
+    _canonical("Echo_Tool", "a"),
+    _canonical("Echo_Tool", "a"),  # a repeated call
+    _canonical("echo tool", "b") + "\n",  # a loose tool name, a trailing newline
+    _canonical("Flaky_Tool", "boom"),
+    _canonical("Flaky_Tool", "err"),
+    _canonical("Nope_Tool", "c"),  # an unknown tool: the general path
+    _canonical("Echo_Tool", "<b>"),  # "<": the general path
+    _canonical("Echo_Tool", "d", sub_goal="x" * 700),
+    "Tool Name: Echo_Tool\nCommand: e",  # not canonical: the general path
+    "junk",
+    _canonical("Echo_Tool", "f" * 300),
+    "Final Answer: x",
+]
+
+
+def test_the_canonical_tool_turn_plays_as_the_general_path():
+    """The fast path (``step`` on a canonical tool action) gives byte for byte what ``_step`` gives."""
+    for kwargs in (
+        {},
+        {"memory_budget": 400},
+        {"max_turns": 3},
+        {"turn_rewards": {"repeated_call": -0.1, "tool_error": -0.05}},
+        {"render_mode": "ansi"},
+    ):
+        runs = []
+        for fast in (True, False):
+            env = AgentFlowEnv(
+                [Task(id=f"q{i}", question=f"Q{i}?", answer="x") for i in range(5)],
+                lambda p, t: float(p == t.answer),
+                [Echo(), Flaky()],
+                **{"max_turns": 12, **kwargs},
+            )
+            env._fast_turns = fast
+            out = []
+            for seed in range(4):
+                actions = list(FAST_PATH_ACTIONS)
+                random.Random(seed).shuffle(actions)
+                out.append(json.dumps(env.reset(seed=seed), default=str))  # key order counts too
+                for action in actions:
+                    step = env.step(action)
+                    out.append(json.dumps(_untimed(list(step)), default=str))
+                    if step[2] or step[3]:
+                        break
+                out.append(json.dumps(_untimed(env._trajectory)))
+                out.append(json.dumps(_untimed([env.render(), env.memory.to_list()])))
+            runs.append(out)
+        assert runs[0] == runs[1]
+    assert env._fast_turns is False  # the second run really took the general path

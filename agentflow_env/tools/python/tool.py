@@ -127,15 +127,26 @@ def _usable(worker: Worker, state: _State) -> bool:
     return worker.zygote is current_zygote(state.key) and worker.zygote.alive()
 
 
-def _maintain(state: _State) -> None:
-    """Background: kill the used workers of past episodes, then fork the spare for the next one.
+_MAX_DOOMED = 2  # used workers left alive (stopped) while spares are forked first; beyond it they are killed first
 
-    Never starts a zygote (the tool's calls and its prestart do): a spare is forked only from the live zygote.
+
+def _maintain(state: _State) -> None:
+    """Background: fork the spare for the next episode, then kill the used workers of past episodes.
+
+    The spare comes first: with episodes back to back a reset waits for it, and killing a used worker (its
+    namespaces and cgroup go with it) takes about as long as forking one, so killing first would add the one
+    to the other on every such reset. Used workers are stopped since their last call; more than
+    ``_MAX_DOOMED`` of them are killed before the next fork. Never starts a zygote (the tool's calls and its
+    prestart do): a spare is forked only from the live zygote.
     """
+    can_fork = True
     while True:
         with state.lock:
-            doomed, state.doomed = state.doomed, []
-            need_spare = state.registered and not state.closed and state.spare is None
+            need_spare = can_fork and state.registered and not state.closed and state.spare is None
+            if len(state.doomed) > _MAX_DOOMED or not need_spare:
+                doomed, state.doomed = state.doomed, []
+            else:
+                doomed = []
             if not doomed and not need_spare:
                 state.maintainer = None
                 state.lock.notify_all()
@@ -145,7 +156,7 @@ def _maintain(state: _State) -> None:
                 worker.kill()
             except Exception:  # the zygote went away: its workers went with it
                 logger.debug("killing a used Python worker failed", exc_info=True)
-        if not need_spare:
+        if doomed or not need_spare:
             continue
         zygote = current_zygote(state.key)
         worker = None  # type: ignore[assignment]
@@ -159,13 +170,9 @@ def _maintain(state: _State) -> None:
             if keep:
                 state.spare = worker
                 state.lock.notify_all()  # a reset may be waiting for it
-            elif worker is None:
-                if not state.doomed:
-                    state.maintainer = None
-                    state.lock.notify_all()
-                    return
         if worker is not None and not keep:
             worker.kill()
+        can_fork = worker is not None  # none could be forked now: kill what is left, then stop
 
 
 def _kick(state: _State) -> None:
