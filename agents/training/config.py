@@ -210,6 +210,7 @@ class FlowGRPOConfig:
                 "the reference config uses eps_low=0.2, eps_high=0.3"
             )
         self._check_advantage()
+        self._check_eval()
         if self.max_minutes < 0:
             raise ConfigError(f"max_minutes={self.max_minutes} must be >= 0 (0: no time budget)")
         if (
@@ -225,11 +226,6 @@ class FlowGRPOConfig:
                 f"temperature={self.temperature} must be > 0 (rollouts of a group must differ) and "
                 f"top_p={self.top_p} in (0, 1]; change temperature or top_p"
             )
-        if self.eval_temperature < 0 or (self.eval_samples > 1 and self.eval_temperature == 0):
-            raise ConfigError(
-                f"eval_temperature={self.eval_temperature} must be >= 0, and > 0 when eval_samples="
-                f"{self.eval_samples} > 1 (greedy rollouts of a task are all the same)"
-            )
         if self.reference == "lora_disabled" and not self.lora:
             raise ConfigError("reference='lora_disabled' needs lora=true; set lora=true or reference='copy'")
         if self.minibatch_size % self.grad_accum_steps:
@@ -242,6 +238,13 @@ class FlowGRPOConfig:
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
         self.env_kwargs = engine_specs(self.env_kwargs)
+
+    def _check_eval(self) -> None:
+        if self.eval_temperature < 0 or (self.eval_samples > 1 and self.eval_temperature == 0):
+            raise ConfigError(
+                f"eval_temperature={self.eval_temperature} must be >= 0, and > 0 when eval_samples="
+                f"{self.eval_samples} > 1 (greedy rollouts of a task are all the same)"
+            )
 
     def _check_advantage(self) -> None:
         if not 0.0 < self.gamma <= 1.0:
