@@ -129,7 +129,7 @@ def curve(metrics_file: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"step": record["step"]}
         row.update({k: round(record[k], 4) for k in keep if k in record})
         for key, value in record.items():
-            name = key.rsplit("/", 1)[1]
+            name = key.rsplit("/", 1)[-1]
             if key.startswith("eval/") and name in ("success", "success_ci95_low", "success_ci95_high"):
                 row["val_" + name] = round(value, 4)
         rows.append(row)
@@ -149,7 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         ["sft", "--config", CONFIG, "--output-dir", "runs/sft-tiny", "--no-progress"],
         ["train", "--config", CONFIG, "--init-from", "runs/sft-tiny", "--output-dir", "runs/grpo"] + QUIET,
     ]
-    timings = {c[0]: timed(_cli() + c, work) for c in commands}
+    done = work / "timings.json"  # each finished command's timing: a rerun does not run it again
+    timings = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
+    for command in commands:
+        if command[0] not in timings:
+            timings[command[0]] = timed(_cli() + command, work)
+            done.write_text(json.dumps(timings), encoding="utf-8")
 
     from agents.training.config import load_config
 
