@@ -489,7 +489,7 @@ class FlowGRPOLearner:
         scores: list[float] = []
         turns = 0
         if stop > first:  # the same random numbers at every evaluation: two differ only by the policy
-            with torch.random.fork_rng(devices=[]):  # the training's random stream is left as it was
+            with torch.random.fork_rng():  # the training's random stream is left as it was
                 torch.manual_seed(_step_seed(cfg.seed, -1) + first)
                 k, indices = cfg.eval_samples, list(range(first, stop))
                 rollouts = self.collect(split, indices, k, cfg.seed + first * k, cfg.eval_temperature)
