@@ -63,7 +63,7 @@ class FlowGRPOConfig:
     eval_samples: int = _doc("rollouts per validation task (more than 1 needs eval_temperature > 0)", default=1)
     eval_temperature: float = _doc(
         "temperature of validation rollouts: 0 is greedy; the rollout temperature measures the sampled policy "
-        "training improves, on held-out tasks (the same random numbers at every evaluation)",
+        "training improves, on held-out tasks (hf backends: the same random numbers at every evaluation)",
         default=0.0,
     )
     eval_split: str = _doc("split used for periodic evaluation", default="validation")
