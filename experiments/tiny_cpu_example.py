@@ -1,20 +1,21 @@
 """The README's tiny CPU training example, measured: run its two commands, then compare the start and end policies
 on the same validation tasks, and write ``experiments/results/tiny_cpu_example.json``.
 
-    python experiments/tiny_cpu_example.py                 # about 10 min on 2 busy cores
-    python experiments/tiny_cpu_example.py --work /tmp/ex  # keep the runs (a rerun resumes what is there)
+    python experiments/tiny_cpu_example.py                 # about 12 min on 2 busy cores
+    python experiments/tiny_cpu_example.py --work /tmp/ex  # keep the runs (a rerun skips the finished commands)
 
 It runs, from ``--work`` (a folder outside the clone is fine)::
 
     agentflow-env sft --config tiny-cpu-game24 --output-dir runs/sft-tiny
     agentflow-env train --config tiny-cpu-game24 --init-from runs/sft-tiny --output-dir runs/grpo
 
-and records each command's wall and CPU time, the machine's load, the reward of every step and the validation
-curve the learner logs (success of ``eval_samples`` sampled rollouts per validation task, Wilson 95% intervals
-over episodes). Episodes of one task are not independent, so the start and end policies are also compared per
-task: the learner's own evaluation of the warm start and of the final model, on the same tasks and random numbers,
-gives each task's success rate at both ends; the mean per-task gain has a paired t interval over tasks, and the
-greedy outcomes a McNemar exact test. The test split is never read.
+then the same ``train`` with training seeds 1 and 2 (``--more-seeds``), and records each command's wall and CPU time,
+the machine's load, the reward of every step and the validation curve the learner logs (success of
+``eval_samples`` sampled rollouts per validation task, Wilson 95% intervals over episodes). Episodes of one task
+are not independent, so the start and end policies are also compared per task: the learner's own evaluation of
+the warm start and of each final model, on the same tasks and random numbers, gives each task's success rate at
+both ends; the mean per-task gain has a paired t interval over tasks (per seed, and averaged over the seeds), and
+the greedy outcomes of the first seed a McNemar exact test. The test split is never read.
 """
 
 from __future__ import annotations
@@ -93,31 +94,43 @@ def _interval(successes: int, n: int) -> dict[str, float]:
     return {"success": round(successes / n, 4), "wilson95": [round(low, 4), round(high, 4)], "episodes": n}
 
 
-def compare(start: str, end: str, work: Path, samples: int, temperature: float) -> dict[str, Any]:
-    """The start and end policies on every validation task: sampled (per-task rates) and greedy."""
-    a, b = (per_task_success(m, work, samples, temperature) for m in (start, end))
+def _gain(a: list[float], b: list[float]) -> dict[str, Any]:
+    """Mean per-task gain from ``a`` to ``b`` with its paired t-95% interval over tasks; tasks up, equal, down."""
     gain = t_interval([y - x for x, y in zip(a, b)])
-    ga, gb = (per_task_success(m, work, 1, 0.0) for m in (start, end))
+    return {
+        "per_task_gain": {k: (None if v is None else round(v, 4)) for k, v in gain.items()},
+        "tasks_up_same_down": [
+            sum(y > x for x, y in zip(a, b)),
+            sum(y == x for x, y in zip(a, b)),
+            sum(y < x for x, y in zip(a, b)),
+        ],
+    }
+
+
+def compare(start: str, ends: list[str], work: Path, samples: int, temperature: float) -> dict[str, Any]:
+    """The start policy against each end policy (one per training seed) on every validation task: sampled
+    (per-task rates), greedy for the first end, and the per-task gain averaged over the ends."""
+    a = per_task_success(start, work, samples, temperature)
+    bs = [per_task_success(end, work, samples, temperature) for end in ends]
+    ga, gb = (per_task_success(m, work, 1, 0.0) for m in (start, ends[0]))
     test = mcnemar_exact([y >= 1 for y in gb], [x >= 1 for x in ga])
+    n = len(a) * samples
     return {
         "tasks": len(a),
         "sampled": {
             "samples_per_task": samples,
             "temperature": temperature,
-            "start": _interval(round(sum(a) * samples), len(a) * samples),
-            "end": _interval(round(sum(b) * samples), len(b) * samples),
-            "per_task_gain": {k: (None if v is None else round(v, 4)) for k, v in gain.items()},
-            "tasks_up_same_down": [
-                sum(y > x for x, y in zip(a, b)),
-                sum(y == x for x, y in zip(a, b)),
-                sum(y < x for x, y in zip(a, b)),
-            ],
+            "start": _interval(round(sum(a) * samples), n),
+            "end": _interval(round(sum(bs[0]) * samples), n),
+            **_gain(a, bs[0]),
         },
         "greedy": {
             "start": _interval(int(sum(ga)), len(ga)),
             "end": _interval(int(sum(gb)), len(gb)),
             "mcnemar_end_vs_start": {"only_end": test.a_only, "only_start": test.b_only, "p": round(test.p_value, 4)},
         },
+        "other_training_seeds": [{"end": _interval(round(sum(b) * samples), n), **_gain(a, b)} for b in bs[1:]],
+        "pooled_over_training_seeds": _gain(a, [sum(col) / len(bs) for col in zip(*bs)]) if len(bs) > 1 else None,
     }
 
 
@@ -140,20 +153,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=None, help="folder of the runs (default: a new temporary one)")
     parser.add_argument("--out", type=Path, default=RESULT, help="the JSON written")
+    parser.add_argument(
+        "--more-seeds", type=int, nargs="*", default=[1, 2], help="training seeds besides the config's (0)"
+    )
     args = parser.parse_args(argv)
     import tempfile
 
     work = (args.work or Path(tempfile.mkdtemp(prefix="tiny-cpu-example-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    commands = [
-        ["sft", "--config", CONFIG, "--output-dir", "runs/sft-tiny", "--no-progress"],
-        ["train", "--config", CONFIG, "--init-from", "runs/sft-tiny", "--output-dir", "runs/grpo"] + QUIET,
-    ]
+    commands = {
+        "sft": ["sft", "--config", CONFIG, "--output-dir", "runs/sft-tiny", "--no-progress"],
+        "train": ["train", "--config", CONFIG, "--init-from", "runs/sft-tiny", "--output-dir", "runs/grpo"] + QUIET,
+    }
+    for seed in args.more_seeds:  # the same command with another training seed (same warm start)
+        commands[f"train-seed{seed}"] = commands["train"][:-3] + [f"runs/grpo-seed{seed}", "--seed", str(seed)] + QUIET
     done = work / "timings.json"  # each finished command's timing: a rerun does not run it again
     timings = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
-    for command in commands:
-        if command[0] not in timings:
-            timings[command[0]] = timed(_cli() + command, work)
+    for name, command in commands.items():
+        if name not in timings:
+            timings[name] = timed(_cli() + command, work)
             done.write_text(json.dumps(timings), encoding="utf-8")
 
     from agents.training.config import load_config
@@ -161,27 +179,29 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(CONFIG)
     rows = curve(work / "runs" / "grpo" / "metrics.jsonl")
     rewards = [r["rollout/reward"] for r in rows if "rollout/reward" in r][:20]
+    first_20_steps = {
+        "reward_mean_steps_1_5": round(sum(rewards[:5]) / 5, 4),
+        "reward_mean_steps_16_20": round(sum(rewards[15:20]) / 5, 4),
+        "steps_with_zero_reward": sum(r == 0 for r in rewards),
+    }
+    ends = [work / "runs" / "grpo" / "final"] + [work / "runs" / f"grpo-seed{s}" / "final" for s in args.more_seeds]
     result = {
         "what": f"the README's tiny CPU example (agents/configs/{CONFIG}.toml): SFT warm start, then Flow-GRPO",
-        "made_by": "python experiments/tiny_cpu_example.py",
-        "commands": ["agentflow-env " + " ".join(c) for c in commands],
+        "made_by": "python experiments/tiny_cpu_example.py --more-seeds " + " ".join(map(str, args.more_seeds)),
+        "commands": ["agentflow-env " + " ".join(c) for c in commands.values()],
         "machine": f"{os.cpu_count()} CPU cores (shared; see each command's load average), torch threads 1",
         "timings": timings,
         "train_step_s_median": sorted(r["perf/step_s"] for r in rows if "perf/step_s" in r)[len(rewards) // 2],
-        "first_20_steps": {
-            "reward_mean_steps_1_5": round(sum(rewards[:5]) / 5, 4),
-            "reward_mean_steps_16_20": round(sum(rewards[15:20]) / 5, 4),
-            "steps_with_zero_reward": sum(r == 0 for r in rewards),
-        },
+        "first_20_steps": first_20_steps,
         "validation_start_vs_end": compare(
-            str(work / "runs" / "sft-tiny"),
-            str(work / "runs" / "grpo" / "final"),
-            work,
-            config.eval_samples,
-            config.eval_temperature,
+            str(work / "runs" / "sft-tiny"), [str(e) for e in ends], work, config.eval_samples, config.eval_temperature
         ),
         "curve": rows,
     }
+    for entry, seed in zip(result["validation_start_vs_end"]["other_training_seeds"], args.more_seeds):
+        seed_rows = curve(work / "runs" / f"grpo-seed{seed}" / "metrics.jsonl")
+        seed_rewards = [r["rollout/reward"] for r in seed_rows if "rollout/reward" in r][:20]
+        entry.update(seed=seed, rewards_first_20_steps=seed_rewards)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("timings", "first_20_steps", "validation_start_vs_end")}, indent=2))

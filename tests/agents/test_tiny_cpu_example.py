@@ -49,12 +49,22 @@ def test_reward_summary_and_intervals_follow_from_the_recorded_numbers(result):
     assert evals[0]["step"] == 0 and evals[-1]["step"] == result["curve"][-1]["step"]
     assert evals[0]["val_success"] == pytest.approx(compared["sampled"]["start"]["success"], abs=1e-4)
     assert evals[-1]["val_success"] == pytest.approx(compared["sampled"]["end"]["success"], abs=1e-4)
+    for other in compared["other_training_seeds"]:
+        cell = other["end"]
+        assert cell["episodes"] == compared["sampled"]["end"]["episodes"] and len(other["rewards_first_20_steps"]) == 20
+        low, high = wilson_interval(round(cell["success"] * cell["episodes"]), cell["episodes"])
+        assert cell["wilson95"] == pytest.approx([low, high], abs=1e-4)
+        assert sum(other["tasks_up_same_down"]) == compared["tasks"]
 
 
 def test_the_example_learns(result):
     """What the README claims: reward at every one of the first 20 steps, and validation success that rises by
-    more than its noise (disjoint Wilson intervals over episodes, and a per-task paired interval above 0)."""
+    more than its noise (disjoint Wilson intervals over episodes, and per-task paired intervals above 0)."""
     assert result["first_20_steps"]["steps_with_zero_reward"] == 0
-    sampled = result["validation_start_vs_end"]["sampled"]
+    compared = result["validation_start_vs_end"]
+    sampled = compared["sampled"]
     assert sampled["end"]["wilson95"][0] > sampled["start"]["wilson95"][1]
     assert sampled["per_task_gain"]["lo"] > 0
+    # the other training seeds rise too; their per-task gains averaged with the first's stay above 0
+    assert all(other["per_task_gain"]["mean"] > 0 for other in compared["other_training_seeds"])
+    assert compared["pooled_over_training_seeds"]["per_task_gain"]["lo"] > 0
