@@ -77,7 +77,12 @@ def per_task_success(model: str, work: Path, samples: int, temperature: float) -
     learner = FlowGRPOLearner(config)
     seen: list[Any] = []
     collect = learner.collect
-    learner.collect = lambda *a, **k: seen.append(collect(*a, **k)) or seen[-1]  # type: ignore[method-assign]
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        seen.append(collect(*args, **kwargs))
+        return seen[-1]
+
+    learner.collect = recorded  # type: ignore[method-assign]
     try:
         metrics = learner.evaluate()
     finally:
@@ -89,7 +94,7 @@ def per_task_success(model: str, work: Path, samples: int, temperature: float) -
     return rates
 
 
-def _interval(successes: int, n: int) -> dict[str, float]:
+def _interval(successes: int, n: int) -> dict[str, Any]:
     low, high = wilson_interval(successes, n)
     return {"success": round(successes / n, 4), "wilson95": [round(low, 4), round(high, 4)], "episodes": n}
 
