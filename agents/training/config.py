@@ -59,7 +59,13 @@ class FlowGRPOConfig:
     keep_checkpoints: int = _doc("how many checkpoints to keep (older ones are deleted)", default=2)
     eval_every: int = _doc("evaluate on the validation split every this many steps (0: never)", default=5)
     eval_on_start: bool = _doc("also evaluate before the first step (logged as step 0)", default=False)
-    eval_tasks: int = _doc("validation tasks per evaluation (greedy, one rollout each)", default=32)
+    eval_tasks: int = _doc("validation tasks per evaluation (the first ones of eval_split)", default=32)
+    eval_samples: int = _doc("rollouts per validation task (more than 1 needs eval_temperature > 0)", default=1)
+    eval_temperature: float = _doc(
+        "temperature of validation rollouts: 0 is greedy; the rollout temperature measures the sampled policy "
+        "training improves, on held-out tasks (hf backends: the same random numbers at every evaluation)",
+        default=0.0,
+    )
     eval_split: str = _doc("split used for periodic evaluation", default="validation")
     tensorboard: bool = _doc("also write TensorBoard event files", default=True)
     progress: bool = _doc("show a progress bar", default=True)
@@ -189,6 +195,7 @@ class FlowGRPOConfig:
             "minibatch_size",
             "grad_accum_steps",
             "eval_tasks",
+            "eval_samples",
             "lora_r",
         )
         for name in positive:
@@ -203,6 +210,7 @@ class FlowGRPOConfig:
                 "the reference config uses eps_low=0.2, eps_high=0.3"
             )
         self._check_advantage()
+        self._check_eval()
         if self.max_minutes < 0:
             raise ConfigError(f"max_minutes={self.max_minutes} must be >= 0 (0: no time budget)")
         if (
@@ -230,6 +238,13 @@ class FlowGRPOConfig:
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError("env_kwargs must be a table / object of gymnasium.make kwargs")
         self.env_kwargs = engine_specs(self.env_kwargs)
+
+    def _check_eval(self) -> None:
+        if self.eval_temperature < 0 or (self.eval_samples > 1 and self.eval_temperature == 0):
+            raise ConfigError(
+                f"eval_temperature={self.eval_temperature} must be >= 0, and > 0 when eval_samples="
+                f"{self.eval_samples} > 1 (greedy rollouts of a task are all the same)"
+            )
 
     def _check_advantage(self) -> None:
         if not 0.0 < self.gamma <= 1.0:

@@ -8,6 +8,7 @@ them. The maths live in :mod:`agents.training.objectives`, the token layout in :
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import logging
@@ -175,9 +176,10 @@ class FlowGRPOLearner:
         )
 
     def collect(
-        self, split: str, task_indices: Sequence[int], group_size: int, seed: int, greedy: bool = False
+        self, split: str, task_indices: Sequence[int], group_size: int, seed: int, temperature: float | None = None
     ) -> Rollouts:
-        """Play every task ``group_size`` times (group order), one batched generation call per turn, and score it."""
+        """Play every task ``group_size`` times (group order, one batched generation per turn; ``temperature``, 0
+        greedy, replaces the rollouts') and score it."""
         from agents.training.rollout import collect_group_rollouts
 
         tasks = self.tasks(split)
@@ -185,8 +187,10 @@ class FlowGRPOLearner:
         count = len(task_ids) * group_size
         runner = self.runner(split, min(count, self.config.concurrency) if self.config.concurrency > 0 else count)
         saved = self.backend.sampling
-        if greedy:
+        if temperature == 0:
             self.backend.sampling = SamplingParams(temperature=0.0, max_tokens=saved.max_tokens)
+        elif temperature is not None:
+            self.backend.sampling = dataclasses.replace(saved, temperature=float(temperature))
         try:
             groups = collect_group_rollouts(
                 runner,
@@ -287,8 +291,7 @@ class FlowGRPOLearner:
         if cfg.algorithm == "flow_grpo" and (cfg.ppo_epochs > 1 or n_global > cfg.minibatch_size):
             self._fill_old_and_ref_logprobs(samples)
         gen = torch.Generator().manual_seed(_step_seed(cfg.seed, self.step) + 1)
-        # data-parallel: every rank cuts its turns into the same number of minibatches (so all ranks take
-        # the same optimizer steps); minibatch j is the union of every rank's j-th slice
+        # data-parallel: all ranks cut as many minibatches (same optimizer steps); minibatch j = all j-th slices
         slices = minibatch_count(n_global, max(self.dp.gather(len(samples))), cfg.minibatch_size)
         totals: dict[str, float] = {}
         updates = 0
@@ -475,22 +478,32 @@ class FlowGRPOLearner:
 
     # ------------------------------------------------------------------ phase 5: evaluation
     def evaluate(self, split: str | None = None, num_tasks: int | None = None) -> dict[str, float]:
-        """Greedy success and mean score on the first ``num_tasks`` tasks of ``split``."""
-        split = split or self.config.eval_split
-        n = min(num_tasks or self.config.eval_tasks, len(self.tasks(split)))
+        """Success (Wilson 95% interval over episodes), mean score: ``eval_samples`` a task at ``eval_temperature``."""
+        import torch
+
+        cfg = self.config
+        split = split or cfg.eval_split
+        n = min(num_tasks or cfg.eval_tasks, len(self.tasks(split)))
         self.backend.sync_weights(self.model)
         first, stop = self.dp.shard(n)  # data-parallel: each rank plays its share, the counts are summed
         scores: list[float] = []
         turns = 0
-        if stop > first:
-            rollouts = self.collect(split, list(range(first, stop)), 1, seed=self.config.seed + first, greedy=True)
+        if stop > first:  # the same random numbers at every evaluation: two differ only by the policy
+            with torch.random.fork_rng():  # the training's random stream is left as it was
+                torch.manual_seed(_step_seed(cfg.seed, -1) + first)
+                k, indices = cfg.eval_samples, list(range(first, stop))
+                rollouts = self.collect(split, indices, k, cfg.seed + first * k, cfg.eval_temperature)
             scores, turns = rollouts.scores, rollouts.num_turns
         successes, total, turns_sum, count = self.dp.sum(
             [sum(s >= 1.0 for s in scores), sum(scores), turns, len(scores)]
         )
-        env_id = self.config.env_id.split("/", 1)[-1]
+        low, high = _wilson95(successes, count)
+        env_id = cfg.env_id.split("/", 1)[-1]
         return {
             f"eval/{env_id}/success": successes / max(count, 1),
+            f"eval/{env_id}/success_ci95_low": low,
+            f"eval/{env_id}/success_ci95_high": high,
+            f"eval/{env_id}/episodes": float(count),
             f"eval/{env_id}/score": total / max(count, 1),
             f"eval/{env_id}/turns": turns_sum / max(count, 1),
         }
@@ -605,6 +618,15 @@ class FlowGRPOLearner:
 
 def _step_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7919) % (2**31 - 1)
+
+
+def _wilson95(successes: float, n: float) -> tuple[float, float]:
+    """The Wilson score 95% interval of a success rate (leaderboards.stats' formula; (0, 1) when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    z2, p = 1.959963984540054**2, successes / n
+    centre, half = p + z2 / (2 * n), math.sqrt(z2 * p * (1 - p) / n + z2 * z2 / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z2 / n)), min(1.0, (centre + half) / (1 + z2 / n))
 
 
 # =============================================================================================

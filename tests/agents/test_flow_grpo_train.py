@@ -261,6 +261,33 @@ def test_time_budget_stops_after_a_step_then_resumes(tmp_path):
     assert [r["step"] for r in _records(run)] == [0, 1, 2, 3]
 
 
+def test_sampled_evaluation_is_paired_and_leaves_training_random_numbers(tmp_path):
+    """``eval_samples`` rollouts per task at ``eval_temperature``: every evaluation draws the same random numbers
+    (two evaluations of one policy agree), the training's torch stream is untouched, and the Wilson interval
+    brackets the rate."""
+    from agentflow_env.error import ConfigError
+    from leaderboards.stats import wilson_interval
+
+    cfg = _config(tmp_path, eval_tasks=3, eval_samples=4, eval_temperature=1.0, reward_fn="")
+    learner = FlowGRPOLearner(cfg)
+    try:
+        torch.manual_seed(123)
+        state = torch.get_rng_state()
+        first = learner.evaluate()
+        assert torch.equal(torch.get_rng_state(), state)
+        second = learner.evaluate()
+        assert first == second
+        assert first["eval/Gen-GameOf24-v1/episodes"] == 12.0
+        rate = first["eval/Gen-GameOf24-v1/success"]
+        low, high = first["eval/Gen-GameOf24-v1/success_ci95_low"], first["eval/Gen-GameOf24-v1/success_ci95_high"]
+        assert (low, high) == pytest.approx(wilson_interval(round(rate * 12), 12))
+        assert learner.evaluate(num_tasks=2)["eval/Gen-GameOf24-v1/episodes"] == 8.0
+    finally:
+        learner.close()
+    with pytest.raises(ConfigError, match="eval_temperature"):
+        cfg.replace(eval_temperature=0.0)  # 4 greedy rollouts of a task would all be the same
+
+
 def test_a_fresh_run_keeps_the_old_log_aside(tmp_path, monkeypatch):
     import agents.training.flow_grpo as fg
 
