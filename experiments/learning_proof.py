@@ -625,15 +625,16 @@ def main(argv: list[str] | None = None) -> int:
         tmp.write_text(json.dumps(results, indent=1), encoding="utf-8")
         tmp.replace(out_dir / f"{name}.json")
 
-    # 1-2. SFT of the tuning seed; then the tuning grid (validation only), beside the other seeds' SFT
+    # 1-2. SFT of the tuning seed (beside others); then the tuning grid (validation only), beside the other SFTs
     sft = {s: work / f"seed{s}" / "sft" for s in seeds}
     _base(args, work, commands)
-    _sft(p, args, work, seeds[0], commands)
+    first = seeds[: max(1, args.jobs)]  # the tuning seed's SFT, beside as many other seeds' as there are jobs
+    _in_parallel(args, [partial(_sft, p, args, work, s, commands) for s in first])
     _in_parallel(
         args,
         [
+            *[partial(_sft, p, args, work, s, commands) for s in seeds if s not in first],  # longest first
             *_tuning_calls(p, args, work, seeds[0], sft[seeds[0]], commands),
-            *[partial(_sft, p, args, work, s, commands) for s in seeds[1:]],
         ],
     )
     chosen = _choose(p, args, work, seeds[0], results)

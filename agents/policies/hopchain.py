@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 
-from agents.policies.baselines import final_answer, memory_results, tool_call
+from agents.policies.baselines import final_answer, memory_results
 from agents.policies.policy import Observation
 
 __all__ = ["ScriptedHopChainEarlyPlanner", "ScriptedHopChainPlanner", "chain_state"]
@@ -54,14 +54,8 @@ class ScriptedHopChainPlanner:
             stop = q.hops - 1
         if done >= stop or "last turn" in obs["prompt"]:
             return final_answer(current)
-        link = q.links[done]
-        return tool_call(
-            TOOL_NAME,
-            f"{link} of {current}",
-            sub_goal=f"Find the {link}.",
-            justification="Next link.",
-            context=f"person {current}",
-        )
+        # the two fields the env reads, nothing else: a short action is what a tiny model can learn to say
+        return f"Tool Name: {TOOL_NAME}\nCommand: {q.links[done]} of {current}"
 
     def _early(self, question: str) -> bool:
         return (zlib.crc32(question.encode("utf-8")) % 1000) / 1000 < self.early_share

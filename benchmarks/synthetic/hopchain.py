@@ -19,6 +19,7 @@ Built for the CPU learning proof (``experiments/learning_proof.py --family hopch
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,23 +150,39 @@ def _scorer() -> HopChainScorer:
 def load_tasks(
     split: str = "test",
     seed: int = 0,
-    num_tasks: int = 2000,
+    num_tasks: int | None = None,
     hops: tuple[int, int] | list[int] = (1, 3),
     world_size: int = PEOPLE,
+    links: Sequence[str] | None = None,
 ) -> GeneratedTasks:
     """Questions over the world of ``seed`` and ``split`` with a uniform number of links in ``hops``
-    (``(lo, hi)`` inclusive, or a list); the reached person is never the start nor on the way."""
+    (``(lo, hi)`` inclusive, or a list); the reached person is never the start nor on the way. ``num_tasks``
+    defaults to 4000 for train and 600 for validation and test (about half of the distinct test questions).
+    ``links`` limits the chains to some link kinds (e.g. ``["mentor"]``: the question's only variable is then
+    its length; the registry still answers every kind)."""
+    kinds = tuple(LINKS if links is None else links)
+    if not kinds or any(k not in LINKS for k in kinds):
+        raise ConfigError(f"links={links!r}; choose among {', '.join(LINKS)}")
+    if num_tasks is None:
+        num_tasks = 4000 if check_split(split) == "train" else 600
     choices = list(range(int(hops[0]), int(hops[1]) + 1)) if isinstance(hops, tuple) else [int(h) for h in hops]
     if not choices or any(not 1 <= h <= 6 for h in choices):
         raise ConfigError(f"hops={hops!r}; give a (lo, hi) range or a list within 1..6")
-    part = check_split(split)
-    registry = build_registry(int(seed), part, int(world_size))
+    # one source per setting, shared by every env of the process (it is thread-safe and grows lazily)
+    return _source(check_split(split), int(seed), int(num_tasks), tuple(choices), int(world_size), kinds)
+
+
+@built_once(maxsize=32)
+def _source(
+    part: str, seed: int, num_tasks: int, choices: tuple[int, ...], world_size: int, kinds: tuple[str, ...]
+) -> GeneratedTasks:
+    registry = build_registry(seed, part, world_size)
     people = sorted(registry)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(100):
             h = choices[int(rng.integers(len(choices)))]
-            q = ChainQuestion(people[int(rng.integers(len(people)))], tuple(rng.choice(LINKS, size=h).tolist()))
+            q = ChainQuestion(people[int(rng.integers(len(people)))], tuple(rng.choice(kinds, size=h).tolist()))
             path = follow(registry, q)
             if len(set(path)) < len(path):
                 continue  # a cycle: the answer would equal a person already named
@@ -194,7 +211,7 @@ SPEC = BenchmarkSpec(
     make_scorer=_scorer,
     tools=(TOOL_NAME,),
     max_turns=4,
-    source="generated: num_tasks per split (default 2000); 300 people, each split's own random links per seed",
+    source="generated: 4000 train / 600 validation / 600 test tasks; 300 people, each split's own links per seed",
     description="Follow 1-3 links through a fictional registry; only the registry tool returns each link.",
     make_tools=make_tools,
     instructions=INSTRUCTIONS,
