@@ -30,6 +30,7 @@ from agentflow_env.tools.base import BaseTool, Tool
 from agentflow_env.types import Task, ToolResult
 from benchmarks.specs import BenchmarkSpec
 from benchmarks.synthetic.common import SPLITS, GeneratedTasks, built_once, check_split
+from benchmarks.synthetic.world import WorldAnswerScorer
 
 __all__ = [
     "LINKS",
@@ -134,13 +135,9 @@ class RegistryTool(BaseTool):
         return ToolResult(text=f"{link} of {person}: {self.registry[person][link]}")
 
 
-class HopChainScorer:
-    """1.0 when the final answer is exactly the reached person's number (``person 583`` also counts)."""
-
-    def __call__(self, prediction: str, task: Task) -> float:
-        text = str(prediction).strip().rstrip(".").strip()
-        text = re.sub(r"^person\s+", "", text, flags=re.IGNORECASE)
-        return float(text == str(task.answer))
+class HopChainScorer(WorldAnswerScorer):
+    """The generated worlds' scorer (one answer span, hedges score 0): 1.0 when the final answer is the reached
+    person's number ("566", "The answer is 566.")."""
 
 
 def _scorer() -> HopChainScorer:

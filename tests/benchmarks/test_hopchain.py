@@ -122,8 +122,9 @@ def test_tool_and_scorer_read_strictly():
     task = load_tasks("test", num_tasks=1)[0]
     scorer = HopChainScorer()
     assert scorer(task.answer, task) == 1.0
-    assert scorer(f"person {task.answer}.", task) == 1.0
+    assert scorer(f"The answer is {task.answer}.", task) == 1.0
     assert scorer(f"{task.answer} or 123", task) == 0.0
+    assert scorer("123" if task.answer != "123" else "124", task) == 0.0
     with pytest.raises(ConfigError):
         load_tasks("test", hops=(0, 2))
     with pytest.raises(ConfigError):
