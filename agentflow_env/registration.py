@@ -66,6 +66,7 @@ _BENCHMARKS = (
     "Gen-Math",
     "Gen-Science",
     "Gen-Agentic",
+    "Gen-HopChain",
 )
 LATEST_VERSION = 2
 BUILTIN: tuple[EnvEntry, ...] = tuple(

@@ -200,12 +200,13 @@ def build_tiny_lm(
     vocab_size: int = 4096,
     seed: int = 0,
     num_episodes: int = 48,
+    added_tokens: Sequence[str] = (),
     **model_kwargs: Any,
 ) -> Path:
     """Train the tokenizer, initialise a random Llama-style causal LM, and ``save_pretrained`` both.
 
-    ``texts`` are added to the Game-of-24 corpus (other families' prompts, for example). The
-    result is deterministic given the arguments. Returns ``out_dir``.
+    ``texts`` are added to the Game-of-24 corpus (other families' prompts, for example); ``added_tokens``
+    become whole tokens. The result is deterministic given the arguments. Returns ``out_dir``.
     """
     _require_hf()
     import torch
@@ -214,6 +215,8 @@ def build_tiny_lm(
     out = Path(out_dir)
     corpus = corpus_texts(num_episodes=num_episodes, seed=seed) + list(texts or [])
     tokenizer = build_tokenizer(corpus, vocab_size=vocab_size)
+    if added_tokens:  # whole tokens, matched before pre-tokenisation (e.g. entity names a policy must copy)
+        tokenizer.add_tokens(list(added_tokens))
     kwargs = {**DEFAULT_MODEL_KWARGS, **model_kwargs}
     config = LlamaConfig(
         vocab_size=len(tokenizer),

@@ -119,6 +119,7 @@ SPEC_TABLE: dict[str, str] = {
     "Gen-Math": "benchmarks.synthetic.mathgen:SPEC",
     "Gen-Science": "benchmarks.synthetic.science:SPEC",
     "Gen-Agentic": "benchmarks.synthetic.agentic:SPEC",
+    "Gen-HopChain": "benchmarks.synthetic.hopchain:SPEC",
 }
 
 FLOWS = ("modes", "paper")

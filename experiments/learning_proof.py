@@ -1,5 +1,7 @@
-"""Multi-turn learning proof on CPU: tiny LM -> SFT -> {RFT, Flow-GRPO trajectory, Flow-GRPO turn}, on
-Game of 24 over 1..20 with up to 3 planner turns (calculator check, retry, answer).
+"""Multi-turn learning proof on CPU: tiny LM -> SFT -> {RFT, Flow-GRPO trajectory, Flow-GRPO turn}, on a task
+family (``--family``, see experiments/learning_proof_families.py): ``game24`` (default; Game of 24 over 1..20
+with up to 3 planner turns: calculator check, retry, answer) or ``hopchain`` (Gen-HopChain: 1-3 registry
+lookups, each from the person the previous reply named, then the answer; the design is fixed in that module).
 
 Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so any number can be redone by hand):
 
@@ -20,6 +22,10 @@ Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so a
    turns and checks per episode; the validation curve; clip fractions; the gain over SFT the primary test
    could detect (80% power).
 
+Every per-task test outcome goes to ``OUT/NAME/outcomes/<arm>-seed<k>.json`` (committed), and the statistics
+are computed from those files alone; ``--recompute`` redoes that without any model and checks the result
+equals the summary ``OUT/NAME.json``.
+
 Resumable: finished phases are skipped (SFT: its sft_metrics.json; train: metrics reach the step count; eval:
 its JSON), train runs resume from their checkpoints, and the result JSON is rewritten after every phase.
 Every call has a wall-clock budget (``--max-minutes``); a train run cut by it is recorded as incomplete and
@@ -29,6 +35,8 @@ Run: python experiments/learning_proof.py            (full: 3 seeds, all 551 tes
      python experiments/learning_proof.py --demo-policy agents.policies.baselines:ScriptedGameOf24RetryPlanner \
          --name learning_proof_multiturn_retry     (the variant with retry demonstrations)
      python experiments/learning_proof.py --quick    (1 seed, 40 steps, 100 test tasks, 2-setting grid)
+     python experiments/learning_proof.py --family hopchain --threads 1 --jobs 2   (the Gen-HopChain proof)
+     python experiments/learning_proof.py --family hopchain --recompute   (every statistic from the outcomes)
 """
 
 from __future__ import annotations
@@ -43,7 +51,6 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -53,71 +60,42 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from experiments.learning_proof_report import ARMS, METHODS, RETRY_DEMOS, plot, statistics  # noqa: E402
+from experiments.learning_proof_families import FAMILIES, Family, Profile  # noqa: E402
+from experiments.learning_proof_outcomes import recompute, summarise_outcomes, write_outcomes  # noqa: E402
+from experiments.learning_proof_report import ARMS, METHODS, RETRY_DEMOS, plot  # noqa: E402
 
 CONFIG = "experiments/configs/learning-proof-game24-multiturn.toml"
 # the task, read from the config by _configure (one source of truth for SFT, training and evaluation)
 ENV_ID = ""
 ENV_KWARGS: dict[str, Any] = {}
 MAX_TOKENS = 64
+FAMILY: Family = FAMILIES["game24"]
 
 
-def _configure(config: str) -> None:
+def _configure(config: str, family: str = "game24") -> None:
     import tomllib
 
-    global CONFIG, ENV_ID, ENV_KWARGS, MAX_TOKENS
-    CONFIG = _rel(ROOT / config)
+    global CONFIG, ENV_ID, ENV_KWARGS, MAX_TOKENS, FAMILY
+    FAMILY = FAMILIES[family]
+    CONFIG = _rel(ROOT / (config or FAMILY.config))
     data = tomllib.loads((ROOT / CONFIG).read_text(encoding="utf-8"))
     ENV_ID = data["env_id"]
     ENV_KWARGS = dict(data.get("env_kwargs", {}))
     MAX_TOKENS = int(data.get("rollout", {}).get("max_new_tokens", 64))
 
 
-@dataclass(frozen=True)
-class Profile:
-    seeds: tuple[int, ...]
-    steps: int
-    grid_lr: tuple[float, ...]
-    grid_temperature: tuple[float, ...]
-    test_tasks: int
-    val_tasks: int
-    eval_every: int
-    sft_episodes: int
-    sft_steps: int
-    # seconds on one idle core of this project's 2-core CPU, for the up-front estimate (measured by the full
-    # check-only proof: SFT 143 s for 1500 steps; RFT 0.4 s and Flow-GRPO 1.3-1.9 s a step; 6 s per 551 tasks)
-    sft_step_s: float = 0.1  # one SFT step (batch 16)
-    step_s: float = 1.2  # 8 questions x 8 rollouts x up to 3 turns, and the update (mean over the methods)
-    eval_task_s: float = 0.02  # one greedy episode, 32 side by side
-
-
-FULL = Profile(
-    seeds=(0, 1, 2),
-    steps=150,
-    grid_lr=(5e-5, 2e-4),
-    grid_temperature=(0.6, 0.9),
-    test_tasks=551,  # the whole test split of Game of 24 over 1..20
-    val_tasks=200,
-    eval_every=25,
-    sft_episodes=3000,
-    sft_steps=1500,
-)
-QUICK = Profile(
-    seeds=(0,),
-    steps=40,
-    grid_lr=(1e-4, 5e-4),
-    grid_temperature=(0.7,),
-    test_tasks=100,
-    val_tasks=50,
-    eval_every=10,
-    sft_episodes=3000,
-    sft_steps=1500,
-)
+FULL, QUICK = FAMILIES["game24"].full, FAMILIES["game24"].quick  # the Game-of-24 profiles (tests read them)
 
 
 def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=CONFIG, help="the train config; its env_id and env_kwargs are the task")
+    p.add_argument(
+        "--family",
+        choices=sorted(FAMILIES),
+        default="game24",
+        help="the task family (experiments/learning_proof_families.py): game24 (default) or hopchain (Gen-HopChain)",
+    )
+    p.add_argument("--config", default="", help="the train config (default: the family's); its env is the task")
     p.add_argument("--quick", action="store_true", help="the short version (1 seed, 40 steps, 100 test tasks)")
     p.add_argument("--seeds", type=int, nargs="+", help="override the profile's seeds")
     p.add_argument("--steps", type=int, help="override the learner steps of every RL run")
@@ -132,15 +110,22 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--work", default="", help="scratch folder (default runs/NAME)")
     p.add_argument("--out", default=str(ROOT / "experiments" / "results"), help="where the JSON and PNG go")
-    p.add_argument("--name", default="", help="file stem (default learning_proof_multiturn[_quick])")
+    p.add_argument("--name", default="", help="file stem (default: the family's, e.g. learning_proof_hopchain)")
+    p.add_argument(
+        "--recompute",
+        action="store_true",
+        help="recompute every statistic from the committed per-task outcomes (OUT/NAME/outcomes/*.json) and check "
+        "that it equals the summary OUT/NAME.json; runs no model",
+    )
     p.add_argument(
         "--demo-policy",
-        default="scripted",
+        default="",
         help="planner of the SFT demonstrations: 'scripted' (default: checks the right expression, then answers) "
         f"or a policy spec, e.g. {RETRY_DEMOS} (checks a wrong guess first on half the tasks, then retries)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, the commands and the estimate; run nothing")
     p.add_argument("--evaluate", nargs=3, metavar=("MODEL", "SPLIT", "OUT"), help=argparse.SUPPRESS)
+    p.add_argument("--build-base", metavar="OUT", help=argparse.SUPPRESS)
     p.add_argument("--eval-tasks", type=int, default=0, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -209,7 +194,7 @@ def _sft_cmd(p: Profile, args: argparse.Namespace, work: Path, seed: int) -> tup
         "--max-steps",
         str(p.sft_steps),
         "--lr",
-        "0.002",
+        f"{p.sft_lr:g}",
         "--threads",
         str(args.threads),
         "--seed",
@@ -223,7 +208,32 @@ def _sft_cmd(p: Profile, args: argparse.Namespace, work: Path, seed: int) -> tup
     ]
     if args.demo_policy != "scripted":
         cmd[-2:-2] = ["--demo-policy", args.demo_policy]
+    if FAMILY.base_shape is not None:  # a tiny LM whose tokenizer also read this family's text (see _base)
+        cmd[-2:-2] = ["--base", _rel(work / "base"), "--all-demos"]
     return out, cmd
+
+
+def _base(args: argparse.Namespace, work: Path, record: dict[str, Any]) -> None:
+    """The family's start model (when it has its own shape): built once, shared by every seed's SFT."""
+    if FAMILY.base_shape is None:
+        return
+    out = work / "base"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--family", FAMILY.key, "--build-base", _rel(out)]
+    if not (out / "config.json").is_file() and not args.dry_run:
+        record["base"] = _run(cmd, work / "base.log", args.max_minutes)
+    else:
+        record.setdefault("base", {"command": _shown(cmd), "skipped": "done" if not args.dry_run else "dry run"})
+
+
+def build_base(out: str) -> int:
+    """The tiny LM's recipe with this family's scripted episodes added to the tokenizer's corpus, and the
+    family's entity names as whole tokens (one token each, so copying one from a reply is one step)."""
+    from agents.tiny_lm import _family_texts, build_tiny_lm
+
+    assert FAMILY.base_shape is not None
+    texts = _family_texts(ENV_ID, FAMILY.base_episodes, 0, max_steps=10)
+    build_tiny_lm(ROOT / out, texts=texts, added_tokens=FAMILY.atomic_tokens, **FAMILY.base_shape)
+    return 0
 
 
 def _record(commands: dict[str, Any], key: str, rec: dict[str, Any]) -> None:
@@ -350,6 +360,7 @@ def _evaluate_cmd(args: argparse.Namespace, model: Path, out: Path, tasks: int) 
     return [
         sys.executable,
         str(Path(__file__).resolve()),
+        *(["--family", FAMILY.key] if FAMILY.key != "game24" else []),
         "--evaluate",
         _rel(model),
         "test",
@@ -397,6 +408,10 @@ def evaluate_model(model: str, split: str, out: str, tasks: int, threads: int) -
             "turns": by_id[i].num_turns,
             "tool_calls": sum(1 for turn in by_id[i].turns if turn.tool),
             "answer": by_id[i].answer,
+            # what each tool call asked and got (the multi-turn behaviour statistics read them)
+            "tool_commands": [str(turn.command or "")[:80] for turn in by_id[i].turns if turn.tool],
+            "tool_results": [str(turn.result or "")[:80] for turn in by_id[i].turns if turn.tool],
+            **({"links": FAMILY.links(by_id[i].question)} if FAMILY.links else {}),
         }
         for i in ids
     ]
@@ -541,10 +556,13 @@ def _final_evals(
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    _configure(args.config)
+    _configure(args.config, args.family)
     if args.evaluate:
         return evaluate_model(*args.evaluate, tasks=args.eval_tasks, threads=args.threads)
-    p = QUICK if args.quick else FULL
+    if args.build_base:
+        return build_base(args.build_base)
+    args.demo_policy = args.demo_policy or FAMILY.demo_policy
+    p = FAMILY.quick if args.quick else FAMILY.full
     args.jobs = args.jobs or max(1, (os.cpu_count() or 1) // max(args.threads, 1))
     if args.steps or args.test_tasks:
         from dataclasses import replace
@@ -552,9 +570,11 @@ def main(argv: list[str] | None = None) -> int:
         p = replace(p, steps=args.steps or p.steps, test_tasks=args.test_tasks or p.test_tasks)
     seeds = list(args.seeds or p.seeds)
     suffix = "_quick" if args.quick else ""
-    name = args.name or f"learning_proof_multiturn{suffix}"
+    name = args.name or f"{FAMILY.stem}{suffix}"
     work = Path(args.work or ROOT / "runs" / name)
     out_dir = Path(args.out)
+    if args.recompute:
+        return recompute(out_dir, name, FAMILY)
     est = _estimate(p, seeds, args.jobs)
     sys.stderr.write(
         f"learning proof ({'quick' if args.quick else 'full'}): seeds {seeds}, {est['sft_runs']} SFT runs, "
@@ -566,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "setup": {
             "quick": args.quick,
+            "family": FAMILY.key,
             "demo_policy": args.demo_policy,
             "env_id": ENV_ID,
             "env_kwargs": ENV_KWARGS,
@@ -604,14 +625,16 @@ def main(argv: list[str] | None = None) -> int:
         tmp.write_text(json.dumps(results, indent=1), encoding="utf-8")
         tmp.replace(out_dir / f"{name}.json")
 
-    # 1-2. SFT of the tuning seed; then the tuning grid (validation only), beside the other seeds' SFT
+    # 1-2. SFT of the tuning seed (beside others); then the tuning grid (validation only), beside the other SFTs
     sft = {s: work / f"seed{s}" / "sft" for s in seeds}
-    _sft(p, args, work, seeds[0], commands)
+    _base(args, work, commands)
+    first = seeds[: max(1, args.jobs)]  # the tuning seed's SFT, beside as many other seeds' as there are jobs
+    _in_parallel(args, [partial(_sft, p, args, work, s, commands) for s in first])
     _in_parallel(
         args,
         [
+            *[partial(_sft, p, args, work, s, commands) for s in seeds if s not in first],  # longest first
             *_tuning_calls(p, args, work, seeds[0], sft[seeds[0]], commands),
-            *[partial(_sft, p, args, work, s, commands) for s in seeds[1:]],
         ],
     )
     chosen = _choose(p, args, work, seeds[0], results)
@@ -640,8 +663,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(json.dumps({"estimate": est, "commands": commands}, indent=1) + "\n")
         return 0
 
-    # 5. statistics, plot
-    results["statistics"] = statistics(evals, seeds)
+    # 5. every per-task outcome beside the summary; the statistics from those files alone (as --recompute does)
+    written = write_outcomes(evals, seeds, out_dir / name / "outcomes")
+    results.update(summarise_outcomes(out_dir / name / "outcomes", FAMILY))
+    results["outcomes"] = {"folder": _rel(out_dir / name / "outcomes"), "files": written}
     results["complete"] = all(r["complete"] for runs in final_runs.values() for r in runs.values()) and all(
         s in evals[a] for a in ARMS for s in seeds
     )

@@ -98,11 +98,22 @@ def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) ->
                 "majority_vote": mcnemar_exact(va, vb).to_dict(),
                 "bootstrap_diff_b_minus_a": paired_bootstrap_diff(vb, va, resamples=5000, seed=0),
                 "per_seed": {str(s): mcnemar_exact(outcomes[a][s], outcomes[b][s]).to_dict() for s in seeds},
+                # seed-paired: every (seed, task) pairs arm a's episode with arm b's of the same seed and task
+                # (tasks recur across seeds, so this treats seeds as independent replications)
+                "seed_paired": mcnemar_exact(
+                    [x for s in seeds for x in outcomes[a][s]], [x for s in seeds for x in outcomes[b][s]]
+                ).to_dict(),
+                # the per-seed success difference b - a: mean and t-95% interval over seeds
+                "seed_diff_b_minus_a": t_interval(
+                    [(sum(outcomes[b][s]) - sum(outcomes[a][s])) / max(len(outcomes[a][s]), 1) for s in seeds]
+                ),
             }
         )
     for t, adj in zip(tests, holm([t["majority_vote"]["p_value"] for t in tests])):
         t["majority_vote"]["p_holm"] = adj
         t["significant_5pct_holm"] = adj < 0.05
+    for t, adj in zip(tests, holm([t["seed_paired"]["p_value"] for t in tests])):
+        t["seed_paired"]["p_holm"] = adj
     verdicts = []
     for t in tests:  # read as "the later arm (a method) against the earlier one (a baseline)"
         m, d = t["majority_vote"], t["bootstrap_diff_b_minus_a"]
@@ -111,7 +122,8 @@ def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) ->
             f"{LABELS[t['b']]} vs {LABELS[t['a']]}: {100 * d['diff']:+.1f} points "
             f"(95% bootstrap {100 * d['lo']:+.1f} to {100 * d['hi']:+.1f}); tasks only the first solves "
             f"{m['b_only']}, only the second {m['a_only']}; McNemar exact p={m['p_value']:.3g}, "
-            f"Holm p={m['p_holm']:.3g}: {word} at 5%"
+            f"Holm p={m['p_holm']:.3g}: {word} at 5%; seed-paired McNemar over {t['seed_paired']['n']} "
+            f"(seed, task) pairs Holm p={t['seed_paired']['p_holm']:.3g}"
         )
     power = None
     if "sft_only" in per_arm:  # what a null result rules out: the gain over SFT the primary test would find
@@ -134,7 +146,8 @@ def statistics(evals: dict[str, dict[int, dict[str, Any]]], seeds: list[int]) ->
         "pooling": (
             "primary test: per task, a method counts as solving it when a majority of seeds solved it "
             "(with one seed: that seed); McNemar exact on those paired outcomes; Holm over all pairs. "
-            "Per-seed McNemar tests are listed too."
+            "Per-seed McNemar tests, a seed-paired McNemar over all (seed, task) pairs (Holm over the pairs) and "
+            "the t-95% interval of the per-seed difference are listed too."
         ),
         "seeds": seeds,
         "arms": per_arm,
@@ -192,7 +205,8 @@ def plot(results: dict[str, Any], path: Path, env_id: str, env_kwargs: dict[str,
     bx.set_title(f"held-out test ({ci_kind})")
     bx.grid(alpha=0.3, axis="y")
     label = "QUICK run (short, 1 seed): " if results["setup"]["quick"] else ""
-    demos = "retry demos" if results["setup"].get("demo_policy") == RETRY_DEMOS else "check-only demos"
+    policy = str(results["setup"].get("demo_policy") or "scripted")
+    demos = {RETRY_DEMOS: "retry demos", "scripted": "check-only demos"}.get(policy, policy.split(":")[-1])
     threads = results["setup"]["threads"]
     fig.suptitle(
         f"{label}{env_id.split('/')[-1]} {env_kwargs}, tiny LM after SFT on {demos}, "

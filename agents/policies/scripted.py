@@ -312,12 +312,19 @@ class ScriptedPlanner:
         return final_answer("unknown")
 
 
+def _hopchain_planner() -> Policy:
+    from agents.policies.hopchain import ScriptedHopChainPlanner
+
+    return ScriptedHopChainPlanner()
+
+
 _BY_FAMILY: dict[str, Callable[[], Policy]] = {
     "Gen-GameOf24": ScriptedGameOf24Planner,
     "Gen-MultiHop": ScriptedMultiHopPlanner,
     "Gen-Agentic": ScriptedAgenticPlanner,
     "Gen-Math": ScriptedMathPlanner,
     "Gen-Science": ScriptedSciencePlanner,
+    "Gen-HopChain": _hopchain_planner,
 }
 
 

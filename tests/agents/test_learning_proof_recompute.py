@@ -1,0 +1,129 @@
+"""``learning_proof.py --recompute``: every statistic from the committed per-task outcomes, checked against the
+summary; on a synthetic outcomes folder written here, and on the committed results where they exist."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.learning_proof_families import FAMILIES, hopchain_behaviour
+from experiments.learning_proof_outcomes import load_outcomes, summarise_outcomes, write_outcomes
+from experiments.learning_proof_report import ARMS
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "experiments" / "results"
+
+
+def _recompute(out: Path, name: str, family: str = "hopchain") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "experiments/learning_proof.py", "--family", family, "--recompute", "--out", str(out)]
+        + ["--name", name],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _episode(rng: random.Random, i: int, p: float) -> dict:
+    links = 1 + i % 3
+    people = [str(rng.randrange(100, 400)) for _ in range(links + 1)]
+    calls = links if rng.random() < 0.8 else links - 1
+    return {
+        "task_id": f"t{i}",
+        "success": rng.random() < p,
+        "turns": calls + 1,
+        "tool_calls": calls,
+        "answer": people[calls],
+        "tool_commands": [f"mentor of {people[k]}" for k in range(calls)],
+        "tool_results": [f"mentor of {people[k]}: {people[k + 1]}" for k in range(calls)],
+        "links": links,
+    }
+
+
+def _synthetic(folder: Path, tasks: int = 40) -> None:
+    rng = random.Random(7)
+    rates = {"sft_only": 0.3, "rft": 0.4, "flow_grpo_trajectory": 0.6, "flow_grpo_turn": 0.55}
+    evals = {a: {s: {"tasks": [_episode(rng, i, rates[a]) for i in range(tasks)]} for s in (0, 1, 2)} for a in ARMS}
+    write_outcomes(evals, [0, 1, 2], folder)
+
+
+def test_recompute_reproduces_the_summary_and_catches_a_changed_outcome(tmp_path) -> None:
+    outcomes = tmp_path / "proof" / "outcomes"
+    _synthetic(outcomes)
+    assert len(list(outcomes.glob("*.json"))) == 12
+    summary = {"setup": {}, **summarise_outcomes(outcomes, FAMILIES["hopchain"])}
+    (tmp_path / "proof.json").write_text(json.dumps(summary, indent=1))
+    ok = _recompute(tmp_path, "proof")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    report = json.loads(ok.stdout)
+    assert report["matches"] and report["files"] == 12 and set(report["recomputed"]) == {"statistics", "behaviour"}
+
+    path = outcomes / "flow_grpo_turn-seed1.json"  # flip one task's outcome: the recomputation must disagree
+    doc = json.loads(path.read_text())
+    doc["tasks"][3]["success"] = not doc["tasks"][3]["success"]
+    path.write_text(json.dumps(doc))
+    bad = _recompute(tmp_path, "proof")
+    assert bad.returncode == 1
+    assert not json.loads(bad.stdout)["matches"] and json.loads(bad.stdout)["differences"]
+
+
+def test_outcomes_must_cover_the_same_tasks_and_seeds(tmp_path) -> None:
+    _synthetic(tmp_path, tasks=6)
+    evals, seeds = load_outcomes(tmp_path)
+    assert seeds == [0, 1, 2] and set(evals) == set(ARMS)
+    (tmp_path / "rft-seed2.json").unlink()
+    with pytest.raises(ValueError, match="seeds"):
+        load_outcomes(tmp_path)
+    assert _recompute(tmp_path / "nowhere", "proof").returncode == 2  # no summary: a clear refusal
+
+
+def test_hopchain_behaviour_reads_replies() -> None:
+    rows = [
+        {  # follows the chain: second query carries the first reply's person, answer is the last reply's
+            "success": True,
+            "turns": 3,
+            "tool_calls": 2,
+            "answer": "222",
+            "tool_commands": ["mentor of 111", "rival of 150"],
+            "tool_results": ["mentor of 111: 150", "rival of 150: 222"],
+            "links": 2,
+        },
+        {  # stops one link early, answering the first reply's person
+            "success": False,
+            "turns": 2,
+            "tool_calls": 1,
+            "answer": "300",
+            "tool_commands": ["friend of 120"],
+            "tool_results": ["friend of 120: 300"],
+            "links": 2,
+        },
+        {  # second query ignores the reply; the answer is made up
+            "success": False,
+            "turns": 3,
+            "tool_calls": 2,
+            "answer": "399",
+            "tool_commands": ["mentor of 101", "rival of 101"],
+            "tool_results": ["mentor of 101: 177", "rival of 101: 188"],
+            "links": 3,
+        },
+    ]
+    out = hopchain_behaviour(rows)
+    assert out["answer_copies_reply"] == pytest.approx(2 / 3)
+    assert out["answer_is_last_reply"] == pytest.approx(2 / 3)
+    assert out["second_query_uses_first_reply"] == pytest.approx(1 / 2)
+    assert out["lookups_vs_links"] == {"+0": 1, "-1": 2}
+    assert out["success_by_links"] == {"2": 0.5, "3": 0.0}
+
+
+@pytest.mark.parametrize("name", ["learning_proof_hopchain"])
+def test_committed_results_recompute(name: str) -> None:
+    if not (RESULTS / name / "outcomes").is_dir() or not (RESULTS / f"{name}.json").is_file():
+        pytest.skip(f"no committed outcomes for {name}")
+    done = _recompute(RESULTS, name)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
