@@ -269,7 +269,7 @@ def add_dataclass_flags(
             )  # fmt: skip
             continue
         if not required:  # None is left unsaid: the help says what None means
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
             shown = f"./{default}" if isinstance(default, Path) and not default.is_absolute() else repr(default)
             help_text = help_text if default is None else f"{help_text} (default: {shown})".strip()
         kind = field_types(cls)[f.name]
