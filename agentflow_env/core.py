@@ -25,6 +25,15 @@ __all__ = ["AgentFlowEnv"]
 logger = logging.getLogger(__name__)
 
 
+def run_tool(tool: Tool, command: str, timeout: float) -> ToolResult:
+    """``tool.run``, with an exception turned into an error result: a tool must never crash the episode."""
+    try:
+        return tool.run(command, timeout)
+    except Exception as exc:
+        logger.exception("tool %s raised", tool.name)
+        return ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+
+
 class AgentFlowEnv(TaskEnv):
     """A multi-turn tool-use task; one ``step`` is one planner turn.
 
@@ -207,11 +216,7 @@ class AgentFlowEnv(TaskEnv):
             return self._step(action)
         self.turn = turn = self.turn + 1
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        try:
-            result = tool.run(command, timeout)
-        except Exception as exc:  # a tool must never crash the episode
-            logger.exception("tool %s raised", tool.name)
-            result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+        result = run_tool(tool, command, timeout)
         text, error, tool_name = result.text, result.error, tool.name
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
@@ -379,11 +384,7 @@ class AgentFlowEnv(TaskEnv):
         if remaining <= 0:  # the executor used up the rest
             return self._out_of_time(parsed)
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        try:
-            result = tool.run(command, timeout)
-        except Exception as exc:  # a tool must never crash the episode
-            logger.exception("tool %s raised", tool.name)
-            result = ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+        result = run_tool(tool, command, timeout)
         text, error = result.text, result.error
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
         return tool.name, command, text, error
