@@ -37,6 +37,7 @@ Run: python experiments/learning_proof.py            (full: 3 seeds, all 551 tes
      python experiments/learning_proof.py --quick    (1 seed, 40 steps, 100 test tasks, 2-setting grid)
      python experiments/learning_proof.py --family hopchain --threads 1 --jobs 2   (the Gen-HopChain proof)
      python experiments/learning_proof.py --family hopchain --recompute   (every statistic from the outcomes)
+     python experiments/learning_proof.py --recompute   (every result with committed outcomes; lists those without)
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from experiments.learning_proof_families import FAMILIES, Family, Profile  # noqa: E402
-from experiments.learning_proof_outcomes import recompute, summarise_outcomes, write_outcomes  # noqa: E402
+from experiments.learning_proof_outcomes import recompute_cli, summarise_outcomes, write_outcomes  # noqa: E402
 from experiments.learning_proof_report import ARMS, METHODS, RETRY_DEMOS, plot  # noqa: E402
 
 CONFIG = "experiments/configs/learning-proof-game24-multiturn.toml"
@@ -92,8 +93,9 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--family",
         choices=sorted(FAMILIES),
-        default="game24",
-        help="the task family (experiments/learning_proof_families.py): game24 (default) or hopchain (Gen-HopChain)",
+        default=None,
+        help="the task family (experiments/learning_proof_families.py): game24 (default) or hopchain (Gen-HopChain); "
+        "with --recompute and no --family or --name: every result in OUT",
     )
     p.add_argument("--config", default="", help="the train config (default: the family's); its env is the task")
     p.add_argument("--quick", action="store_true", help="the short version (1 seed, 40 steps, 100 test tasks)")
@@ -115,7 +117,8 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
         "--recompute",
         action="store_true",
         help="recompute every statistic from the committed per-task outcomes (OUT/NAME/outcomes/*.json) and check "
-        "that it equals the summary OUT/NAME.json; runs no model",
+        "that it equals the summary OUT/NAME.json; runs no model. Without --family and --name: every result in OUT "
+        "with outcomes, and a list of the reported results without them (exit 0 only when all with outcomes match)",
     )
     p.add_argument(
         "--demo-policy",
@@ -556,7 +559,9 @@ def _final_evals(
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    _configure(args.config, args.family)
+    if args.recompute:  # no model: every statistic from the committed outcomes
+        return recompute_cli(Path(args.out), FAMILIES, args.family, args.name, args.quick)
+    _configure(args.config, args.family or "game24")
     if args.evaluate:
         return evaluate_model(*args.evaluate, tasks=args.eval_tasks, threads=args.threads)
     if args.build_base:
@@ -573,8 +578,6 @@ def main(argv: list[str] | None = None) -> int:
     name = args.name or f"{FAMILY.stem}{suffix}"
     work = Path(args.work or ROOT / "runs" / name)
     out_dir = Path(args.out)
-    if args.recompute:
-        return recompute(out_dir, name, FAMILY)
     est = _estimate(p, seeds, args.jobs)
     sys.stderr.write(
         f"learning proof ({'quick' if args.quick else 'full'}): seeds {seeds}, {est['sft_runs']} SFT runs, "

@@ -17,7 +17,16 @@ from typing import Any
 from experiments.learning_proof_families import Family
 from experiments.learning_proof_report import ARMS, statistics
 
-__all__ = ["load_outcomes", "recompute", "summarise_outcomes", "write_outcomes"]
+__all__ = [
+    "check",
+    "family_of",
+    "load_outcomes",
+    "recompute",
+    "recompute_all",
+    "recompute_cli",
+    "summarise_outcomes",
+    "write_outcomes",
+]
 
 _FIELDS = ("task_id", "success", "turns", "tool_calls", "answer", "tool_commands", "tool_results", "links")
 
@@ -94,29 +103,116 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
-def recompute(out_dir: Path, name: str, family: Family) -> int:
-    """Recompute from ``out_dir/name/outcomes`` and compare with ``out_dir/name.json``; 0 when every number matches."""
+def check(out_dir: Path, name: str, family: Family | None) -> dict[str, Any]:
+    """Recompute ``out_dir/name/outcomes`` and compare with ``out_dir/name.json``: the report (``matches``: bool,
+    or None with ``reason`` when there is nothing to recompute: no summary, or no committed outcomes)."""
     summary_path = out_dir / f"{name}.json"
     folder = out_dir / name / "outcomes"
+    report: dict[str, Any] = {
+        "name": name,
+        "family": family.key if family else None,
+        "summary": str(summary_path),
+        "outcomes": str(folder),
+    }
     if not summary_path.is_file():
-        sys.stderr.write(f"no summary {summary_path}\n")
-        return 2
+        return {**report, "matches": None, "reason": f"no summary {summary_path}"}
     if not folder.is_dir():
-        sys.stderr.write(f"no outcomes folder {folder}: this result predates committed outcomes\n")
-        return 2
+        reason = f"no outcomes folder {folder}: this result predates committed outcomes and cannot be recomputed"
+        return {**report, "matches": None, "reason": reason}
+    if family is None:
+        raise ValueError(f"{name}: no family in its summary and no family's stem starts its name")
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     fresh = json.loads(json.dumps(summarise_outcomes(folder, family)))  # through JSON, as the summary was
     diffs = []
     for key, value in fresh.items():
         diffs += _differences(summary.get(key), value, key)
-    report = {
-        "summary": str(summary_path),
-        "outcomes": str(folder),
+    return {
+        **report,
         "files": len(list(folder.glob("*-seed*.json"))),
         "recomputed": sorted(fresh),
         "matches": not diffs,
         "differences": diffs[:20],
         "verdicts": fresh["statistics"]["verdicts"],
     }
+
+
+def recompute(out_dir: Path, name: str, family: Family) -> int:
+    """One result: 0 when every number matches, 1 when one differs, 2 when there is nothing to recompute."""
+    report = check(out_dir, name, family)
+    if report["matches"] is None:
+        sys.stderr.write(report["reason"] + "\n")
+        return 2
     sys.stdout.write(json.dumps(report, indent=1) + "\n")
-    return 0 if not diffs else 1
+    return 0 if report["matches"] else 1
+
+
+def family_of(out_dir: Path, name: str, families: dict[str, Family]) -> Family | None:
+    """The family a summary names in its setup, else the one whose result stem starts its name (the longest)."""
+    path = out_dir / f"{name}.json"
+    if path.is_file():
+        try:
+            key = json.loads(path.read_text(encoding="utf-8")).get("setup", {}).get("family")
+        except (ValueError, AttributeError):
+            key = None
+        if key in families:
+            return families[key]
+    stems = sorted((f for f in families.values() if name.startswith(f.stem)), key=lambda f: -len(f.stem))
+    return stems[0] if stems else None
+
+
+def recompute_all(out_dir: Path, families: dict[str, Family]) -> int:
+    """Every result in ``out_dir``: each with committed outcomes (``*/outcomes/``) is recomputed and compared;
+    each reported learning proof without them (``learning_proof*.json``) is listed as not recomputable.
+
+    Prints one line per result (stderr) and the reports as JSON (stdout). 0 when every result with outcomes
+    matches; 1 when one differs (or its outcomes cannot be read); 2 when no result has outcomes."""
+    names = {p.parent.name for p in out_dir.glob("*/outcomes") if p.is_dir()}
+    names |= {p.stem for p in out_dir.glob("learning_proof*.json")}
+    reports = []
+    for name in sorted(names):
+        try:
+            report = check(out_dir, name, family_of(out_dir, name, families))
+        except (ValueError, KeyError, OSError) as exc:  # unreadable outcomes or summary: a failure, said plainly
+            report = {"name": name, "matches": False, "differences": [], "error": f"{type(exc).__name__}: {exc}"}
+        reports.append(report)
+        if report["matches"] is None:
+            line = f"{name}: NOT RECOMPUTABLE ({report['reason']})"
+        elif report["matches"]:
+            line = f"{name}: matches ({report['files']} outcome files; recomputed {', '.join(report['recomputed'])})"
+        else:
+            why = (
+                report.get("error") or f"{len(report['differences'])}+ differences, first: {report['differences'][:1]}"
+            )
+            line = f"{name}: MISMATCH ({why})"
+        sys.stderr.write(line + "\n")
+    checked = [r for r in reports if r["matches"] is not None]
+    mismatched = [r["name"] for r in checked if not r["matches"]]
+    out = {
+        "results": reports,
+        "recomputed": [r["name"] for r in checked],
+        "mismatched": mismatched,
+        "without_outcomes": [r["name"] for r in reports if r["matches"] is None],
+        "all_match": bool(checked) and not mismatched,
+    }
+    sys.stdout.write(json.dumps(out, indent=1) + "\n")
+    if not checked:
+        sys.stderr.write(f"no result in {out_dir} has committed outcomes (NAME/outcomes/)\n")
+        return 2
+    sys.stderr.write(
+        f"{len(checked) - len(mismatched)} of {len(checked)} results with committed outcomes match; "
+        f"{len(out['without_outcomes'])} reported results have no committed outcomes: "
+        f"{', '.join(out['without_outcomes']) or 'none'}\n"
+    )
+    return 1 if mismatched else 0
+
+
+def recompute_cli(out_dir: Path, families: dict[str, Family], family: str | None, name: str, quick: bool) -> int:
+    """``--recompute``: every result in ``out_dir`` when neither ``family`` nor ``name`` is given; else one (its
+    family from ``family``, or from its summary; its name from ``name``, or the family's stem)."""
+    if not family and not name:
+        return recompute_all(out_dir, families)
+    fam = families[family] if family else family_of(out_dir, name, families)
+    if fam is None:
+        sys.stderr.write(f"{name}: no family in its summary and no family's stem starts its name; pass --family\n")
+        return 2
+    return recompute(out_dir, name or f"{fam.stem}{'_quick' if quick else ''}", fam)

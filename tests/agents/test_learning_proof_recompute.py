@@ -121,9 +121,47 @@ def test_hopchain_behaviour_reads_replies() -> None:
     assert out["success_by_links"] == {"2": 0.5, "3": 0.0}
 
 
-@pytest.mark.parametrize("name", ["learning_proof_hopchain"])
-def test_committed_results_recompute(name: str) -> None:
-    if not (RESULTS / name / "outcomes").is_dir() or not (RESULTS / f"{name}.json").is_file():
-        pytest.skip(f"no committed outcomes for {name}")
-    done = _recompute(RESULTS, name)
+def _recompute_all(out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "experiments/learning_proof.py", "--recompute", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_plain_recompute_checks_every_result_with_outcomes_and_lists_the_rest(tmp_path) -> None:
+    assert _recompute_all(tmp_path).returncode == 2  # nothing with outcomes: a clear refusal
+    # a hopchain result (its summary names the family) and a game24 one (found by its stem), with outcomes
+    for name, family in (("learning_proof_hopchain", "hopchain"), ("learning_proof_multiturn", "game24")):
+        _synthetic(tmp_path / name / "outcomes", tasks=12)
+        stats = summarise_outcomes(tmp_path / name / "outcomes", FAMILIES[family])
+        setup = {"family": family} if family == "hopchain" else {}
+        (tmp_path / f"{name}.json").write_text(json.dumps({"setup": setup, **stats}))
+    (tmp_path / "learning_proof_multiturn_retry.json").write_text(json.dumps({"setup": {}}))  # no outcomes
+    ok = _recompute_all(tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    report = json.loads(ok.stdout)
+    assert report["recomputed"] == ["learning_proof_hopchain", "learning_proof_multiturn"]
+    assert report["without_outcomes"] == ["learning_proof_multiturn_retry"] and report["all_match"]
+    assert "learning_proof_multiturn_retry: NOT RECOMPUTABLE" in ok.stderr
+    assert "learning_proof_multiturn: matches" in ok.stderr
+
+    path = tmp_path / "learning_proof_multiturn" / "outcomes" / "rft-seed0.json"  # one changed outcome: exit 1
+    doc = json.loads(path.read_text())
+    doc["tasks"][0]["success"] = not doc["tasks"][0]["success"]
+    path.write_text(json.dumps(doc))
+    bad = _recompute_all(tmp_path)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert json.loads(bad.stdout)["mismatched"] == ["learning_proof_multiturn"]
+    assert "learning_proof_multiturn: MISMATCH" in bad.stderr and "learning_proof_hopchain: matches" in bad.stderr
+
+
+def test_committed_results_recompute() -> None:
+    """Every committed result with outcomes reproduces its summary (the rest are listed, not failed)."""
+    if not any(RESULTS.glob("*/outcomes")):
+        pytest.skip("no committed outcomes")
+    done = _recompute_all(RESULTS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "learning_proof_hopchain" in json.loads(done.stdout)["recomputed"]
