@@ -22,7 +22,7 @@ Protocol (every phase is one ``agentflow-env`` command, stored in the JSON, so a
    turns and checks per episode; the validation curve; clip fractions; the gain over SFT the primary test
    could detect (80% power).
 
-Every per-task test outcome goes to ``OUT/NAME/outcomes/<arm>-seed<k>.json`` (committed), and the statistics
+Every per-task test outcome goes to ``OUT/NAME/outcomes/<arm>-seed<k>.json.gz`` (committed), and the statistics
 are computed from those files alone; ``--recompute`` redoes that without any model and checks the result
 equals the summary ``OUT/NAME.json``.
 
@@ -62,7 +62,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from experiments.learning_proof_families import FAMILIES, Family, Profile  # noqa: E402
-from experiments.learning_proof_outcomes import recompute_cli, summarise_outcomes, write_outcomes  # noqa: E402
+from experiments.learning_proof_outcomes import PACKED, recompute_cli, summarise_outcomes, write_outcomes  # noqa: E402
 from experiments.learning_proof_report import ARMS, METHODS, RETRY_DEMOS, plot  # noqa: E402
 
 CONFIG = "experiments/configs/learning-proof-game24-multiturn.toml"
@@ -116,7 +116,7 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--recompute",
         action="store_true",
-        help="recompute every statistic from the committed per-task outcomes (OUT/NAME/outcomes/*.json) and check "
+        help="recompute every statistic from the committed per-task outcomes (OUT/NAME/outcomes/*.json.gz) and check "
         "that it equals the summary OUT/NAME.json; runs no model. Without --family and --name: every result in OUT "
         "with outcomes, and a list of the reported results without them (exit 0 only when all with outcomes match)",
     )
@@ -669,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     # 5. every per-task outcome beside the summary; the statistics from those files alone (as --recompute does)
     written = write_outcomes(evals, seeds, out_dir / name / "outcomes")
     results.update(summarise_outcomes(out_dir / name / "outcomes", FAMILY))
-    results["outcomes"] = {"folder": _rel(out_dir / name / "outcomes"), "files": written}
+    results["outcomes"] = {"folder": _rel(out_dir / name / "outcomes"), "packed": PACKED, "documents": written}
     results["complete"] = all(r["complete"] for runs in final_runs.values() for r in runs.values()) and all(
         s in evals[a] for a in ARMS for s in seeds
     )

@@ -1,15 +1,18 @@
 """The learning proof's per-task outcomes on disk, and every statistic recomputed from them alone.
 
-``OUT/NAME/outcomes/<arm>-seed<k>.json`` holds one arm's greedy test episodes for one seed: per task its id,
-success, turns, tool calls, answer, and what each tool call asked and got. ``summarise_outcomes`` reads that
-folder and nothing else and returns the summary's ``statistics`` (and ``behaviour`` where the family has
-multi-turn behaviour statistics); ``python experiments/learning_proof.py --recompute`` does so and checks the
-result equals what the summary ``OUT/NAME.json`` reports.
+``OUT/NAME/outcomes/outcomes.jsonl.xz`` holds one JSON document per line, one per arm and seed (xz finds what
+the documents repeat, such as the task ids: 12 documents of 600 tasks take about 50 KB; byte-stable), and a
+plain ``<arm>-seed<k>.json`` beside it is read too. A document is one arm's greedy test episodes for one seed:
+per task its id, success, turns, tool calls, answer, and what each tool call asked and got.
+``summarise_outcomes`` reads that folder and nothing else and returns the summary's ``statistics`` (and
+``behaviour`` where the family has multi-turn behaviour statistics); ``python experiments/learning_proof.py
+--recompute`` does so and checks the result equals what the summary ``OUT/NAME.json`` reports.
 """
 
 from __future__ import annotations
 
 import json
+import lzma
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,20 +24,51 @@ __all__ = [
     "check",
     "family_of",
     "load_outcomes",
+    "outcome_files",
+    "read_documents",
     "recompute",
     "recompute_all",
     "recompute_cli",
     "summarise_outcomes",
+    "write_documents",
     "write_outcomes",
 ]
 
 _FIELDS = ("task_id", "success", "turns", "tool_calls", "answer", "tool_commands", "tool_results", "links")
 
 
-def write_outcomes(evals: dict[str, dict[int, Any]], seeds: list[int], folder: Path) -> list[str]:
-    """One small JSON per arm and seed (only arms every seed has); returns the file names written."""
+PACKED = "outcomes.jsonl.xz"
+
+
+def outcome_files(folder: Path) -> list[Path]:
+    """The outcome files of ``folder``: the packed ``outcomes.jsonl.xz`` and any plain ``<arm>-seed<k>.json``."""
+    return sorted([*folder.glob("*.jsonl.xz"), *folder.glob("*-seed*.json")])
+
+
+def read_documents(folder: Path) -> list[dict[str, Any]]:
+    """Every (arm, seed) document of ``folder``, in file then line order."""
+    docs = []
+    for path in outcome_files(folder):
+        if path.name.endswith(".xz"):
+            docs += [json.loads(line) for line in lzma.decompress(path.read_bytes()).decode().splitlines() if line]
+        else:
+            docs.append(json.loads(path.read_text(encoding="utf-8")))
+    return docs
+
+
+def write_documents(folder: Path, docs: list[dict[str, Any]]) -> Path:
+    """``docs`` packed into ``folder/outcomes.jsonl.xz`` (compact JSON, one per line; same docs, same bytes)."""
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    data = "".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs).encode()
+    path = folder / PACKED
+    path.write_bytes(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+    return path
+
+
+def write_outcomes(evals: dict[str, dict[int, Any]], seeds: list[int], folder: Path) -> list[str]:
+    """One JSON document per arm and seed (only arms every seed has), packed in ``folder/outcomes.jsonl.xz``;
+    returns the (arm, seed) names written."""
+    docs, written = [], []
     for arm in ARMS:
         if not all(s in evals.get(arm, {}) for s in seeds):
             continue
@@ -49,22 +83,21 @@ def write_outcomes(evals: dict[str, dict[int, Any]], seeds: list[int], folder: P
                 "model": ev.get("model"),
                 "tasks": [{k: r[k] for k in _FIELDS if k in r} for r in ev["tasks"]],
             }
-            path = folder / f"{arm}-seed{s}.json"
-            path.write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
-            written.append(path.name)
+            docs.append(doc)
+            written.append(f"{arm}-seed{s}")
+    write_documents(folder, docs)
     return written
 
 
 def load_outcomes(folder: Path) -> tuple[dict[str, dict[int, Any]], list[int]]:
     """``(evals, seeds)`` from an outcomes folder; every arm must cover the same seeds and the same tasks."""
     evals: dict[str, dict[int, Any]] = {}
-    for path in sorted(folder.glob("*-seed*.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    for doc in read_documents(folder):
         if doc.get("arm") not in ARMS:
-            raise ValueError(f"{path}: unknown arm {doc.get('arm')!r}; arms: {', '.join(ARMS)}")
+            raise ValueError(f"{folder}: unknown arm {doc.get('arm')!r}; arms: {', '.join(ARMS)}")
         evals.setdefault(doc["arm"], {})[int(doc["seed"])] = doc
     if not evals:
-        raise FileNotFoundError(f"no outcome files (<arm>-seed<k>.json) in {folder}")
+        raise FileNotFoundError(f"no outcomes ({PACKED} or <arm>-seed<k>.json) in {folder}")
     seeds = sorted(next(iter(evals.values())))
     ids = None
     for arm, by_seed in evals.items():
@@ -128,7 +161,7 @@ def check(out_dir: Path, name: str, family: Family | None) -> dict[str, Any]:
         diffs += _differences(summary.get(key), value, key)
     return {
         **report,
-        "files": len(list(folder.glob("*-seed*.json"))),
+        "documents": len(read_documents(folder)),
         "recomputed": sorted(fresh),
         "matches": not diffs,
         "differences": diffs[:20],
@@ -178,7 +211,8 @@ def recompute_all(out_dir: Path, families: dict[str, Family]) -> int:
         if report["matches"] is None:
             line = f"{name}: NOT RECOMPUTABLE ({report['reason']})"
         elif report["matches"]:
-            line = f"{name}: matches ({report['files']} outcome files; recomputed {', '.join(report['recomputed'])})"
+            done = ", ".join(report["recomputed"])
+            line = f"{name}: matches ({report['documents']} outcome documents; recomputed {done})"
         else:
             why = (
                 report.get("error") or f"{len(report['differences'])}+ differences, first: {report['differences'][:1]}"

@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from experiments.learning_proof_families import FAMILIES, hopchain_behaviour
-from experiments.learning_proof_outcomes import load_outcomes, summarise_outcomes, write_outcomes
+from experiments.learning_proof_outcomes import (
+    PACKED,
+    load_outcomes,
+    outcome_files,
+    read_documents,
+    summarise_outcomes,
+    write_documents,
+    write_outcomes,
+)
 from experiments.learning_proof_report import ARMS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +54,13 @@ def _episode(rng: random.Random, i: int, p: float) -> dict:
     }
 
 
+def _flip(folder: Path, arm: str, seed: int, task: int) -> None:
+    docs = read_documents(folder)
+    doc = next(d for d in docs if (d["arm"], d["seed"]) == (arm, seed))
+    doc["tasks"][task]["success"] = not doc["tasks"][task]["success"]
+    write_documents(folder, docs)
+
+
 def _synthetic(folder: Path, tasks: int = 40) -> None:
     rng = random.Random(7)
     rates = {"sft_only": 0.3, "rft": 0.4, "flow_grpo_trajectory": 0.6, "flow_grpo_turn": 0.55}
@@ -56,18 +71,15 @@ def _synthetic(folder: Path, tasks: int = 40) -> None:
 def test_recompute_reproduces_the_summary_and_catches_a_changed_outcome(tmp_path) -> None:
     outcomes = tmp_path / "proof" / "outcomes"
     _synthetic(outcomes)
-    assert len(list(outcomes.glob("*.json"))) == 12
+    assert outcome_files(outcomes) == [outcomes / PACKED] and len(read_documents(outcomes)) == 12
     summary = {"setup": {}, **summarise_outcomes(outcomes, FAMILIES["hopchain"])}
     (tmp_path / "proof.json").write_text(json.dumps(summary, indent=1))
     ok = _recompute(tmp_path, "proof")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     report = json.loads(ok.stdout)
-    assert report["matches"] and report["files"] == 12 and set(report["recomputed"]) == {"statistics", "behaviour"}
+    assert report["matches"] and report["documents"] == 12 and set(report["recomputed"]) == {"statistics", "behaviour"}
 
-    path = outcomes / "flow_grpo_turn-seed1.json"  # flip one task's outcome: the recomputation must disagree
-    doc = json.loads(path.read_text())
-    doc["tasks"][3]["success"] = not doc["tasks"][3]["success"]
-    path.write_text(json.dumps(doc))
+    _flip(outcomes, "flow_grpo_turn", 1, 3)  # one task's outcome flipped: the recomputation must disagree
     bad = _recompute(tmp_path, "proof")
     assert bad.returncode == 1
     assert not json.loads(bad.stdout)["matches"] and json.loads(bad.stdout)["differences"]
@@ -77,7 +89,7 @@ def test_outcomes_must_cover_the_same_tasks_and_seeds(tmp_path) -> None:
     _synthetic(tmp_path, tasks=6)
     evals, seeds = load_outcomes(tmp_path)
     assert seeds == [0, 1, 2] and set(evals) == set(ARMS)
-    (tmp_path / "rft-seed2.json").unlink()
+    write_documents(tmp_path, [d for d in read_documents(tmp_path) if (d["arm"], d["seed"]) != ("rft", 2)])
     with pytest.raises(ValueError, match="seeds"):
         load_outcomes(tmp_path)
     assert _recompute(tmp_path / "nowhere", "proof").returncode == 2  # no summary: a clear refusal
@@ -148,10 +160,7 @@ def test_plain_recompute_checks_every_result_with_outcomes_and_lists_the_rest(tm
     assert "learning_proof_multiturn_retry: NOT RECOMPUTABLE" in ok.stderr
     assert "learning_proof_multiturn: matches" in ok.stderr
 
-    path = tmp_path / "learning_proof_multiturn" / "outcomes" / "rft-seed0.json"  # one changed outcome: exit 1
-    doc = json.loads(path.read_text())
-    doc["tasks"][0]["success"] = not doc["tasks"][0]["success"]
-    path.write_text(json.dumps(doc))
+    _flip(tmp_path / "learning_proof_multiturn" / "outcomes", "rft", 0, 0)  # one changed outcome: exit 1
     bad = _recompute_all(tmp_path)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert json.loads(bad.stdout)["mismatched"] == ["learning_proof_multiturn"]
@@ -165,3 +174,12 @@ def test_committed_results_recompute() -> None:
     done = _recompute_all(RESULTS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "learning_proof_hopchain" in json.loads(done.stdout)["recomputed"]
+
+
+def test_packed_outcomes_are_byte_stable_and_plain_json_still_reads(tmp_path) -> None:
+    docs = [{"arm": "rft", "seed": s, "tasks": [{"task_id": "a", "success": True}]} for s in (0, 1)]
+    first = write_documents(tmp_path, docs).read_bytes()
+    assert write_documents(tmp_path, docs).read_bytes() == first and read_documents(tmp_path) == docs
+    (tmp_path / "sft_only-seed0.json").write_text(json.dumps({**docs[0], "arm": "sft_only"}))
+    assert outcome_files(tmp_path) == [tmp_path / PACKED, tmp_path / "sft_only-seed0.json"]
+    assert [d["arm"] for d in read_documents(tmp_path)] == ["rft", "rft", "sft_only"]
