@@ -62,14 +62,21 @@ def assert_nothing_left_computing() -> None:
     assert not [t for t in threading.enumerate() if "calculator" in t.name or "sympy" in t.name]
     if not sys.platform.startswith("linux"):
         return
-    before = _helpers()
-    assert len(before) <= calculator.MAX_HELPERS
-    cpu_before = time.process_time()
-    time.sleep(1.0)
-    after = _helpers()
-    assert time.process_time() - cpu_before < 0.3  # this process is idle too
-    for pid, used in after.items():
-        assert used - before.get(pid, 0.0) < 0.3, f"helper {pid} is still computing"
+    # A replacement helper still importing sympy burns CPU for a while (over 20 s on a loaded machine); a
+    # computation left running never stops (the hostile ones here run for minutes). So watch 1 s windows for up
+    # to a minute: every helper must fall idle in one of them.
+    busy: dict[int, float] = {}
+    for _ in range(60):
+        before = _helpers()
+        assert len(before) <= calculator.MAX_HELPERS
+        cpu_before = time.process_time()
+        time.sleep(1.0)
+        after = _helpers()
+        assert time.process_time() - cpu_before < 0.3  # this process is idle too
+        busy = {pid: used - before.get(pid, 0.0) for pid, used in after.items() if used - before.get(pid, 0.0) >= 0.3}
+        if not busy:
+            return
+    raise AssertionError(f"helpers still computing after a minute (CPU s in the last second): {busy}")
 
 
 def timed(calc: CalculatorTool, expr: str, timeout: float = 30.0) -> tuple[float, str, bool]:
@@ -222,8 +229,9 @@ def test_concurrent_calls_share_the_helpers(calc: CalculatorTool) -> None:
     for thread in threads:
         thread.join()
     took = time.perf_counter() - start
-    # four slow expressions on at most MAX_HELPERS helpers, plus helper restarts on a loaded machine
-    assert took < 4 * (SYMBOLIC_TIMEOUT_S + SLACK_S) + 60, f"took {took:.1f} s; per call (s): {waits}"
+    # four slow expressions on at most MAX_HELPERS helpers, plus a helper restart (a sympy import) after each;
+    # on a loaded machine an import alone can take over 20 s, so this bounds only a stall, not the speed
+    assert took < 4 * (SYMBOLIC_TIMEOUT_S + SLACK_S + 45), f"took {took:.1f} s; per call (s): {waits}"
     for i, texts in answers.items():
         assert texts[0].startswith(f"sqrt({i * i * 2}) = ") and "≈ " in texts[0], (texts, waits[i])
         value = float(texts[0].rsplit("≈ ", 1)[1].rstrip(")"))
