@@ -139,8 +139,8 @@ class TaskEnv(gym.Env[dict, str]):
         it had after that draw (when it is next read) and the same task is chosen: what seeding, restoring and
         drawing again would give, without them (together they cost a third of a short episode's turns).
         """
-        if seed is None or "task_id" in options or "index" in options:
-            TaskEnv.reset(self, seed=seed)
+        if seed is None or "task_id" in options or "index" in options or type(self)._choose_task is not _BASE_CHOOSE:
+            TaskEnv.reset(self, seed=seed)  # (a subclass's own task choice is always asked)
             return self._choose_task(options)
         n = len(self.tasks)
         drawn = self._drawn
@@ -204,3 +204,6 @@ class TaskEnv(gym.Env[dict, str]):
                 tool.close()
             except Exception:  # closing must not hide the caller's own exception
                 logger.exception("closing tool %s failed", getattr(tool, "name", tool))
+
+
+_BASE_CHOOSE = TaskEnv._choose_task

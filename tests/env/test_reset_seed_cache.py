@@ -54,3 +54,13 @@ def test_the_generator_attribute_is_in_its_seeded_state_whoever_reads_it():
         assert copy.deepcopy(env.unwrapped._np_random).bit_generator.state == want  # as the checker reads it
     env.reset(seed=7)
     assert env.np_random.integers(1 << 30, size=3).tolist() == fresh.np_random.integers(1 << 30, size=3).tolist()
+
+
+def test_a_subclass_task_choice_is_asked_on_every_seeded_reset():
+    class LastTask(AgentFlowEnv):
+        def _choose_task(self, options):
+            return self.tasks[len(self.tasks) - 1]
+
+    base = _env()
+    env = LastTask(list(base.tasks), base.scorer, [], max_turns=3)
+    assert [env.reset(seed=7)[1]["task_id"] for _ in range(2)] == ["q49", "q49"]
