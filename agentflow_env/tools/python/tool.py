@@ -359,10 +359,16 @@ class PythonCoderTool(BaseTool):
                 state.spare = spare  # nothing to replace: keep it for the next episode
             missing = self.pool_size - len(state.idle) - state.busy if (used or not state.idle) else 0
             background = state.registered and not state.closed
+            overflow: list[Worker] = []
             if background:  # they are stopped since their last call returned: killed in the background
                 state.doomed += used
+                # resets outpacing the background thread (a loaded machine) kill the excess here, so the used
+                # workers left alive stay bounded whatever the timing
+                excess = len(state.doomed) - (_MAX_DOOMED + 1)
+                if excess > 0:
+                    overflow, state.doomed = state.doomed[:excess], state.doomed[excess:]
                 _kick(state)
-        for worker in () if background else used:
+        for worker in overflow if background else used:
             worker.kill()
         if missing > 0:
             self._refill(missing)
