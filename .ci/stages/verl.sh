@@ -8,7 +8,7 @@ python3 -m venv .venv-verl
 . .venv-verl/bin/activate
 python -m pip install -q --upgrade pip
 pip install -q torch==2.13.0
-pip install -q -e ".[verl]" pytest
+pip install -q -e ".[verl]" pytest pytest-timeout
 # the torchvision wheel pip brings in does not load against the CPU torch; text models need none of these
 pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 python -c "import verl, transformers; print('verl', verl.__version__, 'transformers', transformers.__version__)"

