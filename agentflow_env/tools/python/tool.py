@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import re
 import signal
 import threading
@@ -121,6 +122,35 @@ def _release(state: _State) -> None:
         worker.kill()
     if registered:
         release_zygote(state.key)
+
+
+_RELEASES: queue.SimpleQueue[_State] = queue.SimpleQueue()
+_RELEASER: list[Any] = [None, 0]  # the thread that releases collected tools, and the pid it runs in
+
+
+def _release_later(state: _State) -> None:
+    """The finalizer of a tool nobody closed. The garbage collector runs it in whatever thread allocated, and that
+    thread may hold the very locks ``_release`` takes (a zygote's channel lock in the middle of a request, the
+    shared zygote table in the middle of a start): releasing here could deadlock that thread. So it only queues
+    the release (``SimpleQueue.put`` is safe in a finalizer) for the releaser thread."""
+    _RELEASES.put(state)
+
+
+def _releaser() -> None:
+    while True:
+        state = _RELEASES.get()
+        try:
+            _release(state)
+        except Exception:  # one tool's failed release must not stop the others'
+            logger.debug("releasing a collected Python tool failed", exc_info=True)
+
+
+def _start_releaser() -> None:
+    """Start the releaser thread once per process (again in a forked child, which has no threads)."""
+    if _RELEASER[1] != os.getpid():
+        thread = threading.Thread(target=_releaser, name="python-tool-release", daemon=True)
+        thread.start()
+        _RELEASER[:] = [thread, os.getpid()]
 
 
 def _usable(worker: Worker, state: _State) -> bool:
@@ -307,7 +337,9 @@ class PythonCoderTool(BaseTool):
         self.pool_size = int(pool_size)
         self.recycle = recycle
         self._state = _State((mode, tuple(preload)), self.limits)
-        self._finalizer = weakref.finalize(self, _release, self._state)
+        _start_releaser()
+        self._finalizer = weakref.finalize(self, _release_later, self._state)
+        self._finalizer.atexit = False  # at exit the launcher stops every zygote, and their workers with them
         if prestart:  # the zygote's start (seconds: it imports numpy and sympy) is never inside a call's budget
             starter = threading.Thread(target=_prestart, args=(self._state,), name="python-tool-start", daemon=True)
             self._state.starter = starter
@@ -381,6 +413,7 @@ class PythonCoderTool(BaseTool):
 
     def close(self) -> None:
         """Kill this tool's workers; the shared zygote stops when its last tool closes. Safe to call twice."""
+        self._finalizer.detach()
         _release(self._state)
 
     # ------------------------------------------------------------------ internals
