@@ -731,7 +731,11 @@ def keeper_main(host: socket.socket, report: int, uid: int | None, limits: dict[
     os.write(report, f"{pid} {ns_id}\n".encode())
     _, status = os.waitpid(pid, 0)
     os.write(report, f"{status}\n".encode())
-    os._exit(0)
+    # Stay until the zygote kills us: a live (or unreaped) keeper keeps its pid from being reused while the
+    # zygote may still signal it, and its hold on the worker's pid namespace keeps that namespace's inode
+    # number from going to a new namespace (inode numbers are reused at once) before the survivors check.
+    while True:
+        signal.pause()
 
 
 # ---------------------------------------------------------------------------------------------------- zygote
@@ -843,7 +847,7 @@ class Zygote:
             why = (line or "it exited").strip().removeprefix("error ")
             send_frame_packet(self.ctl, {"ok": False, "error": f"the worker could not enter its namespaces: {why}"})
             return
-        info.update(pid=pid, ns=ns_id)
+        info.update(pid=pid, ns=ns_id, pidfd=_pidfd(pid))
         self.workers[wid] = info
         payload = json.dumps({"ok": True, "wid": wid, "pid": pid, "uid": uid, "ns": ns_id}).encode()
         socket.send_fds(self.ctl, [payload], [host_end.fileno()])
@@ -876,10 +880,7 @@ class Zygote:
         """Kill a worker and everything it started, and check that nothing is left: (status, survivors found)."""
         pid, uid = info["pid"], info["uid"]
         if pid is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)  # the supervisor: pid 1 of the worker's namespace when isolated
-            except OSError:
-                pass
+            self._kill_supervisor(info)
         if not self.isolate or pid is None:
             if uid is not None:
                 self._sweep_uid(uid)
@@ -891,13 +892,12 @@ class Zygote:
         except ValueError:
             status = None
         os.close(info["report"])
-        try:  # the keeper's report comes after its waitpid: the pid namespace is empty by now (or it died)
-            os.kill(info["keeper"], signal.SIGKILL)
-        except OSError:
-            pass
-        self._wait(info["keeper"])
+        if info.get("pidfd") is not None:
+            os.close(info["pidfd"])
+        keeper_held = self._unreaped(info["keeper"])
         left = 0
-        if self.isolate and info["ns"]:
+        if self.isolate and info["ns"] and keeper_held:
+            # the keeper still holds the namespace, so no other namespace has its inode number yet
             survivors = _pid_namespace_members(info["ns"])
             left = len(survivors)
             for p in survivors:  # never expected: the kernel empties a pid namespace before its pid 1 is reaped
@@ -905,10 +905,48 @@ class Zygote:
                     os.kill(p, signal.SIGKILL)
                 except OSError:
                     pass
+        if keeper_held:  # our own child, not reaped yet: its pid is still its own
+            try:
+                os.kill(info["keeper"], signal.SIGKILL)
+            except OSError:
+                pass
+        self._wait(info["keeper"])
         if not self.isolate:
             shutil.rmtree(info["dir"], ignore_errors=True)
         self.free_slots.append(info["slot"])
         return status, left
+
+    def _kill_supervisor(self, info: dict[str, Any]) -> None:
+        """SIGKILL the worker's supervisor (pid 1 of its namespace when isolated), never another process.
+
+        The supervisor is the keeper's child, not ours: once it exits (say, on its host channel's close) the
+        keeper reaps it and its pid is free; a fork-heavy cell can wrap the pid counter, so a plain kill by pid
+        could hit another worker. A pidfd taken at spawn names this process only. Without pidfds, the
+        supervisor is signalled only while the keeper has not yet reported its death."""
+        if info.get("pidfd") is not None:
+            try:
+                signal.pidfd_send_signal(info["pidfd"], signal.SIGKILL)
+            except OSError:  # it has exited already
+                pass
+            return
+        if select.select([info["report"]], [], [], 0)[0]:  # its wait status is in the pipe: it was reaped
+            return
+        try:
+            os.kill(info["pid"], signal.SIGKILL)
+        except OSError:
+            pass
+
+    def _unreaped(self, pid: int) -> bool:
+        """Whether our child ``pid`` is not reaped yet (alive or a zombie), so signalling it reaches it."""
+        if pid in self.statuses:
+            return False
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if done:
+            self.statuses[pid] = status
+        return not done
 
     def _wait(self, pid: int) -> int | None:
         if pid in self.statuses:
@@ -987,6 +1025,14 @@ class Zygote:
                 send_frame_packet(self.ctl, {"ok": True, "workers": len(self.workers)})
             else:
                 send_frame_packet(self.ctl, {"ok": False, "error": f"unknown op {op!r}"})
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd for ``pid`` (Linux 5.3+), taken while it is alive; ``None`` where pidfds are not available."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _pid_namespace_members(ns_id: int) -> list[int]:
