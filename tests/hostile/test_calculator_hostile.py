@@ -59,7 +59,8 @@ def assert_nothing_left_computing() -> None:
     A helper that replaced a killed one imports sympy first; a plain call waits for that before measuring.
     """
     assert CalculatorTool().run("sqrt(4)", 60).text == "sqrt(4) = 2"
-    assert not [t for t in threading.enumerate() if "calculator" in t.name or "sympy" in t.name]
+    computing = [t for t in threading.enumerate() if not t.name.startswith("pytest_timeout")]  # the test's timer
+    assert not [t for t in computing if "calculator" in t.name or "sympy" in t.name]
     if not sys.platform.startswith("linux"):
         return
     # A replacement helper still importing sympy burns CPU for a while (over 20 s on a loaded machine); a
@@ -375,8 +376,8 @@ def test_the_size_bound_is_never_below_the_true_size(expr: str) -> None:
     code = stringify_expr(expr, {}, dict(_names()), (auto_number,))
     try:
         bound: Bound = _Walker().visit(ast.parse(code, mode="eval"))
-    except TooLarge:
-        bound = Bound(digits=float("inf"))
+    except TooLarge:  # refused before computing: no size claim to check (and the exact value may be huge)
+        return
     try:
         value = sympy.sympify(expr)
     except (ValueError, TypeError):  # e.g. Max(0, 1/0): sympy cannot compare zoo
