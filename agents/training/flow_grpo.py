@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
+from agentflow_env.intervals import wilson_interval
 from agents.training.backends import make_backend
 from agents.training.config import FlowGRPOConfig, load_callable
 from agents.training.data_parallel import DataParallel, even_bounds, minibatch_count
@@ -497,7 +498,7 @@ class FlowGRPOLearner:
         successes, total, turns_sum, count = self.dp.sum(
             [sum(s >= 1.0 for s in scores), sum(scores), turns, len(scores)]
         )
-        low, high = _wilson95(successes, count)
+        low, high = wilson_interval(successes, int(count))
         env_id = cfg.env_id.split("/", 1)[-1]
         return {
             f"eval/{env_id}/success": successes / max(count, 1),
@@ -618,15 +619,6 @@ class FlowGRPOLearner:
 
 def _step_seed(seed: int, step: int) -> int:
     return (int(seed) * 1_000_003 + int(step) * 7919) % (2**31 - 1)
-
-
-def _wilson95(successes: float, n: float) -> tuple[float, float]:
-    """The Wilson score 95% interval of a success rate (leaderboards.stats' formula; (0, 1) when n is 0)."""
-    if n <= 0:
-        return 0.0, 1.0
-    z2, p = 1.959963984540054**2, successes / n
-    centre, half = p + z2 / (2 * n), math.sqrt(z2 * p * (1 - p) / n + z2 * z2 / (4 * n * n))
-    return max(0.0, (centre - half) / (1 + z2 / n)), min(1.0, (centre + half) / (1 + z2 / n))
 
 
 # =============================================================================================

@@ -118,7 +118,7 @@ class RegistryTool(BaseTool):
     name = TOOL_NAME
     description = "Looks up one link (mentor, rival or friend) of one person in the registry."
     input_spec = "a link and a person number, as: <link> of <number>"
-    examples = ("mentor of 100",)  # person 100 exists in every world
+    examples: Sequence[str] = ("mentor of 100",)  # person 100 exists in every world
 
     def __init__(self, seed: int = 0, split: str = "test", world_size: int = PEOPLE) -> None:
         self.registry = build_registry(int(seed), check_split(split), int(world_size))
