@@ -259,8 +259,7 @@ class AgentFlowEnv(TaskEnv):
         # the parse is kept as its match; _trajectory writes its fields as ParsedAction.to_dict would
         self._records.append((turn, action, match, tool_name, command, text, seconds, error, verifier))
         messages = self._messages
-        messages.append({"role": "assistant", "content": action})
-        messages.append({"role": "user", "content": text})
+        messages += ({"role": "assistant", "content": action}, {"role": "user", "content": text})
         reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)
         task, left = self.task, self.max_turns - turn
         info = {  # _info(), written out
@@ -269,9 +268,9 @@ class AgentFlowEnv(TaskEnv):
             "turns_left": left if left > 0 else 0,
             "tool_names": list(self.tool_names),
             "family": task.family,
-            "memory_steps": memory.to_list(),
+            "memory_steps": memory._dicts[:],  # memory.to_list(), as a slice (a new list, like list())
             "tools": self.tool_schemas,
-            "messages": list(messages),
+            "messages": messages[:],
             "turn_signals": signals,
         }
         if truncated:

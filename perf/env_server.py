@@ -2,16 +2,19 @@
 
 - ``one_client``: step latency of one ``RemoteEnv`` client (p50/p99), paired with the same steps played
   in-process (the HTTP hop's cost is the difference), interleaved in rounds;
-- ``many_clients``: ``--clients`` concurrent clients (spread over ``--client-procs`` processes so that
-  the clients' own GIL does not time the server) for ``--seconds``: episodes/s and step latency p50/p99,
-  paired in ``--many-rounds`` interleaved rounds with the same clients against a stdlib asyncio server that
-  only replays one recorded episode's replies (what this machine gives without env work) and with the same
-  clients stepping envs in-process (no server); with ``--batch`` also one ``RemoteEnvBatch`` of the same size
-  stepping every episode per request;
+- ``many_clients``: ``--clients`` keep-alive connections driven by asyncio loops in ``--async-procs``
+  separate processes (raw sockets, prebuilt requests, each reply parsed and checked against the episode
+  played in-process; a closed loop with no think time) for ``--seconds``: episodes/s, step latency
+  p50/p99 and the server's and the clients' CPU per request, paired in ``--many-rounds`` interleaved rounds
+  with the same load against a stdlib asyncio server that only replays one recorded episode's replies (what
+  this machine gives without env work). ``--thread-clients`` adds the earlier load: ``RemoteEnv`` clients
+  in threads of ``--client-procs`` processes, against both servers and stepping envs in-process (their own
+  GIL sets that tail). With ``--batch`` also one ``RemoteEnvBatch`` of the same size stepping every
+  episode per request;
 - ``creation``: on a fresh server each time, one episode creation alone, then ``--clients`` creations
   at once; the ratio of the two (shared precomputes are built once, not once per thread).
 
-    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--out FILE]
+    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--parts one,many,creation]
 
 Each server runs in its own process (``--port 0``, loopback only).
 """
