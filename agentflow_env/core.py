@@ -16,11 +16,14 @@ from agentflow_env.parsing import _CANONICAL_RE, ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
-from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
+from agentflow_env.tools.base import BaseTool, Tool, normalize_tool_name, render_card
 from agentflow_env.turn_rewards import TurnSignals
 from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
+
+_BASE_RUN = BaseTool.run  # a tool whose run is this one is run by step's fast path itself
+_perf_counter, _monotonic = time.perf_counter, time.monotonic
 
 logger = logging.getLogger(__name__)
 
@@ -203,25 +206,39 @@ class AgentFlowEnv(TaskEnv):
         # tool mode it reads only ``{``/``<`` actions), its command is never blank, and the rule verifier
         # always continues. An unknown tool or an exhausted budget goes to ``_step`` before anything changes.
         # tests/env/test_step_overhead.py pins this path's turns to ``_step``'s.
-        started = time.perf_counter()
+        started = _perf_counter()
         match = _CANONICAL_RE.fullmatch(action)
         if match is None:
             return self._step(action)
-        _, _, sub_goal, name, command = match.groups()
+        sub_goal, name, command = match.group(3, 4, 5)
         tool = self._tools_by_name.get(name) or self._find_tool(name)
-        clock = self.clock  # clock.elapsed(), written out (twice)
+        clock, budget = self.clock, self.time_budget_s  # clock.elapsed(), written out (twice)
         spent, since = clock.state
-        remaining = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
+        remaining = budget - (spent if since is None else spent + _monotonic() - since)
         if tool is None or remaining <= 0:
             return self._step(action)
         self.turn = turn = self.turn + 1
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        result = run_tool(tool, command, timeout)
+        if type(tool).run is _BASE_RUN:  # run_tool(tool, command, timeout) and BaseTool.run, written out
+            try:
+                t0 = _perf_counter()
+                try:
+                    result = tool._run(command, timeout)  # type: ignore[attr-defined]
+                except Exception as exc:
+                    result = ToolResult(text=f"Error: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+                result.seconds = _perf_counter() - t0
+            except Exception as exc:
+                logger.exception("tool %s raised", tool.name)
+                result = ToolResult(
+                    text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc)
+                )
+        else:
+            result = run_tool(tool, command, timeout)
         text, error, tool_name = result.text, result.error, tool.name
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
         spent, since = clock.state
-        left_s = self.time_budget_s - (spent if since is None else spent + time.monotonic() - since)
+        left_s = budget - (spent if since is None else spent + _monotonic() - since)
         verifier = None if left_s <= 0 else "CONTINUE"
         # TurnSignals.observe_turn of a tool that ran, written out
         call = (tool_name, " ".join(command.split()))
@@ -238,12 +255,11 @@ class AgentFlowEnv(TaskEnv):
         if not truncated and verifier is None:  # out of time
             truncated = True
             error = (error or "") + " (time budget exhausted)"
-        seconds = time.perf_counter() - started
+        seconds = _perf_counter() - started
         # the parse is kept as its match; _trajectory writes its fields as ParsedAction.to_dict would
         self._records.append((turn, action, match, tool_name, command, text, seconds, error, verifier))
         messages = self._messages
-        messages.append({"role": "assistant", "content": action})
-        messages.append({"role": "user", "content": text})
+        messages += ({"role": "assistant", "content": action}, {"role": "user", "content": text})
         reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)
         task, left = self.task, self.max_turns - turn
         info = {  # _info(), written out
@@ -252,9 +268,9 @@ class AgentFlowEnv(TaskEnv):
             "turns_left": left if left > 0 else 0,
             "tool_names": list(self.tool_names),
             "family": task.family,
-            "memory_steps": memory.to_list(),
+            "memory_steps": memory._dicts[:],  # memory.to_list(), as a slice (a new list, like list())
             "tools": self.tool_schemas,
-            "messages": list(messages),
+            "messages": messages[:],
             "turn_signals": signals,
         }
         if truncated:

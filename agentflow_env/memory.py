@@ -148,9 +148,20 @@ class Memory:
             block = f"{header}{_RESULT_LABEL}{result}"
         # _append, inlined (the env's turn loop)
         self._blocks.append(block)
-        step = StepDict()  # filled past its read-only update: cheaper than StepDict(**fields)
-        dict.update(step, turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
-        self._dicts.append(step)
+        # dict's own constructor copies the literal (the read-only update is not called): cheaper than **fields
+        self._dicts.append(
+            StepDict(
+                {
+                    "turn": turn,
+                    "tool": tool,
+                    "sub_goal": sub_goal,
+                    "command": command,
+                    "result": result,
+                    "ok": ok,
+                    "error": error,
+                }
+            )
+        )
         full = len(block)
         self._sum_full += full
         prefix = self._short_prefix

@@ -2,16 +2,19 @@
 
 - ``one_client``: step latency of one ``RemoteEnv`` client (p50/p99), paired with the same steps played
   in-process (the HTTP hop's cost is the difference), interleaved in rounds;
-- ``many_clients``: ``--clients`` concurrent clients (spread over ``--client-procs`` processes so that
-  the clients' own GIL does not time the server) for ``--seconds``: episodes/s and step latency p50/p99,
-  paired in ``--many-rounds`` interleaved rounds with the same clients against a stdlib asyncio server that
-  only replays one recorded episode's replies (what this machine gives without env work) and with the same
-  clients stepping envs in-process (no server); with ``--batch`` also one ``RemoteEnvBatch`` of the same size
-  stepping every episode per request;
+- ``many_clients``: ``--clients`` keep-alive connections driven by asyncio loops in ``--async-procs``
+  separate processes (raw sockets, prebuilt requests, each reply parsed and checked against the episode
+  played in-process; a closed loop with no think time) for ``--seconds``: episodes/s, step latency
+  p50/p99 and the server's and the clients' CPU per request, paired in ``--many-rounds`` interleaved rounds
+  with the same load against a stdlib asyncio server that only replays one recorded episode's replies (what
+  this machine gives without env work). ``--thread-clients`` adds the earlier load: ``RemoteEnv`` clients
+  in threads of ``--client-procs`` processes, against both servers and stepping envs in-process (their own
+  GIL sets that tail). With ``--batch`` also one ``RemoteEnvBatch`` of the same size stepping every
+  episode per request;
 - ``creation``: on a fresh server each time, one episode creation alone, then ``--clients`` creations
   at once; the ratio of the two (shared precomputes are built once, not once per thread).
 
-    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--out FILE]
+    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--parts one,many,creation]
 
 Each server runs in its own process (``--port 0``, loopback only).
 """
@@ -306,26 +309,225 @@ def many_clients(url: str, env_id: str, clients: int, procs: int, seconds: float
     }
 
 
-def many_paired(url: str, replay_url: str, args: argparse.Namespace) -> dict[str, Any]:
-    """``many_clients`` against the server, the replay server and in-process envs, in interleaved rounds."""
-    kinds = {"server": url, "replay_server": replay_url, "in_process": "in-process"}
+# ------------------------------------------------------------------ many clients: asyncio load generator
+def _record_plans(env_id: str, seeds: list[int]) -> list[dict[str, Any]]:
+    """Each seed's episode played in-process by the scripted planner: the actions the load generator sends
+    (the env is deterministic per seed, so the server's episode ends on the same step)."""
+    import gymnasium as gym
+
+    import agentflow_env  # noqa: F401
+    from agents.policies.scripted import scripted_planner_for
+
+    planner, env, plans = scripted_planner_for(env_id), gym.make(env_id, split="test"), []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        actions, done = [], False
+        while not done:
+            actions.append(planner.act([obs])[0])
+            obs, _, terminated, truncated, _ = env.step(actions[-1])
+            done = terminated or truncated
+        plans.append({"seed": seed, "actions": actions})
+    env.close()
+    return plans
+
+
+def _request(method: str, path: str, body: Any) -> bytes:
+    payload = b"" if body is None else json.dumps(body).encode()
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}"
+    return head.encode() + b"\r\n\r\n" + payload
+
+
+async def _exchange(reader: Any, writer: Any, message: bytes) -> tuple[int, dict[str, Any]]:
+    """One request on a keep-alive connection: one write, the reply read and parsed (status, JSON)."""
+    writer.write(message)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status, length = int(head[9:12]), 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    return status, json.loads(await reader.readexactly(length))
+
+
+async def _async_client(url: str, env_id: str, plans: list[dict[str, Any]], gate: Any, lat: list, out: dict) -> None:
+    """One client on its own keep-alive connection: create an episode, then reset and step the recorded
+    episodes in turn until ``gate`` says stop; each step's latency is write to parsed reply."""
+    import asyncio
+    import socket
+
+    host, port = url.split("//")[1].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    status, created = await _exchange(
+        reader, writer, _request("POST", "/v1/episodes", {"env_id": env_id, "kwargs": {"split": "test"}})
+    )
+    if status != 200:
+        raise RuntimeError(f"create answered {status}: {created}")
+    base = f"/v1/episodes/{created['episode_id']}"
+    episodes = [
+        (
+            _request("POST", f"{base}/reset", {"seed": p["seed"], "options": None}),
+            [_request("POST", f"{base}/step", {"action": a}) for a in p["actions"]],
+        )
+        for p in plans
+    ]
+    gate["ready"] += 1
+    await gate["go"].wait()
+    clock, i = time.perf_counter, 0
+    try:
+        while not gate["stop"]:
+            reset, steps = episodes[i % len(episodes)]
+            i += 1
+            status, _ = await _exchange(reader, writer, reset)
+            if status != 200:
+                raise RuntimeError(f"reset answered {status}")
+            for k, message in enumerate(steps):
+                t0 = clock()
+                status, reply = await _exchange(reader, writer, message)
+                lat.append(clock() - t0)
+                done = reply.get("terminated") or reply.get("truncated")
+                if status != 200 or bool(done) != (k == len(steps) - 1):
+                    raise RuntimeError(f"step {k} answered {status}, done={done}, not as recorded in-process")
+            out["episodes"] += 1
+        await _exchange(reader, writer, _request("DELETE", base, None))
+    finally:
+        writer.close()
+
+
+def _async_proc(url: str, env_id: str, plans: list, clients: int, seconds: float, ready: Any, go: Any, q: Any) -> None:
+    """``clients`` asyncio clients in this one process (one thread, one loop): made and connected, then
+    released together by ``go``; puts (episodes, latencies, errors, CPU seconds) on ``q``."""
+    import asyncio
+
+    async def run() -> tuple[int, list[float], list[str], float]:
+        gate = {"ready": 0, "go": asyncio.Event(), "stop": False}
+        lat: list[float] = []
+        out = {"episodes": 0}
+        per = max(1, len(plans) // clients)
+        tasks = [
+            asyncio.ensure_future(_async_client(url, env_id, plans[c * per : (c + 1) * per], gate, lat, out))
+            for c in range(clients)
+        ]
+        while gate["ready"] < clients and not any(t.done() for t in tasks):
+            await asyncio.sleep(0.01)
+        for _ in range(gate["ready"]):
+            ready.release()
+        await asyncio.get_running_loop().run_in_executor(None, go.wait)
+        cpu0 = time.process_time()
+        gate["go"].set()
+        await asyncio.sleep(seconds)
+        gate["stop"] = True
+        cpu = time.process_time() - cpu0
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        errors = [f"{type(e).__name__}: {e}" for e in done if isinstance(e, BaseException)]
+        return out["episodes"], lat, errors, cpu
+
+    q.put(asyncio.run(run()))
+
+
+def _cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``), NaN where unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return float("nan")
+
+
+def many_async(
+    url: str, env_id: str, plans: list, clients: int, procs: int, seconds: float, server_pid: int | None = None
+) -> dict[str, Any]:
+    """``clients`` keep-alive connections driven by asyncio loops in ``procs`` processes (raw sockets, each
+    request one prebuilt buffer, each reply parsed as JSON): a closed loop with no think time."""
+    ctx = mp.get_context("spawn")
+    queue, ready, go = ctx.Queue(), ctx.Semaphore(0), ctx.Event()
+    counts = [clients // procs + (i < clients % procs) for i in range(procs)]
+    starts = [sum(counts[:i]) for i in range(procs)]
+    per = len(plans) // clients
+    ps = [
+        ctx.Process(
+            target=_async_proc,
+            args=(url, env_id, plans[s * per : (s + n) * per], n, seconds, ready, go, queue),
+        )
+        for s, n in zip(starts, counts)
+        if n
+    ]
+    for p in ps:
+        p.start()
+    deadline = time.monotonic() + 300
+    for _ in range(clients):
+        while not ready.acquire(timeout=1.0):
+            if time.monotonic() > deadline or not all(p.is_alive() for p in ps):
+                for p in ps:
+                    p.kill()
+                raise RuntimeError("a client process died or the clients were not ready within 300 s")
+    load0, cpu0 = _load(), _cpu_s(server_pid)
+    go.set()
+    rows = [queue.get(timeout=seconds + 300) for _ in ps]
+    server_cpu = _cpu_s(server_pid) - cpu0  # includes the few requests after the stop (DELETEs)
+    for p in ps:
+        p.join(30)
+    episodes = sum(r[0] for r in rows)
+    lat = [x for r in rows for x in r[1]]
+    errors = [e for r in rows for e in r[2]]
+    return {
+        "clients": clients,
+        "client_processes": len(ps),
+        "clients_failed": len(errors),
+        "first_error": errors[0] if errors else None,
+        "seconds": seconds,
+        "episodes": episodes,
+        "steps": len(lat),
+        "episodes_per_s": round(episodes / seconds, 1),
+        "steps_per_s": round(len(lat) / seconds, 1),
+        "step_latency_ms": {"p50": _pct(lat, 50), "p90": _pct(lat, 90), "p99": _pct(lat, 99)},
+        "client_cpu_ms_per_request": round(1000 * sum(r[3] for r in rows) / max(1, len(lat) + episodes), 4),
+        "server_cpu_ms_per_request": round(1000 * server_cpu / max(1, len(lat) + episodes), 4),
+        "load_average_1m_at_go": load0,
+    }
+
+
+def many_paired(url: str, replay_url: str, args: argparse.Namespace, pids: dict[str, int]) -> dict[str, Any]:
+    """The same asyncio load generator against the env server and the replay server, in interleaved rounds
+    (with ``--thread-clients`` also ``RemoteEnv`` clients in threads, and in-process envs in those threads)."""
+    seeds = [1000 * i for i in range(args.clients * 4)]
+    plans = _record_plans(args.env, seeds)
+    plans = [p for p in plans if len(p["actions"]) == len(plans[0]["actions"])]  # the replay's episode length
+    kinds = {"server": url, "replay_server": replay_url}
+    if args.thread_clients:
+        kinds.update(
+            server_thread_clients=url, replay_thread_clients=replay_url, in_process_thread_clients="in-process"
+        )
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     order = list(kinds)
     for r in range(args.many_rounds):
         for kind in order if r % 2 == 0 else order[::-1]:
-            runs[kind].append(many_clients(kinds[kind], args.env, args.clients, args.client_procs, args.seconds))
+            if "thread_clients" in kind:
+                row = many_clients(kinds[kind], args.env, args.clients, args.client_procs, args.seconds)
+            else:
+                row = many_async(
+                    kinds[kind], args.env, plans, args.clients, args.async_procs, args.seconds, pids.get(kind)
+                )
+            runs[kind].append(row)
     out: dict[str, Any] = {kind: _merge(rows) for kind, rows in runs.items()}
-    for base in ("replay_server", "in_process"):
-        ratios = [
-            a["step_latency_ms"]["p99"] / b["step_latency_ms"]["p99"]
-            for a, b in zip(runs["server"], runs[base])
-            if b["step_latency_ms"]["p99"] > 0
-        ]
-        out[f"paired_ratio_p99_server_over_{base}"] = round(statistics.median(ratios), 2) if ratios else None
+    ratios = [
+        a["step_latency_ms"]["p99"] / b["step_latency_ms"]["p99"]
+        for a, b in zip(runs["server"], runs["replay_server"])
+        if b["step_latency_ms"]["p99"] > 0
+    ]
+    out["paired_ratio_p99_server_over_replay_server"] = round(statistics.median(ratios), 2) if ratios else None
+    out["paired_ratio_p99_server_over_replay_server_per_round"] = [round(x, 2) for x in ratios]
+    out["clients_are"] = (
+        f"{args.clients} keep-alive TCP connections driven by asyncio loops in {args.async_procs} separate "
+        "process(es), one loop each (raw sockets, TCP_NODELAY, each request one prebuilt buffer, each reply "
+        "parsed as JSON and checked against the episode played in-process), a closed loop with no think time: "
+        f"{len(plans)} episodes recorded in-process by the scripted planner (seeds 0, 1000, ...), each client "
+        "cycling through its own; latency is one step's write to its parsed reply (resets not timed)"
+    )
     out["note"] = (
-        "the same client processes and threads against the env server, against a stdlib asyncio server that only "
-        "replays one recorded episode's replies (the floor of a request on this machine), and stepping envs in "
-        "their own threads with no server; interleaved rounds"
+        "server and replay_server are the same load generator against the env server and against a stdlib "
+        "asyncio server (one process) that replays one recorded episode's replies and does nothing else, in "
+        "interleaved rounds; the generator and both servers share the machine's cores"
     )
     out["goal"] = "server p99 <= 50 ms"
     return out
@@ -342,7 +544,11 @@ def _merge(rows: list[dict[str, Any]]) -> dict[str, Any]:
     first["p99_ms_per_round"] = [row["step_latency_ms"]["p99"] for row in rows]
     first["clients_failed"] = sum(row["clients_failed"] for row in rows)
     first["first_error"] = next((row["first_error"] for row in rows if row["first_error"]), None)
-    for key in ("episodes", "steps", "goal"):
+    if "client_cpu_ms_per_request" in first:
+        for key in ("client_cpu_ms_per_request", "server_cpu_ms_per_request"):
+            first[key] = statistics.median(row[key] for row in rows)
+        first["load_average_1m_per_round"] = [row["load_average_1m_at_go"] for row in rows]
+    for key in ("episodes", "steps", "goal", "load_average_1m_at_go"):
         first.pop(key, None)
     first["rounds"] = len(rows)
     return first
@@ -434,30 +640,41 @@ def creation(env_id: str, clients: int, rounds: int) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--async-procs", type=int, default=2, help="processes of the asyncio load generator")
+    ap.add_argument(
+        "--thread-clients", action="store_true", help="also RemoteEnv clients in threads (--client-procs processes)"
+    )
     ap.add_argument("--client-procs", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--env", default="agentflow/Gen-GameOf24-v1")
     ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds of the paired measurements")
     ap.add_argument("--many-rounds", type=int, default=2, help="interleaved rounds of the many-client runs")
     ap.add_argument("--batch", action="store_true", help="also step every episode in one RemoteEnvBatch")
+    ap.add_argument("--parts", default="one,many,creation", help="which measurements (comma-separated)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
     result: dict[str, Any] = {"benchmark": "env_server", "env_id": args.env, "load_average_1m_at_start": _load()}
+    parts = set(args.parts.split(","))
     server, url = _start_server()
     try:
-        result["one_client"] = one_client(url, args.env, args.rounds, episodes=50)
+        if "one" in parts:
+            result["one_client"] = one_client(url, args.env, args.rounds, episodes=50)
         with tempfile.TemporaryDirectory() as folder:
             replay, replay_url = _start_replay(url, args.env, folder)
             try:
-                result["many_clients"] = many_paired(url, replay_url, args)
+                if "many" in parts:
+                    result["many_clients"] = many_paired(
+                        url, replay_url, args, {"server": server.pid, "replay_server": replay.pid}
+                    )
             finally:
                 _stop(replay)
         if args.batch:
             result["one_batch"] = batched(url, args.env, args.clients, args.seconds)
     finally:
         _stop(server)
-    result["creation"] = creation(args.env, args.clients, args.rounds)
+    if "creation" in parts:
+        result["creation"] = creation(args.env, args.clients, args.rounds)
     result.update(cpus=os.cpu_count(), load_average_1m=_load(), python=platform.python_version())
     text = json.dumps(result, indent=2)
     print(text)

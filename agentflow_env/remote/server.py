@@ -594,10 +594,13 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+_ENCODE = json.JSONEncoder(default=_json_default).encode  # json.dumps(default=) builds an encoder per call
+
+
 def _dumps(payload: Any) -> bytes:
     """JSON of a reply: numpy values, tuples and ``to_dict`` objects as :func:`to_jsonable` gives them."""
     try:
-        return json.dumps(payload, default=_json_default).encode("utf-8")
+        return _ENCODE(payload).encode("utf-8")
     except (TypeError, ValueError):  # e.g. keys that JSON cannot take: the slow walk makes them strings
         return json.dumps(to_jsonable(payload)).encode("utf-8")
 

@@ -98,6 +98,27 @@ class Flaky(BaseTool):
         return ToolResult(text=f"ran {command} " * 20)
 
 
+class Odd(BaseTool):
+    """Returns no result on "none" (``BaseTool.run`` then fails, outside ``_run``'s guard)."""
+
+    name = "Odd_Tool"
+    description = "Returns odd things."
+    input_spec = "text"
+    examples = ("ok",)
+
+    def _run(self, command: str, timeout: float) -> ToolResult:
+        return None if command == "none" else ToolResult(text=command)  # type: ignore[return-value]
+
+
+class OwnRun(Echo):
+    """A tool with its own ``run`` (the fast path calls ``run`` itself only for ``BaseTool.run``)."""
+
+    name = "Own_Tool"
+
+    def run(self, command: str, timeout: float = 30.0) -> ToolResult:
+        return ToolResult(text=f"own {command}", seconds=0.0)
+
+
 def _canonical(tool: str, command: str, sub_goal: str = "Do it.") -> str:
     return f"Justification: Why not.\nContext: none\nSub-Goal: {sub_goal}\nTool Name: {tool}\nCommand: {command}"
 
@@ -108,6 +129,8 @@ FAST_PATH_ACTIONS = [
     _canonical("echo tool", "b") + "\n",  # a loose tool name, a trailing newline
     _canonical("Flaky_Tool", "boom"),
     _canonical("Flaky_Tool", "err"),
+    _canonical("Odd_Tool", "none"),
+    _canonical("Own_Tool", "g"),
     _canonical("Nope_Tool", "c"),  # an unknown tool: the general path
     _canonical("Echo_Tool", "<b>"),  # "<": the general path
     _canonical("Echo_Tool", "d", sub_goal="x" * 700),
@@ -132,8 +155,8 @@ def test_the_canonical_tool_turn_plays_as_the_general_path():
             env = AgentFlowEnv(
                 [Task(id=f"q{i}", question=f"Q{i}?", answer="x") for i in range(5)],
                 lambda p, t: float(p == t.answer),
-                [Echo(), Flaky()],
-                **{"max_turns": 12, **kwargs},
+                [Echo(), Flaky(), Odd(), OwnRun()],
+                **{"max_turns": 14, **kwargs},
             )
             env._fast_turns = fast
             out = []
