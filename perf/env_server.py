@@ -148,6 +148,24 @@ def _start_echo() -> tuple[subprocess.Popen, int]:
     return echo, int(echo.stdout.readline())
 
 
+def _load_summary(
+    clients: int, processes: int, seconds: float, episodes: int, lat: list[float], errors: list[str]
+) -> dict[str, Any]:
+    """What every many-client run reports: counts, rates and step latency percentiles."""
+    return {
+        "clients": clients,
+        "client_processes": processes,
+        "clients_failed": len(errors),
+        "first_error": errors[0] if errors else None,
+        "seconds": seconds,
+        "episodes": episodes,
+        "steps": len(lat),
+        "episodes_per_s": round(episodes / seconds, 1),
+        "steps_per_s": round(len(lat) / seconds, 1),
+        "step_latency_ms": {"p50": _pct(lat, 50), "p90": _pct(lat, 90), "p99": _pct(lat, 99)},
+    }
+
+
 def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(xs) * 1000, q)), 3) if xs else float("nan")
 
@@ -294,19 +312,7 @@ def many_clients(url: str, env_id: str, clients: int, procs: int, seconds: float
     episodes = sum(e for e, _, _ in out)
     lat = [x for _, xs, _ in out for x in xs]
     errors = [err for _, _, err in out if err]
-    return {
-        "clients": clients,
-        "client_processes": len(ps),
-        "clients_failed": len(errors),
-        "first_error": errors[0] if errors else None,
-        "seconds": seconds,
-        "episodes": episodes,
-        "steps": len(lat),
-        "episodes_per_s": round(episodes / seconds, 1),
-        "steps_per_s": round(len(lat) / seconds, 1),
-        "step_latency_ms": {"p50": _pct(lat, 50), "p90": _pct(lat, 90), "p99": _pct(lat, 99)},
-        "goal": "p99 <= 50 ms",
-    }
+    return {**_load_summary(clients, len(ps), seconds, episodes, lat, errors), "goal": "p99 <= 50 ms"}
 
 
 # ------------------------------------------------------------------ many clients: asyncio load generator
@@ -471,16 +477,7 @@ def many_async(
     lat = [x for r in rows for x in r[1]]
     errors = [e for r in rows for e in r[2]]
     return {
-        "clients": clients,
-        "client_processes": len(ps),
-        "clients_failed": len(errors),
-        "first_error": errors[0] if errors else None,
-        "seconds": seconds,
-        "episodes": episodes,
-        "steps": len(lat),
-        "episodes_per_s": round(episodes / seconds, 1),
-        "steps_per_s": round(len(lat) / seconds, 1),
-        "step_latency_ms": {"p50": _pct(lat, 50), "p90": _pct(lat, 90), "p99": _pct(lat, 99)},
+        **_load_summary(clients, len(ps), seconds, episodes, lat, errors),
         "client_cpu_ms_per_request": round(1000 * sum(r[3] for r in rows) / max(1, len(lat) + episodes), 4),
         "server_cpu_ms_per_request": round(1000 * server_cpu / max(1, len(lat) + episodes), 4),
         "load_average_1m_at_go": load0,
