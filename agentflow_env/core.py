@@ -16,13 +16,12 @@ from agentflow_env.parsing import _CANONICAL_RE, ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
-from agentflow_env.tools.base import BaseTool, Tool, normalize_tool_name, render_card
+from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn_rewards import TurnSignals
 from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
 
-_BASE_RUN = BaseTool.run  # a tool whose run is this one is run by step's fast path itself
 _perf_counter, _monotonic = time.perf_counter, time.monotonic
 
 logger = logging.getLogger(__name__)
@@ -219,21 +218,7 @@ class AgentFlowEnv(TaskEnv):
             return self._step(action)
         self.turn = turn = self.turn + 1
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        if type(tool).run is _BASE_RUN:  # run_tool(tool, command, timeout) and BaseTool.run, written out
-            try:
-                t0 = _perf_counter()
-                try:
-                    result = tool._run(command, timeout)  # type: ignore[attr-defined]
-                except Exception as exc:
-                    result = ToolResult(text=f"Error: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
-                result.seconds = _perf_counter() - t0
-            except Exception as exc:
-                logger.exception("tool %s raised", tool.name)
-                result = ToolResult(
-                    text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc)
-                )
-        else:
-            result = run_tool(tool, command, timeout)
+        result = run_tool(tool, command, timeout)
         text, error, tool_name = result.text, result.error, tool.name
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
