@@ -111,7 +111,7 @@ class Odd(BaseTool):
 
 
 class OwnRun(Echo):
-    """A tool with its own ``run`` (the fast path calls ``run`` itself only for ``BaseTool.run``)."""
+    """A tool with its own ``run``: both paths must call it, not ``_run``."""
 
     name = "Own_Tool"
 
