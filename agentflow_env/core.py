@@ -253,7 +253,7 @@ class AgentFlowEnv(TaskEnv):
             "turns_left": left if left > 0 else 0,
             "tool_names": list(self.tool_names),
             "family": task.family,
-            "memory_steps": memory._dicts[:],  # memory.to_list(), as a slice (a new list, like list())
+            "memory_steps": memory.to_list(),
             "tools": self.tool_schemas,
             "messages": messages[:],
             "turn_signals": signals,
