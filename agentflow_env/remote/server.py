@@ -16,6 +16,8 @@ bounded thread pool (``workers``), one lock per episode. At most ``max_connectio
 (more get a 503 and are closed); a request must arrive whole within ``read_timeout_s`` and an idle
 keep-alive connection is closed after ``idle_connection_s``, so slow or idle clients pin no thread. An
 episode that no request has touched for ``idle_timeout_s`` (its client died) is closed by a reaper thread.
+The ``env-server`` command also freezes its start-up heap and collects garbage less often
+(:func:`tune_gc_for_serving`; ``--no-gc-tuning`` keeps Python's defaults): full collections were the tail latency.
 Errors come back as ``{"error": "..."}`` with a 4xx/5xx status; a failing env never takes the server down.
 
 Safety:
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hmac
 import ipaddress
 import json
@@ -55,7 +58,17 @@ import gymnasium as gym
 
 from agentflow_env.error import AgentFlowError, ConfigError
 
-__all__ = ["CLIENT_KWARGS", "HIDDEN_INFO_KEYS", "MAX_BODY_BYTES", "TOKEN_ENV", "EnvServer", "configure", "to_jsonable"]
+__all__ = [
+    "CLIENT_KWARGS",
+    "HIDDEN_INFO_KEYS",
+    "MAX_BODY_BYTES",
+    "SERVING_GC_THRESHOLD",
+    "TOKEN_ENV",
+    "EnvServer",
+    "configure",
+    "to_jsonable",
+    "tune_gc_for_serving",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +81,8 @@ MAX_BATCH = 4096  # items of one step_many/reset_many request
 TOKEN_ENV = "AGENTFLOW_ENV_SERVER_TOKEN"
 #: info keys that give the answer away; replies leave them out unless the server runs with reveal_gold
 HIDDEN_INFO_KEYS = ("gold", "task")
+#: the collector's thresholds in a serving process (see :func:`tune_gc_for_serving`)
+SERVING_GC_THRESHOLD = (5000, 20, 100)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -83,6 +98,22 @@ def to_jsonable(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return to_jsonable(value.to_dict())
     return str(value)
+
+
+def tune_gc_for_serving() -> None:
+    """Tune this process's garbage collector for steady replies; ``agentflow-env env-server`` calls it at start.
+
+    With Python's defaults, a server under load runs a full collection every second or two, and each one scans
+    the whole heap (75k objects here: modules, the env registry, the tools' precomputes). No reply goes out
+    during those 30-55 ms, and at 64 clients they made the p99 latency. So the start-up heap is collected once
+    and frozen (``gc.freeze``: never scanned again, still freed by reference counting as usual), and the young
+    generation is collected every 5,000 net allocations instead of 700 (:data:`SERVING_GC_THRESHOLD`).
+    Cyclic garbage is still collected, just less often. Only the server's own process does this: an
+    ``EnvServer`` started inside another program leaves that program's collector alone.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*SERVING_GC_THRESHOLD)
 
 
 def is_loopback(host: str) -> bool:
@@ -407,6 +438,7 @@ class EnvServer:
             "idle_timeout_s": self.idle_timeout_s,
             "connections": self._connections,
             "max_connections": self.max_connections,
+            "gc": {"frozen": gc.get_freeze_count(), "threshold": list(gc.get_threshold())},
         }
 
     # ------------------------------------------------------------------ batches
@@ -645,6 +677,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--idle-connection", type=float, default=120.0, help="seconds an idle keep-alive connection stays open"
     )
+    parser.add_argument(
+        "--no-gc-tuning",
+        action="store_true",
+        help="keep Python's garbage-collector settings (default: freeze the start-up heap, collect less often)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -669,6 +706,8 @@ def _run(args: argparse.Namespace) -> int:
         read_timeout_s=args.read_timeout,
         idle_connection_s=args.idle_connection,
     )
+    if not args.no_gc_tuning:
+        tune_gc_for_serving()
     auth = "token required" if server._token else "no token"
     print(f"agentflow env server on {server.url} (idle timeout {server.idle_timeout_s:g} s, {auth})", flush=True)
     try:

@@ -187,6 +187,42 @@ def test_a_killed_server_gives_a_clear_error_not_a_hang(tmp_path):
             proc.wait(10)
 
 
+def _cli_server_health(*flags: str) -> dict:
+    """Start ``agentflow-env env-server`` in its own process, read ``/v1/health``, stop it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentflow_env.cli", "env-server", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        url = proc.stdout.readline().split(" on ")[1].split()[0]
+        with urllib.request.urlopen(f"{url}/v1/health", timeout=20) as reply:
+            return json.loads(reply.read())
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def test_the_server_process_freezes_its_start_up_heap_and_collects_less_often():
+    from agentflow_env.remote.server import SERVING_GC_THRESHOLD
+
+    tuned = _cli_server_health()["gc"]
+    assert tuned["threshold"] == list(SERVING_GC_THRESHOLD)
+    assert tuned["frozen"] > 10_000  # modules, the registry: never scanned by a full collection again
+    default = _cli_server_health("--no-gc-tuning")["gc"]
+    assert default == {"frozen": 0, "threshold": [700, 10, 10]}
+    import gc
+
+    before = {"frozen": gc.get_freeze_count(), "threshold": list(gc.get_threshold())}
+    srv = EnvServer("127.0.0.1", 0).start()  # inside another program: its collector is left alone
+    try:
+        assert srv.health()["gc"] == before
+    finally:
+        srv.close()
+
+
 def _without_gold(steps: list) -> list:
     return [(*s[:-1], {k: v for k, v in s[-1].items() if k not in ("gold", "task")}) for s in steps]
 
