@@ -100,6 +100,8 @@ CALL_NUMBER = struct.Struct("!q")
 TOKEN_BYTES = 16
 # Requests from the host to the supervisor: the call number, the output cap, then the JSON request for the kernel.
 REQUEST_LIMIT = struct.Struct("!I")
+# The kernel's first frame, once it is set up and idle (shorter than a token: never taken for a reply).
+KERNEL_READY = b"ready"
 
 
 def clean_text(text: str) -> str:
@@ -333,6 +335,15 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
     recv, send, run, drain, budget, exit_ = recv_body, send_body, run_cell, out.drain, _cpu_budget, os._exit
     loads, dumps, token_bytes, blocking = json.loads, json.dumps, TOKEN_BYTES, sock.setblocking
     reap = not limits.get("keep_background")  # with background processes kept, their statuses are the cells'
+    # Ready, in the background of a pre-forked worker: one empty cell first pages in the compile/exec/output path
+    # (the fork shares the zygote's pages copy-on-write), then the supervisor hears that the kernel is idle and
+    # measures its memory baseline, so an episode's first call pays for neither.
+    run("None", 64)
+    drain(64)
+    try:
+        send(sock, KERNEL_READY)
+    except BaseException:
+        exit_(0)
     while True:
         try:
             try:
@@ -665,6 +676,12 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     cells = CellProcesses(kernel, isolate, bool(limits.get("keep_background")))
     # only with its own pid namespace (and /proc) does /proc list exactly the worker's processes
     memory = TreeMemory(int(limits["tree_bytes"])) if isolate and os.path.exists("/proc/self/smaps_rollup") else None
+    try:  # the kernel set up and idle: measure the baseline now (a spare is forked before its episode needs it)
+        if recv_body(mine, len(KERNEL_READY), time.monotonic() + 60) == KERNEL_READY and memory is not None:
+            memory.baseline = memory.used()  # the idle supervisor and kernel, measured once
+    except (OSError, EOFError, ValueError):
+        pass  # the kernel died setting up: the first request finds out
+    mine.settimeout(None)
     if memory is not None:
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(memory.POLL_S * 1e6)))
     while True:  # any exit kills the pid namespace, kernel and all, with this process
@@ -675,8 +692,8 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
             os._exit(0)
         cells.thaw()
         kernel_status = _reap_orphans(kernel, kernel_status)
-        if memory is not None and memory.baseline is None:
-            memory.baseline = memory.used()  # the idle supervisor and kernel, measured once
+        if memory is not None and memory.baseline is None:  # the kernel never said it was ready
+            memory.baseline = memory.used()
         answer = _relay(mine, body, limit, memory) if kernel_status is None else None
         if isinstance(answer, bytes):
             cells.settle()  # before the reply: when the host hears back, the cell's processes are gone or stopped
