@@ -22,7 +22,7 @@ from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
 
-_perf_counter, _monotonic = time.perf_counter, time.monotonic
+_monotonic = time.monotonic
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ class AgentFlowEnv(TaskEnv):
         # tool mode it reads only ``{``/``<`` actions), its command is never blank, and the rule verifier
         # always continues. An unknown tool or an exhausted budget goes to ``_step`` before anything changes.
         # tests/env/test_step_overhead.py pins this path's turns to ``_step``'s.
-        started = _perf_counter()
+        started = _monotonic()  # the turn's time and the clock's, from one reading (the clock runs on monotonic)
         match = _CANONICAL_RE.fullmatch(action)
         if match is None:
             return self._step(action)
@@ -213,7 +213,7 @@ class AgentFlowEnv(TaskEnv):
         tool = self._tools_by_name.get(name) or self._find_tool(name)
         clock, budget = self.clock, self.time_budget_s  # clock.elapsed(), written out (twice)
         spent, since = clock.state
-        remaining = budget - (spent if since is None else spent + _monotonic() - since)
+        remaining = budget - (spent if since is None else spent + started - since)
         if tool is None or remaining <= 0:
             return self._step(action)
         self.turn = turn = self.turn + 1
@@ -222,8 +222,9 @@ class AgentFlowEnv(TaskEnv):
         text, error, tool_name = result.text, result.error, tool.name
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
+        ended = _monotonic()
         spent, since = clock.state
-        left_s = budget - (spent if since is None else spent + _monotonic() - since)
+        left_s = budget - (spent if since is None else spent + ended - since)
         verifier = None if left_s <= 0 else "CONTINUE"
         # TurnSignals.observe_turn of a tool that ran, written out
         call = (tool_name, " ".join(command.split()))
@@ -240,7 +241,7 @@ class AgentFlowEnv(TaskEnv):
         if not truncated and verifier is None:  # out of time
             truncated = True
             error = (error or "") + " (time budget exhausted)"
-        seconds = _perf_counter() - started
+        seconds = ended - started
         # the parse is kept as its match; _trajectory writes its fields as ParsedAction.to_dict would
         self._records.append((turn, action, match, tool_name, command, text, seconds, error, verifier))
         messages = self._messages

@@ -11,8 +11,9 @@ anything cut says so in the text. In order:
    step's header cuts the text.
 
 Rendering is incremental: the lengths of every step's block, whole and with its result shortened,
-are kept as steps are added, so a rendering only builds the text it returns (at most the budget,
-plus the newest step) and its cost does not grow with the number of steps.
+are kept (the whole ones as steps are added, the shortened ones once a rendering over budget needs
+them), so a rendering only builds the text it returns (at most the budget, plus the newest step) and
+its cost per added step does not grow with the number of steps.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ class Memory:
         self._dicts: list[StepDict] = []
         self._sum_full = 0  # the length of every block
         # _short_prefix[i]: the length of blocks 0..i-1 with results shortened to _MIN_RESULT, a
-        # newline after each, so any run of short blocks is measured in O(1)
+        # newline after each, so any run of short blocks is measured in O(1); extended by the renders
+        # over budget (``_short_lengths``), as far as they read
         self._short_prefix: list[int] = [0]
         self._short_blocks: dict[int, str] = {}  # a block with its result shortened to _MIN_RESULT, once needed
         self._text: tuple[int, int, str] = (-1, 0, "")  # (steps, budget, text) of the last ``text`` call
@@ -122,7 +124,7 @@ class Memory:
 
     def add(self, step: MemoryStep) -> None:
         steps = self.steps  # every earlier step built, so this one keeps its place
-        self._append(f"{_header(step)}{_RESULT_LABEL}{step.result}", step.result, StepDict(step.to_dict()))
+        self._append(f"{_header(step)}{_RESULT_LABEL}{step.result}", StepDict(step.to_dict()))
         steps.append(step)
 
     def add_step(
@@ -148,34 +150,16 @@ class Memory:
             block = f"{header}{_RESULT_LABEL}{result}"
         # _append, inlined (the env's turn loop)
         self._blocks.append(block)
-        # dict's own constructor copies the literal (the read-only update is not called): cheaper than **fields
+        # dict's own constructor takes the keywords (the read-only update is not called)
         self._dicts.append(
-            StepDict(
-                {
-                    "turn": turn,
-                    "tool": tool,
-                    "sub_goal": sub_goal,
-                    "command": command,
-                    "result": result,
-                    "ok": ok,
-                    "error": error,
-                }
-            )
+            StepDict(turn=turn, tool=tool, sub_goal=sub_goal, command=command, result=result, ok=ok, error=error)
         )
-        full = len(block)
-        self._sum_full += full
-        prefix = self._short_prefix
-        kept = len(result)
-        prefix.append(prefix[-1] + full - kept + (kept if kept < _MIN_RESULT else _MIN_RESULT) + 1)
+        self._sum_full += len(block)
 
-    def _append(self, block: str, result: str, as_dict: StepDict) -> None:
+    def _append(self, block: str, as_dict: StepDict) -> None:
         self._blocks.append(block)
         self._dicts.append(as_dict)
-        full = len(block)
-        self._sum_full += full
-        prefix = self._short_prefix
-        kept = len(result)
-        prefix.append(prefix[-1] + full - kept + (kept if kept < _MIN_RESULT else _MIN_RESULT) + 1)
+        self._sum_full += len(block)
 
     def to_list(self) -> list[dict[str, Any]]:
         """The steps as read-only dicts (:class:`StepDict`), in a new list; the dicts are shared."""
@@ -214,7 +198,7 @@ class Memory:
                 self._joined = f"{self._joined}\n{new}" if self._joined_n else new
                 self._joined_n = n
             return self._joined
-        prefix, newest = self._short_prefix, len(blocks[last])
+        prefix, newest = self._short_lengths(n), len(blocks[last])
         if prefix[last] + newest <= budget:  # fits once every older result is short
             # 1. shorten older results, oldest first, just enough (every step fits: n is small here)
             parts = []
@@ -256,6 +240,14 @@ class Memory:
         text = "\n".join(parts)
         # 4. a budget too small for even the newest step's header: cut the text, keep its start
         return text if len(text) <= budget else shorten(text, budget)
+
+    def _short_lengths(self, n: int) -> list[int]:
+        """``_short_prefix``, extended to the first ``n`` steps (only a render over budget needs it)."""
+        prefix, blocks, dicts = self._short_prefix, self._blocks, self._dicts
+        for i in range(len(prefix) - 1, n):
+            kept = len(dicts[i]["result"])
+            prefix.append(prefix[-1] + len(blocks[i]) - kept + (kept if kept < _MIN_RESULT else _MIN_RESULT) + 1)
+        return prefix
 
     def _header(self, index: int) -> str:
         block = self._blocks[index]
