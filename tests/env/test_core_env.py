@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import time
@@ -235,6 +236,22 @@ def test_memory_never_silently_drops_the_newest_step():
     assert len(text) <= 1000
     assert "Step 30" in text and "NEWEST" in text
     assert "omitted to fit the memory budget" in text
+
+
+def test_memory_renders_as_one_built_at_once_whatever_was_rendered_before():
+    """Memory keeps lengths between renders (some only once a render over budget needs them): a memory rendered
+    along the way, at budgets that fold and shorten and at ones that do not, renders as a fresh copy of it."""
+    rng = random.Random(0)
+    for _ in range(300):
+        mem, steps = Memory(), []
+        for i in range(1, rng.randint(2, 20)):
+            steps.append(_step(i, "r" * rng.choice([0, 5, 59, 60, 61, 300, 1500])))
+            mem.add(steps[-1])
+            if rng.random() < 0.5:
+                budget = rng.choice([60, 300, 900, 3000, 8000])
+                assert mem.text(budget) == Memory(steps).render(budget)
+        for budget in (60, 300, 900, 3000, 8000):
+            assert mem.text(budget) == mem.render(budget) == Memory(steps).render(budget)
 
 
 def test_memory_round_trip():
