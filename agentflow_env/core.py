@@ -32,8 +32,13 @@ def run_tool(tool: Tool, command: str, timeout: float) -> ToolResult:
     try:
         return tool.run(command, timeout)
     except Exception as exc:
-        logger.exception("tool %s raised", tool.name)
-        return ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
+        return tool_failed(tool, exc)
+
+
+def tool_failed(tool: Tool, exc: Exception) -> ToolResult:
+    """The result of a tool whose ``run`` raised ``exc`` (logged)."""
+    logger.exception("tool %s raised", tool.name)
+    return ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
 
 
 class AgentFlowEnv(TaskEnv):
@@ -218,7 +223,10 @@ class AgentFlowEnv(TaskEnv):
             return self._step(action)
         self.turn = turn = self.turn + 1
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        result = run_tool(tool, command, timeout)
+        try:  # run_tool, written out (one frame less)
+            result = tool.run(command, timeout)
+        except Exception as exc:
+            result = tool_failed(tool, exc)
         text, error, tool_name = result.text, result.error, tool.name
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
@@ -252,7 +260,7 @@ class AgentFlowEnv(TaskEnv):
             "task_id": task.id,
             "turn": turn,
             "turns_left": left if left > 0 else 0,
-            "tool_names": list(self.tool_names),
+            "tool_names": self.tool_names[:],
             "family": task.family,
             "memory_steps": memory.to_list(),
             "tools": self.tool_schemas,
@@ -475,7 +483,7 @@ class AgentFlowEnv(TaskEnv):
             "task_id": self.task.id,
             "turn": self.turn,
             "turns_left": self.max_turns - self.turn if self.turn < self.max_turns else 0,
-            "tool_names": list(self.tool_names),
+            "tool_names": self.tool_names[:],
             "family": self.task.family,
             "memory_steps": self.memory.to_list(),
             "tools": self.tool_schemas,

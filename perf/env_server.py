@@ -15,6 +15,7 @@
   at once; the ratio of the two (shared precomputes are built once, not once per thread).
 
     python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--parts one,many,creation]
+        [--compare-gc]   (the many-client load also against a server with Python's GC defaults)
 
 Each server runs in its own process (``--port 0``, loopback only).
 """
@@ -38,9 +39,9 @@ from typing import Any
 import numpy as np
 
 
-def _start_server() -> tuple[subprocess.Popen, str]:
+def _start_server(*flags: str) -> tuple[subprocess.Popen, str]:
     server = subprocess.Popen(
-        [sys.executable, "-m", "agentflow_env.cli", "env-server", "--port", "0", "--max-episodes", "4096"],
+        [sys.executable, "-m", "agentflow_env.cli", "env-server", "--port", "0", "--max-episodes", "4096", *flags],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -484,13 +485,18 @@ def many_async(
     }
 
 
-def many_paired(url: str, replay_url: str, args: argparse.Namespace, pids: dict[str, int]) -> dict[str, Any]:
+def many_paired(
+    url: str, replay_url: str, args: argparse.Namespace, pids: dict[str, int], default_gc_url: str | None = None
+) -> dict[str, Any]:
     """The same asyncio load generator against the env server and the replay server, in interleaved rounds
-    (with ``--thread-clients`` also ``RemoteEnv`` clients in threads, and in-process envs in those threads)."""
+    (with ``--thread-clients`` also ``RemoteEnv`` clients in threads, and in-process envs in those threads;
+    with ``--compare-gc`` also an env server started with ``--no-gc-tuning``)."""
     seeds = [1000 * i for i in range(args.clients * 4)]
     plans = _record_plans(args.env, seeds)
     plans = [p for p in plans if len(p["actions"]) == len(plans[0]["actions"])]  # the replay's episode length
     kinds = {"server": url, "replay_server": replay_url}
+    if default_gc_url:
+        kinds["server_default_gc"] = default_gc_url
     if args.thread_clients:
         kinds.update(
             server_thread_clients=url, replay_thread_clients=replay_url, in_process_thread_clients="in-process"
@@ -514,6 +520,13 @@ def many_paired(url: str, replay_url: str, args: argparse.Namespace, pids: dict[
     ]
     out["paired_ratio_p99_server_over_replay_server"] = round(statistics.median(ratios), 2) if ratios else None
     out["paired_ratio_p99_server_over_replay_server_per_round"] = [round(x, 2) for x in ratios]
+    if default_gc_url:
+        gc_ratios = [
+            a["step_latency_ms"]["p99"] / b["step_latency_ms"]["p99"]
+            for a, b in zip(runs["server"], runs["server_default_gc"])
+            if b["step_latency_ms"]["p99"] > 0
+        ]
+        out["paired_ratio_p99_server_over_default_gc_per_round"] = [round(x, 2) for x in gc_ratios]
     out["clients_are"] = (
         f"{args.clients} keep-alive TCP connections driven by asyncio loops in {args.async_procs} separate "
         "process(es), one loop each (raw sockets, TCP_NODELAY, each request one prebuilt buffer, each reply "
@@ -648,6 +661,11 @@ def main() -> None:
     ap.add_argument("--many-rounds", type=int, default=2, help="interleaved rounds of the many-client runs")
     ap.add_argument("--batch", action="store_true", help="also step every episode in one RemoteEnvBatch")
     ap.add_argument("--parts", default="one,many,creation", help="which measurements (comma-separated)")
+    ap.add_argument(
+        "--compare-gc",
+        action="store_true",
+        help="also run the many-client load against a server started with --no-gc-tuning (Python's GC defaults)",
+    )
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
@@ -659,13 +677,17 @@ def main() -> None:
             result["one_client"] = one_client(url, args.env, args.rounds, episodes=50)
         with tempfile.TemporaryDirectory() as folder:
             replay, replay_url = _start_replay(url, args.env, folder)
+            plain, plain_url = _start_server("--no-gc-tuning") if args.compare_gc else (None, None)
             try:
                 if "many" in parts:
-                    result["many_clients"] = many_paired(
-                        url, replay_url, args, {"server": server.pid, "replay_server": replay.pid}
-                    )
+                    pids = {"server": server.pid, "replay_server": replay.pid}
+                    if plain is not None:
+                        pids["server_default_gc"] = plain.pid
+                    result["many_clients"] = many_paired(url, replay_url, args, pids, plain_url)
             finally:
                 _stop(replay)
+                if plain is not None:
+                    _stop(plain)
         if args.batch:
             result["one_batch"] = batched(url, args.env, args.clients, args.seconds)
     finally:

@@ -9,6 +9,8 @@ from typing import Protocol, runtime_checkable
 
 from agentflow_env.types import ToolResult
 
+_perf_counter = time.perf_counter
+
 __all__ = ["BaseTool", "Tool", "ToolResult", "normalize_tool_name", "render_card"]
 
 
@@ -38,12 +40,12 @@ class BaseTool:
     examples: Sequence[str] = ()
 
     def run(self, command: str, timeout: float = 30.0) -> ToolResult:
-        start = time.perf_counter()
+        start = _perf_counter()
         try:
             result = self._run(command, timeout)
         except Exception as exc:  # a tool bug must cost the turn, not crash the episode
             result = ToolResult(text=f"Error: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
-        result.seconds = time.perf_counter() - start
+        result.seconds = _perf_counter() - start
         return result
 
     def _run(self, command: str, timeout: float) -> ToolResult:
