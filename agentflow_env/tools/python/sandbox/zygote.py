@@ -466,19 +466,19 @@ class TreeMemory:
 
     @staticmethod
     def used() -> int:
-        total = 0
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/smaps_rollup", "rb") as fh:
-                    for line in fh:
-                        if line.startswith(b"Pss:"):
-                            total += int(line.split()[1]) * 1024
-                            break
-            except (OSError, ValueError, IndexError):
-                continue
-        return total
+        return sum(TreeMemory.pss(entry) for entry in os.listdir("/proc") if entry.isdigit())
+
+    @staticmethod
+    def pss(pid: int | str) -> int:
+        """One process's proportional set size in bytes (0 when it is gone); reading it walks its page tables."""
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Pss:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0
 
     def over(self) -> bool:
         return self.baseline is not None and self.used() - self.baseline > self.cap_bytes
@@ -676,9 +676,13 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     cells = CellProcesses(kernel, isolate, bool(limits.get("keep_background")))
     # only with its own pid namespace (and /proc) does /proc list exactly the worker's processes
     memory = TreeMemory(int(limits["tree_bytes"])) if isolate and os.path.exists("/proc/self/smaps_rollup") else None
-    try:  # the kernel set up and idle: measure the baseline now (a spare is forked before its episode needs it)
+    # The baseline: the idle supervisor and kernel, the only processes of the namespace yet. This one's share is
+    # measured while the kernel sets itself up, the kernel's once it says it is idle: a spare forked during an
+    # episode has both before its first call; a worker wanted at once waits for the kernel's share only.
+    own = TreeMemory.pss("self") if memory is not None else 0
+    try:
         if recv_body(mine, len(KERNEL_READY), time.monotonic() + 60) == KERNEL_READY and memory is not None:
-            memory.baseline = memory.used()  # the idle supervisor and kernel, measured once
+            memory.baseline = own + TreeMemory.pss(kernel)
     except (OSError, EOFError, ValueError):
         pass  # the kernel died setting up: the first request finds out
     mine.settimeout(None)
