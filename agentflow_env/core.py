@@ -235,17 +235,19 @@ class AgentFlowEnv(TaskEnv):
         left_s = budget - (spent if since is None else spent + ended - since)
         verifier = None if left_s <= 0 else "CONTINUE"
         # TurnSignals.observe_turn of a tool that ran, written out
-        call = (tool_name, " ".join(command.split()))
-        calls = self._signals.calls
-        repeated = call in calls
-        calls.add(call)
+        turn_signals = self._signals
+        calls = turn_signals.calls
+        seen = len(calls)
+        calls.add((tool_name, " ".join(command.split())))
+        repeated = len(calls) == seen  # the call was there already (one hash instead of a lookup and an add)
         signals = {
             "invalid_action": False,
             "tool_error": error is not None,
             "repeated_call": repeated,
             "verifier": verifier,
         }
-        truncated = turn >= self.max_turns
+        task, left = self.task, self.max_turns - turn
+        truncated = left <= 0
         if not truncated and verifier is None:  # out of time
             truncated = True
             error = (error or "") + " (time budget exhausted)"
@@ -254,8 +256,7 @@ class AgentFlowEnv(TaskEnv):
         self._records.append((turn, action, match, tool_name, command, text, seconds, error, verifier))
         messages = self._messages
         messages += ({"role": "assistant", "content": action}, {"role": "user", "content": text})
-        reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)
-        task, left = self.task, self.max_turns - turn
+        reward = 0.0 if turn_signals.spec is None else turn_signals.shaping(signals)
         info = {  # _info(), written out
             "task_id": task.id,
             "turn": turn,
