@@ -64,10 +64,23 @@ class PlannerPrompt:
         self.format_text = template.format(tool_names=names, example_tool=example_tool, example_command=example_command)
         extra = f"\n\n{instructions.strip()}" if instructions.strip() else ""
         self._head = f"{_INTRO}{extra}\n\nAvailable tools:\n{self.tools_text}\n\n"
+        # the fixed text around the question and the memory, joined once
+        self._before_question = f"{self._head}Question:\n"
+        self._after_memory = f"\n\n{self.format_text}\n\n"
 
     def render(self, question: str, memory: str, turns_left: int) -> str:
         if turns_left <= 1:
-            turns = "This is your last turn: reply with 'Final Answer:' now."
+            turns = _LAST_TURN
+        elif turns_left < len(_TURNS_LEFT):
+            turns = _TURNS_LEFT[turns_left]
         else:
-            turns = f"Turns left: {turns_left} (including this one)."
-        return f"{self._head}Question:\n{question}\n\nMemory:\n{memory}\n\n{self.format_text}\n\n{turns}"
+            turns = _turns_left(turns_left)
+        return f"{self._before_question}{question}\n\nMemory:\n{memory}{self._after_memory}{turns}"
+
+
+def _turns_left(n: int) -> str:
+    return f"Turns left: {n} (including this one)."
+
+
+_LAST_TURN = "This is your last turn: reply with 'Final Answer:' now."
+_TURNS_LEFT = tuple(_turns_left(n) for n in range(101))  # the line of each turn count up to 100, built once
