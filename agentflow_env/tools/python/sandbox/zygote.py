@@ -812,6 +812,7 @@ class Zygote:
         self.max_workers = int(config.get("max_workers", 1024))
         self.workers: dict[int, dict[str, Any]] = {}
         self.statuses: dict[int, int] = {}
+        self.exiting: set[int] = set()  # keepers killed and not waited for: ``reap`` collects them as they exit
         self.free_slots = collections.deque(range(self.max_workers))  # FIFO: a swept uid is reused last
         self.next_id = 1
 
@@ -823,7 +824,10 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            self.statuses[pid] = status
+            if pid in self.exiting:
+                self.exiting.discard(pid)
+            else:
+                self.statuses[pid] = status
 
     def spawn(self, limits: dict[str, Any]) -> None:
         if not self.free_slots:
@@ -931,7 +935,12 @@ class Zygote:
                 os.kill(info["keeper"], signal.SIGKILL)
             except OSError:
                 pass
-        self._wait(info["keeper"])
+            # Not waited for: the worker's processes are gone (checked above), and the keeper's own exit (its
+            # memory, the worker's network, IPC and mount namespaces with its /tmp) runs while this loop serves
+            # the next request. ``reap`` collects it; ``shutdown`` waits for every one.
+            self.exiting.add(info["keeper"])
+        else:
+            self.statuses.pop(info["keeper"], None)
         if not self.isolate:
             shutil.rmtree(info["dir"], ignore_errors=True)
         self.free_slots.append(info["slot"])
@@ -968,14 +977,6 @@ class Zygote:
         if done:
             self.statuses[pid] = status
         return not done
-
-    def _wait(self, pid: int) -> int | None:
-        if pid in self.statuses:
-            return self.statuses.pop(pid)
-        try:
-            return os.waitpid(pid, 0)[1]
-        except ChildProcessError:
-            return None
 
     def _sweep_uid(self, uid: int) -> None:
         """Kill every process of the worker's private uid: a helper becomes that uid and signals ``-1``."""
@@ -1022,6 +1023,12 @@ class Zygote:
     def shutdown(self) -> None:
         for wid in list(self.workers):
             self._finish(self.workers.pop(wid))
+        for pid in self.exiting:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self.exiting.clear()
         self.reap()
 
     def serve(self) -> None:
