@@ -163,7 +163,7 @@ class Memory:
 
     def to_list(self) -> list[dict[str, Any]]:
         """The steps as read-only dicts (:class:`StepDict`), in a new list; the dicts are shared."""
-        return self._dicts[:]
+        return list(self._dicts)
 
     @classmethod
     def from_list(cls, items: Iterable[dict[str, Any]]) -> Memory:
