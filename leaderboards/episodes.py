@@ -281,7 +281,7 @@ def run_units(
     """Every unit of ``todo``, ``config.concurrency`` episodes in flight (:func:`agentflow_env.scheduler.run_episodes`).
 
     A policy that cannot take concurrent ``act`` calls (not ``concurrent_act``) plays in lock-step turns instead
-    (:func:`_loop_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
+    (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
     """
     if not all(getattr(p, "concurrent_act", False) or getattr(p, "batch_free", False) for p in policies.values()):
         return run_turns(todo, total, initial, policies, pool, config, traj, tasks)
