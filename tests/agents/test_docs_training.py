@@ -1,6 +1,6 @@
-"""The README's CPU training commands, run the way a new user runs them: from a folder outside the clone,
-with the shipped config named by its short name. Budgets are cut to a few steps; the commands are read
-from the README, so the README cannot drift from what works."""
+"""The documented CPU training commands (docs/training.md), run the way a new user runs them: from a folder
+outside the clone, with the shipped config named by its short name. Budgets are cut to a few steps; the commands
+are read from the page, so the docs cannot drift from what works."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[2]
-# appended to each README command: the same code path on a budget of seconds
+# appended to each documented command: the same code path on a budget of seconds
 SMALL = {
     "sft": [
         "--episodes", "4", "--epochs", "1", "--batch-size", "2", "--max-steps", "2", "--checkpoint-every", "1",
@@ -32,10 +32,10 @@ SMALL = {
 }  # fmt: skip
 
 
-def readme_commands() -> list[list[str]]:
-    """The ``agentflow-env`` lines of the first code block under "## Training (Flow-GRPO)"."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Training (Flow-GRPO)", 1)[1]
+def documented_commands() -> list[list[str]]:
+    """The ``agentflow-env`` lines of the first code block under "## On a CPU, from any folder" of the training page."""
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    section = text.split("## On a CPU, from any folder", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
     return [shlex.split(line) for line in lines if line.startswith("agentflow-env")]
@@ -46,18 +46,18 @@ def _cli() -> list[str]:
     return [script] if script else [sys.executable, "-m", "agentflow_env.cli"]
 
 
-def test_the_readme_names_the_shipped_config_and_both_steps():
-    commands = readme_commands()
+def test_the_page_names_the_shipped_config_and_both_steps():
+    commands = documented_commands()
     assert [c[1] for c in commands] == ["train", "sft", "train"]
     assert all("--config" not in c or c[c.index("--config") + 1] == "tiny-cpu-game24" for c in commands)
 
 
-def test_readme_cpu_commands_run_from_outside_the_clone(tmp_path):
+def test_documented_cpu_commands_run_from_outside_the_clone(tmp_path):
     work = tmp_path / "scratch"  # not inside the clone: configs must come from the package
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "NO_COLOR": "1"}
     outputs = []
-    for command in readme_commands():
+    for command in documented_commands():
         argv = _cli() + command[1:] + SMALL.get(command[1], []) * ("--list-configs" not in command)
         proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"{shlex.join(command)}\n{proc.stderr[-3000:]}"
