@@ -139,22 +139,31 @@ def test_old_spellings_are_refused(command: tuple[str, ...], old: str) -> None:
     assert old not in parser._option_string_actions
 
 
-def test_every_flag_the_readme_documents_exists() -> None:
-    readme = ROOT / "README.md"
-    if not readme.is_file():
+# A flag the docs describe ahead of the branch that adds it (issue 42 adds `eval --tool-calling`); once the flag
+# exists the entry is inert, and the lead deletes it when merging.
+_DOCUMENTED_AHEAD = {(("eval",), "--tool-calling")}
+
+
+def test_every_flag_the_docs_document_exists() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    if not pages[0].is_file():
         pytest.skip("no README next to the package (installed, not a clone)")
     parsers = _command_parsers()
     found = 0
-    for line in re.findall(r"agentflow-env ([a-z][^`|#\n]*)", readme.read_text(encoding="utf-8")):
-        words = line.split()
-        path = (words[0], words[1]) if len(words) > 1 and (words[0], words[1]) in parsers else (words[0],)
-        if path not in parsers:
-            assert words[0] not in COMMANDS, f"README shows `agentflow-env {line}` with an unknown subcommand"
-            continue
-        for flag in re.findall(r"(?<![\w-])--[A-Za-z][\w-]*", line):
-            assert flag in parsers[path]._option_string_actions, f"README: `agentflow-env {line.strip()}`: {flag}"
-            found += 1
-    assert found >= 5
+    for page in pages:
+        for match in re.findall(r"agentflow-env ([a-z][^`|#\n]*)", page.read_text(encoding="utf-8")):
+            line = match.split("&&")[0]  # a chained command is checked on its own
+            words = line.split()
+            path = (words[0], words[1]) if len(words) > 1 and (words[0], words[1]) in parsers else (words[0],)
+            if path not in parsers:
+                assert words[0] not in COMMANDS, f"{page.name} shows `agentflow-env {line}` with an unknown subcommand"
+                continue
+            for flag in re.findall(r"(?<![\w-])--[A-Za-z][\w-]*", line):
+                if flag in parsers[path]._option_string_actions:
+                    found += 1
+                else:
+                    assert (path, flag) in _DOCUMENTED_AHEAD, f"{page.name}: `agentflow-env {line.strip()}`: {flag}"
+    assert found >= 30
 
 
 # ---------------------------------------------------------------------------------------------- outputs
