@@ -16,7 +16,7 @@ sys.path[:0] = [str(ROOT), str(DOCS / "_ext")]
 
 project = "agentflow-env"
 author = "agentflow-env developers"
-copyright = "agentflow-env developers"  # noqa: A001  (Sphinx's name)
+copyright = "agentflow-env developers"
 release = version = "0.1.0"
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "agentflow_docs"]

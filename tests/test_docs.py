@@ -30,9 +30,7 @@ def pages() -> list[Path]:
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
     """(line number, dedented code) of each ```python block, in page order."""
-    return [
-        (text.count("\n", 0, m.start()) + 2, textwrap.dedent(m.group("body"))) for m in _FENCE.finditer(text)
-    ]
+    return [(text.count("\n", 0, m.start()) + 2, textwrap.dedent(m.group("body"))) for m in _FENCE.finditer(text)]
 
 
 def test_the_block_reader_finds_fences_at_any_indent_and_skips_other_languages() -> None:

@@ -2,10 +2,11 @@
 
 AgentFlow's trainer asks an LLM judge whether the final answer matches the gold (a binary outcome reward,
 the same for every turn of the rollout). :class:`OutcomeReward` takes that judge as a scorer object
-(anything with ``__call__(prediction, task) -> [0, 1]``): the project's :class:`~agentflow_env.scoring.judge.JudgeScorer` over any engine,
-or AgentFlow's own judge read from the user's AgentFlow checkout (``rules="agentflow:PATH"``). The rule
-scorers (exact match for search, numeric/symbolic equality for math; :func:`rule_scorer`) are the cheaper,
-offline alternative: no model call, though stricter than a judge about wording.
+(anything with ``__call__(prediction, task) -> [0, 1]``): the project's
+:class:`~agentflow_env.scoring.judge.JudgeScorer` over any engine, or AgentFlow's own judge read from the
+user's AgentFlow checkout (``rules="agentflow:PATH"``). The rule scorers (exact match for search,
+numeric/symbolic equality for math; :func:`rule_scorer`) are the cheaper, offline alternative: no model call,
+though stricter than a judge about wording.
 """
 
 from __future__ import annotations

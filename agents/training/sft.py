@@ -237,7 +237,8 @@ def make_demonstrations(
 def tokenize_demonstrations(
     tokenizer: Any, demos: Sequence[Demonstration], max_prompt_tokens: int = 4096
 ) -> list[tuple[list[int], list[int]]]:
-    """``(prompt_ids, response_ids)`` per demonstration, encoded exactly as :class:`~agents.policies.hf_policy.HFPlanner` acts.
+    """``(prompt_ids, response_ids)`` per demonstration, encoded exactly as
+    :class:`~agents.policies.hf_policy.HFPlanner` acts.
 
     The prompt goes through the chat template (``format_prompt``); the response is the action
     followed by the EOS token, so the model learns to stop. Over-long prompts keep their last tokens.
