@@ -58,13 +58,15 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 _MEMORY_STEP_MB = 64  # plain requests' memory limits are rounded up to this (one worker pool per distinct value)
 _PLAIN_POOLS = 4
 _SCRIPT_OUTPUT_CHARS = 4_000_000  # the envelope of a plain request: stdout, stderr and fetched files
+#: the limits a session's client may choose besides memory: (default, lowest, highest)
+_LIMIT_CAPS = {"nproc": (8, 1, 64), "fsize_mb": (64, 1, 1024), "nofile": (64, 16, 1024), "tmp_mb": (64, 1, 1024)}
 
 
 @dataclass
 class _Session:
     make: Callable[[], PythonCoderTool]  # a fresh tool (one worker) for this session's limits
     tool: PythonCoderTool
-    memory_mb: int
+    limits: dict[str, Any]
     cells: int = 0  # cells run in the session's current worker
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
@@ -338,10 +340,10 @@ class SandboxServer(JsonHttpServer):
         if not isinstance(seq, int) or isinstance(seq, bool) or seq != len(replay):
             raise HTTPError(HTTPStatus.BAD_REQUEST, "agentflow.seq must be the number of cells in agentflow.replay")
         timeout = _number(ext.get("timeout"), 10.0, 0.05, self.max_run_timeout_s, "agentflow.timeout")
-        memory_mb = self._memory(ext.get("memory_mb"))
+        limits = self._limits(ext.get("limits"))
         cap = self.max_output_chars
         limit = int(_number(ext.get("max_output_chars"), 8000, 100, cap, "agentflow.max_output_chars"))
-        session = self._session(sid, memory_mb, limit, bool(ext.get("keep_background")))
+        session = self._session(sid, limits, limit)
         start = time.monotonic()
         replayed = 0
         with session.lock:
@@ -371,10 +373,19 @@ class SandboxServer(JsonHttpServer):
         reply["agentflow"] = {"session": sid, "outcome": outcome.to_wire(), "replayed": replayed, "seconds": seconds}
         return reply
 
-    def _session(self, sid: str, memory_mb: int, limit: int, keep_background: bool) -> _Session:
+    def _limits(self, asked: Any) -> dict[str, Any]:
+        """A session's limits: what the client asked for, within the server's caps (``_LIMIT_CAPS``)."""
+        asked = asked if isinstance(asked, dict) else {}
+        limits: dict[str, Any] = {"memory_mb": self._memory(asked.get("memory_mb"))}
+        for name, (default, low, high) in _LIMIT_CAPS.items():
+            limits[name] = int(_number(asked.get(name), default, low, high, f"agentflow.limits.{name}"))
+        limits["keep_background"] = bool(asked.get("keep_background"))
+        return limits
+
+    def _session(self, sid: str, limits: dict[str, Any], limit: int) -> _Session:
         with self._table_lock:
             session = self._sessions.get(sid)
-            if session is not None and session.memory_mb == memory_mb:
+            if session is not None and session.limits == limits:
                 return session
             if session is None and len(self._sessions) >= self.max_sessions:
                 raise HTTPError(
@@ -385,15 +396,10 @@ class SandboxServer(JsonHttpServer):
 
             def make() -> PythonCoderTool:
                 return PythonCoderTool(
-                    sandbox=self.sandbox,
-                    memory_mb=memory_mb,
-                    max_output_chars=limit,
-                    keep_background=keep_background,
-                    preload=self.preload,
-                    prestart=False,
+                    sandbox=self.sandbox, max_output_chars=limit, preload=self.preload, prestart=False, **limits
                 )
 
-            session = self._sessions[sid] = _Session(make=make, tool=make(), memory_mb=memory_mb)
+            session = self._sessions[sid] = _Session(make=make, tool=make(), limits=limits)
         if old is not None:
             self._end(old)
         return session

@@ -138,6 +138,14 @@ class RemoteSandbox:
         self.max_output_chars = int(max_output_chars)
         self.preload = list(preload)  # the service's own preloads apply; kept for the tool's configuration
         self._ours = False  # the service answered as agentflow-env sandbox-server (it keeps sessions)
+        self._limits = {
+            "memory_mb": limits.memory_mb,
+            "nproc": limits.nproc,
+            "fsize_mb": limits.fsize_mb,
+            "nofile": limits.nofile,
+            "tmp_mb": limits.tmp_mb,
+            "keep_background": limits.keep_background,
+        }
         self._token = token if token is not None else os.environ.get(TOKEN_ENV, "")
         self._session = secrets.token_hex(16)
         self._cells: list[tuple[str, float]] = []  # the cells the session's worker has run, with their seconds
@@ -145,19 +153,27 @@ class RemoteSandbox:
 
     # ------------------------------------------------------------------ episode
     def reset(self) -> None:
+        """A new session; the server ends the last one now, in the background (its worker and all it started)."""
         if self._cells:
             self._ended.append(self._session)
             self._session = secrets.token_hex(16)
         self._cells = []
+        if self._ended and self._ours:
+            ended, self._ended = self._ended, []
+            threading.Thread(target=self._end, args=(ended,), name="remote-sandbox-end", daemon=True).start()
+
+    def _end(self, sessions: list[str]) -> None:
+        try:  # best effort: sessions the server never hears of end after its idle timeout
+            self._send({"agentflow": {"ends": sessions}}, CONNECT_TIMEOUT_S, retries=0)
+        except Exception:
+            pass
 
     def close(self) -> None:
+        ours, self._ours = self._ours, False
         self.reset()
-        if self._ended and self._ours:
-            try:  # best effort: the server also ends idle sessions itself
-                self._send({"agentflow": {"ends": self._ended}}, 5.0, retries=0)
-            except Exception:
-                pass
-            self._ended = []
+        if self._ended and ours:
+            self._end(self._ended)
+        self._ended = []
 
     # ------------------------------------------------------------------ calls
     def execute(self, code: str, timeout: float) -> CellOutcome:
@@ -186,9 +202,8 @@ class RemoteSandbox:
                 "cell": code,
                 "replay": replay,
                 "timeout": timeout,
-                "memory_mb": self.limits.memory_mb,
+                "limits": self._limits,
                 "max_output_chars": self.max_output_chars,
-                "keep_background": self.limits.keep_background,
                 "ends": self._ended,
             },
         }

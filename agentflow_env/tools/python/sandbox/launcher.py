@@ -126,7 +126,10 @@ class SandboxInfo:
 
     @property
     def isolated(self) -> bool:
-        """Whether untrusted code runs isolated (its own namespaces per worker, a minimal read-only view)."""
+        """Whether untrusted code runs isolated (its own namespaces per worker, a minimal read-only view); for
+        ``remote``, whether the service says so (``agentflow-env sandbox-server`` does; SandboxFusion says nothing)."""
+        if self.mode == "remote":
+            return self.network_isolated and self.pid_namespace and self.readonly_root
         return self.mode in ("bwrap", "namespaces")
 
 
