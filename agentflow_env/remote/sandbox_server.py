@@ -31,9 +31,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hmac
+import json
 import logging
 import os
 import re
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -202,6 +204,8 @@ class SandboxServer(JsonHttpServer):
             return dumps("pong")
         if method != "POST" or parts[-1:] != ["run_code"]:
             raise HTTPError(HTTPStatus.NOT_FOUND, f"no route {method[:20]} {path[:200]}; POST /run_code runs code")
+        if len(raw) < _SMALL_BODY and _ends_only(raw):  # ending past sessions frees workers: never refused as busy
+            return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_code, raw)
         if self._in_flight >= self.concurrency + self.queue:
             self.busy_refusals += 1
             raise HTTPError(
@@ -415,6 +419,19 @@ class SandboxServer(JsonHttpServer):
         return _reply(status, "Finished", seconds, code, outcome.output, outcome.error or "")
 
 
+_SMALL_BODY = 8192
+
+
+def _ends_only(raw: bytes) -> bool:
+    """Whether a request only ends sessions (what a client sends at ``reset()`` and ``close()``)."""
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    ext = body.get("agentflow") if isinstance(body, dict) else None
+    return isinstance(ext, dict) and "code" not in body and "cell" not in ext and "session" not in ext
+
+
 def _number(value: Any, default: float, low: float, high: float, name: str) -> float:
     if value is None:
         return min(max(default, low), high)
@@ -484,14 +501,17 @@ def _run(args: argparse.Namespace) -> int:
         preload=tuple(p for p in args.preload.split(",") if p),
         max_connections=args.max_connections,
     )
+
+    def stop(signum: int, frame: Any) -> None:  # SIGTERM (a pod stopping) or Ctrl-C: end sessions, stop the sandbox
+        threading.Thread(target=server.close, name="sandbox-server-stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     auth = "token required" if server._token else "no token"
     print(
         f"agentflow sandbox server on {server.url} ({server.sandbox_info.mode}, {server.concurrency} cells at once, "
         f"{server.queue} queued, {auth})",
         flush=True,
     )
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    server.serve_forever()
     return 0

@@ -28,7 +28,7 @@ interpreter; SandboxFusion counts the interpreter in it too). The tool's output 
 
 **Transport.** Keep-alive connections, pooled per service and process (:data:`POOL_IDLE` idle at most).
 Connection failures and 429/502/503/504 answers are retried :data:`RETRIES` times with exponential backoff
-(0.25 s doubling, with jitter); a reply that does not come within the call's timeout plus
+(0.25 s doubling, with jitter: about 4 s in all); a reply that does not come within the call's timeout plus
 :data:`ANSWER_GRACE_S` is not retried (the cell may be running). The token (``remote_token=`` or
 ``$AGENTFLOW_SANDBOX_TOKEN``) goes in ``Authorization: Bearer``.
 """
@@ -56,7 +56,7 @@ __all__ = ["ANSWER_GRACE_S", "POOL_IDLE", "RETRIES", "TOKEN_ENV", "RemoteSandbox
 
 #: the environment variable the client and ``sandbox-server`` read the token from
 TOKEN_ENV = "AGENTFLOW_SANDBOX_TOKEN"
-RETRIES = 3
+RETRIES = 4
 BACKOFF_S = 0.25
 ANSWER_GRACE_S = 60.0  # beyond run_timeout: queueing on a loaded service, the transfer, a replay
 CONNECT_TIMEOUT_S = 10.0
