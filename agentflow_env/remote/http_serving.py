@@ -25,6 +25,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_HEADER_BYTES",
     "HTTPError",
+    "Held",
     "JsonHttpServer",
     "dumps",
     "error_body",
@@ -99,15 +101,27 @@ def error_body(message: str) -> bytes:
     return json.dumps({"error": message}).encode("utf-8")
 
 
+@dataclass(kw_only=True)
+class Held:
+    """What a client holds on a server between its requests (an env-server episode, a sandbox session)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_used: float = field(default_factory=time.monotonic)
+    closed: bool = False
+
+
 class JsonHttpServer:
     """The listening socket, the loop and the pool; ``start()`` serves in a daemon thread, ``serve_forever()`` here.
 
     Subclasses set ``server_name`` (threads and logs) and ``token_env`` (named in refusals), and implement
-    ``_route``; ``_on_start``/``_on_close`` run their own threads and cleanup.
+    ``_route``. What clients hold between requests goes in ``_held`` (id -> :class:`Held`, under ``_table_lock``):
+    with ``idle_timeout_s`` set, a reaper thread ends what no request touched for that long (``_release`` frees
+    it), and ``close()`` ends the rest.
     """
 
     server_name = "server"
     token_env = "TOKEN"
+    idle_timeout_s = 0.0  # 0: nothing held expires
 
     def __init__(
         self,
@@ -156,6 +170,10 @@ class JsonHttpServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._closed = False
+        self._held: dict[str, Held] = {}
+        self._table_lock = threading.Lock()
+        self.expired = 0  # held things ended by the idle reaper
+        self._reaper: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -183,10 +201,52 @@ class JsonHttpServer:
             self.close()
 
     def _on_start(self) -> None:
-        """Start the subclass's own threads (a reaper)."""
+        if self.idle_timeout_s > 0:
+            self._reaper = threading.Thread(target=self._reap_loop, name=f"{self.server_name}-reaper", daemon=True)
+            self._reaper.start()
 
     def _on_close(self) -> None:
-        """Free what the subclass holds, after the loop stopped."""
+        """End everything held, after the loop stopped."""
+        with self._table_lock:
+            held = list(self._held.values())
+            self._held.clear()
+        for item in held:
+            self._end_held(item)
+
+    # ------------------------------------------------------------------ what clients hold
+    def _reap_loop(self) -> None:
+        period = min(max(self.idle_timeout_s / 4, 0.05), 5.0)
+        while not self._stop.wait(period):
+            self.reap()
+
+    def reap(self) -> int:
+        """End what was held idle for longer than ``idle_timeout_s``; returns how many."""
+        now = time.monotonic()
+        with self._table_lock:
+            # one busy in a long request is not idle: its lock is held
+            stale = [
+                k
+                for k, item in self._held.items()
+                if now - item.last_used > self.idle_timeout_s and not item.lock.locked()
+            ]
+            dead = [self._held.pop(k) for k in stale]
+        for item in dead:
+            self._end_held(item)
+        self.expired += len(dead)
+        return len(dead)
+
+    def _end_held(self, item: Held) -> None:
+        with item.lock:
+            if item.closed:
+                return
+            item.closed = True
+            try:
+                self._release(item)
+            except Exception:
+                logger.exception("%s: releasing %s failed", self.server_name, type(item).__name__)
+
+    def _release(self, item: Held) -> None:
+        """Free one held thing (close its env, kill its worker)."""
 
     def _run_loop(self, ready: threading.Event) -> None:
         loop = asyncio.new_event_loop()

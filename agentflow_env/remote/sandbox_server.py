@@ -40,12 +40,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 from agentflow_env.error import ConfigError, ToolError
-from agentflow_env.remote.http_serving import HTTPError, JsonHttpServer, dumps, json_body
+from agentflow_env.remote.http_serving import Held, HTTPError, JsonHttpServer, dumps, json_body
 from agentflow_env.tools.python.outcome import CellOutcome
 from agentflow_env.tools.python.remote import TOKEN_ENV
 from agentflow_env.tools.python.sandbox.launcher import REMOTE_PREFIX, UID_SLOTS
@@ -64,15 +64,12 @@ _SCRIPT_OUTPUT_CHARS = 4_000_000  # the envelope of a plain request: stdout, std
 _LIMIT_CAPS = {"nproc": (8, 1, 64), "fsize_mb": (64, 1, 1024), "nofile": (64, 16, 1024), "tmp_mb": (64, 1, 1024)}
 
 
-@dataclass
-class _Session:
+@dataclass(kw_only=True)
+class _Session(Held):
     make: Callable[[], PythonCoderTool]  # a fresh tool (one worker) for this session's limits
     tool: PythonCoderTool
     limits: dict[str, Any]
     cells: int = 0  # cells run in the session's current worker
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    last_used: float = field(default_factory=time.monotonic)
-    closed: bool = False
 
 
 class SandboxServer(JsonHttpServer):
@@ -133,58 +130,27 @@ class SandboxServer(JsonHttpServer):
         self.max_output_chars = int(max_output_chars)
         self.preload = tuple(preload)
         self._path_token = None if token is None else f"/token/{token}/"
-        self._sessions: dict[str, _Session] = {}
+        self._sessions = cast("dict[str, _Session]", self._held)
         self._plain: OrderedDict[int, PythonCoderTool] = OrderedDict()
-        self._table_lock = threading.Lock()
         self._in_flight = 0  # requests running or queued; touched on the loop thread only
         self.busy_refusals = 0
-        self.expired = 0
         try:  # the isolation is checked now: a server that cannot isolate refuses to start
             probe = self._plain_tool(self.default_memory_mb)
             self.sandbox_info = probe.sandbox_info
         except BaseException:
             self.close()
             raise
-        self._reaper: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def _on_start(self) -> None:
-        self._reaper = threading.Thread(target=self._reap_loop, name="sandbox-server-reaper", daemon=True)
-        self._reaper.start()
-
     def _on_close(self) -> None:
+        super()._on_close()  # the sessions
         with self._table_lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
             plain, self._plain = list(self._plain.values()), OrderedDict()
-        for session in sessions:
-            self._end(session)
         for tool in plain:
             tool.close()
 
-    def _reap_loop(self) -> None:
-        period = min(max(self.idle_timeout_s / 4, 0.05), 5.0)
-        while not self._stop.wait(period):
-            self.reap()
-
-    def reap(self) -> int:
-        """End the sessions idle for longer than ``idle_timeout_s``; returns how many."""
-        now = time.monotonic()
-        with self._table_lock:
-            stale = [
-                k for k, s in self._sessions.items() if now - s.last_used > self.idle_timeout_s and not s.lock.locked()
-            ]
-            dead = [self._sessions.pop(k) for k in stale]
-        for session in dead:
-            self._end(session)
-        self.expired += len(dead)
-        return len(dead)
-
-    @staticmethod
-    def _end(session: _Session) -> None:
-        with session.lock:
-            if not session.closed:
-                session.closed = True
-                session.tool.close()
+    def _release(self, item: Held) -> None:
+        cast(_Session, item).tool.close()
 
     # ------------------------------------------------------------------ HTTP
     def _authorized(self, headers: dict[str, str], path: str) -> bool:
@@ -332,7 +298,7 @@ class SandboxServer(JsonHttpServer):
             with self._table_lock:
                 gone = [self._sessions.pop(e) for e in ends[:64] if isinstance(e, str) and e in self._sessions]
             for session in gone:
-                self._end(session)
+                self._end_held(session)
         sid = ext.get("session")
         if sid is None and "cell" not in ext:
             return {"status": "Success", "message": "", "run_result": None, "agentflow": {"ended": len(ends)}}
@@ -405,7 +371,7 @@ class SandboxServer(JsonHttpServer):
 
             session = self._sessions[sid] = _Session(make=make, tool=make(), limits=limits)
         if old is not None:
-            self._end(old)
+            self._end_held(old)
         return session
 
     @staticmethod

@@ -43,18 +43,18 @@ import json
 import logging
 import os
 import secrets
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
 from agentflow_env.error import AgentFlowError, ConfigError
 from agentflow_env.remote.http_serving import (
     MAX_BODY_BYTES,
+    Held,
     HTTPError,
     JsonHttpServer,
     dumps,
@@ -103,13 +103,10 @@ def tune_gc_for_serving() -> None:
     gc.set_threshold(*SERVING_GC_THRESHOLD)
 
 
-@dataclass
-class _Episode:
+@dataclass(kw_only=True)
+class _Episode(Held):
     env: Any
     env_id: str
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    last_used: float = field(default_factory=time.monotonic)
-    closed: bool = False
 
 
 class EnvServer(JsonHttpServer):
@@ -152,53 +149,14 @@ class EnvServer(JsonHttpServer):
         self.allow_client_kwargs = bool(allow_client_kwargs)
         self.env_prefix = env_prefix
         self.reveal_gold = bool(reveal_gold)
-        self._episodes: dict[str, _Episode] = {}
-        self._table_lock = threading.Lock()
-        self.expired = 0  # episodes closed by the idle reaper
-        self._reaper: threading.Thread | None = None
+        self._episodes = cast("dict[str, _Episode]", self._held)
 
-    # ------------------------------------------------------------------ lifecycle
-    def _on_start(self) -> None:
-        self._reaper = threading.Thread(target=self._reap_loop, name="env-server-reaper", daemon=True)
-        self._reaper.start()
-
-    def _on_close(self) -> None:
-        with self._table_lock:
-            episodes, self._episodes = list(self._episodes.values()), {}
-        for ep in episodes:
-            self._close_episode(ep)
-
-    def _reap_loop(self) -> None:
-        period = min(max(self.idle_timeout_s / 4, 0.05), 5.0)
-        while not self._stop.wait(period):
-            self.reap()
-
-    def reap(self) -> int:
-        """Close the episodes idle for longer than ``idle_timeout_s``; returns how many."""
-        now = time.monotonic()
-        with self._table_lock:
-            # an episode busy in a long step is not idle: its lock is held
-            stale = [
-                k
-                for k, ep in self._episodes.items()
-                if now - ep.last_used > self.idle_timeout_s and not ep.lock.locked()
-            ]
-            dead = [self._episodes.pop(k) for k in stale]
-        for ep in dead:
-            self._close_episode(ep)
-        self.expired += len(dead)
-        return len(dead)
-
-    @staticmethod
-    def _close_episode(ep: _Episode) -> None:
-        with ep.lock:
-            if ep.closed:
-                return
-            ep.closed = True
-            try:
-                ep.env.close()
-            except Exception:
-                logger.exception("closing an env of %s failed", ep.env_id)
+    def _release(self, item: Held) -> None:
+        ep = cast(_Episode, item)
+        try:
+            ep.env.close()
+        except Exception:
+            logger.exception("closing an env of %s failed", ep.env_id)
 
     # ------------------------------------------------------------------ the API
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -303,7 +261,7 @@ class EnvServer(JsonHttpServer):
         with self._table_lock:
             ep = self._episodes.pop(episode_id, None)
         if ep is not None:
-            self._close_episode(ep)
+            self._end_held(ep)
         return {"closed": ep is not None}
 
     def health(self) -> dict[str, Any]:

@@ -248,7 +248,7 @@ def test_through_the_server_an_episode_keeps_its_state_and_survives_a_lost_sessi
             sessions = list(server._sessions.values())
             server._sessions.clear()
         for session in sessions:
-            server._end(session)
+            server._end_held(session)
         again = tool.run("import math\nmath.answer + 1, open('/tmp/state.txt').read()", 10)
         assert again.text == "(22, 'kept')", again.text  # the cells were replayed into a fresh worker
         big = tool.run("open('/tmp/big', 'wb').write(b'x' * 20 * 2**20)", 10)
