@@ -249,6 +249,12 @@ class PythonCoderTool(BaseTool):
     ``memory.max``/``cpu.max``/``pids.max`` (``sandbox_info.resource_control``). With ``prestart`` (default)
     the shared zygote starts in the background when the tool is built and ``reset()`` waits for it, so no
     call's budget includes it; during an episode the next episode's worker is forked in the background.
+
+    ``sandbox="remote:http://HOST:PORT"`` (or ``AGENTFLOW_SANDBOX=remote:...``), for machines where no local
+    isolation works: each call goes to a SandboxFusion-compatible service, such as ``agentflow-env sandbox-server``
+    on a host that allows namespaces, with the same episode semantics and the same texts; an unreachable service
+    is that turn's tool error, never a local run (``remote_token`` or ``$AGENTFLOW_SANDBOX_TOKEN`` authenticates;
+    see :mod:`agentflow_env.tools.python.remote`).
     """
 
     name = "Python_Coder_Tool"
