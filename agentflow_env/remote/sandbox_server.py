@@ -59,6 +59,7 @@ logger = logging.getLogger(__name__)
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 _MEMORY_STEP_MB = 64  # plain requests' memory limits are rounded up to this (one worker pool per distinct value)
 _PLAIN_POOLS = 4
+_MAX_REPLAY = 1000  # cells of one episode a request may ask to replay
 _SCRIPT_OUTPUT_CHARS = 4_000_000  # the envelope of a plain request: stdout, stderr and fetched files
 #: the limits a session's client may choose besides memory: (default, lowest, highest)
 _LIMIT_CAPS = {"nproc": (8, 1, 64), "fsize_mb": (64, 1, 1024), "nofile": (64, 16, 1024), "tmp_mb": (64, 1, 1024)}
@@ -307,6 +308,8 @@ class SandboxServer(JsonHttpServer):
             raise HTTPError(HTTPStatus.BAD_REQUEST, "agentflow.session must be 8-64 letters, digits, - or _")
         if not isinstance(cell, str) or not isinstance(replay, list) or not all(isinstance(c, str) for c in replay):
             raise HTTPError(HTTPStatus.BAD_REQUEST, "agentflow.cell must be a string, agentflow.replay a list of them")
+        if len(replay) > _MAX_REPLAY:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, f"at most {_MAX_REPLAY} cells in agentflow.replay")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq != len(replay):
             raise HTTPError(HTTPStatus.BAD_REQUEST, "agentflow.seq must be the number of cells in agentflow.replay")
         timeout = _number(ext.get("timeout"), 10.0, 0.05, self.max_run_timeout_s, "agentflow.timeout")
