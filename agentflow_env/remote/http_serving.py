@@ -15,6 +15,7 @@ A server subclasses :class:`JsonHttpServer` and implements ``_route(method, path
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hmac
 import ipaddress
@@ -37,6 +38,7 @@ __all__ = [
     "HTTPError",
     "Held",
     "JsonHttpServer",
+    "add_serving_arguments",
     "dumps",
     "error_body",
     "is_loopback",
@@ -48,6 +50,29 @@ logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # an action is capped far below this by the env itself
 MAX_HEADER_BYTES = 64 * 1024
+
+
+def add_serving_arguments(
+    parser: argparse.ArgumentParser, *, port: int, token_env: str, max_connections: int, token_help: str = ""
+) -> None:
+    """The command-line options every server of this package has: where it binds, its token, its connections."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=port, help="port (0: any free port, printed at start)")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"require `Authorization: Bearer TOKEN`{token_help} (default: ${token_env}); needed to bind beyond "
+        "loopback",
+    )
+    parser.add_argument(
+        "--max-connections", type=int, default=max_connections, help="connections open at once (more get 503)"
+    )
+    parser.add_argument(
+        "--read-timeout", type=float, default=30.0, help="seconds for a request to arrive whole once it has begun"
+    )
+    parser.add_argument(
+        "--idle-connection", type=float, default=120.0, help="seconds an idle keep-alive connection stays open"
+    )
 
 
 def to_jsonable(value: Any) -> Any:

@@ -45,7 +45,14 @@ from http import HTTPStatus
 from typing import Any, cast
 
 from agentflow_env.error import ConfigError, ToolError
-from agentflow_env.remote.http_serving import Held, HTTPError, JsonHttpServer, dumps, json_body
+from agentflow_env.remote.http_serving import (
+    Held,
+    HTTPError,
+    JsonHttpServer,
+    add_serving_arguments,
+    dumps,
+    json_body,
+)
 from agentflow_env.tools.python.outcome import CellOutcome
 from agentflow_env.tools.python.remote import TOKEN_ENV
 from agentflow_env.tools.python.sandbox.launcher import REMOTE_PREFIX, UID_SLOTS
@@ -431,13 +438,8 @@ def _sandbox_error(message: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ CLI
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    parser.add_argument("--port", type=int, default=8080, help="port (0: any free port, printed at start)")
-    parser.add_argument(
-        "--token",
-        default=None,
-        help=f"require `Authorization: Bearer TOKEN` or /token/TOKEN/run_code (default: ${TOKEN_ENV}); "
-        "needed to bind beyond loopback",
+    add_serving_arguments(
+        parser, port=8080, token_env=TOKEN_ENV, max_connections=512, token_help=" or the path /token/TOKEN/run_code"
     )
     parser.add_argument("--sandbox", default="auto", choices=("auto", "bwrap", "namespaces"), help="isolation")
     parser.add_argument("--concurrency", type=int, default=None, help="cells running at once (default: one per CPU)")
@@ -449,7 +451,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", type=int, default=1024, help="memory (MB) when a request gives none")
     parser.add_argument("--max-output", type=int, default=65536, help="characters of output a cell may return")
     parser.add_argument("--preload", default="", help="comma-separated extra packages the workers may import")
-    parser.add_argument("--max-connections", type=int, default=512, help="connections open at once (more get 503)")
     parser.set_defaults(func=_run)
 
 
@@ -469,6 +470,8 @@ def _run(args: argparse.Namespace) -> int:
         max_output_chars=args.max_output,
         preload=tuple(p for p in args.preload.split(",") if p),
         max_connections=args.max_connections,
+        read_timeout_s=args.read_timeout,
+        idle_connection_s=args.idle_connection,
     )
 
     def stop(signum: int, frame: Any) -> None:  # SIGTERM (a pod stopping) or Ctrl-C: end sessions, stop the sandbox

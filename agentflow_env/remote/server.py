@@ -57,6 +57,7 @@ from agentflow_env.remote.http_serving import (
     Held,
     HTTPError,
     JsonHttpServer,
+    add_serving_arguments,
     dumps,
     json_body,
     to_jsonable,
@@ -328,8 +329,7 @@ class EnvServer(JsonHttpServer):
 
 # ------------------------------------------------------------------ CLI
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    parser.add_argument("--port", type=int, default=8765, help="port (0: any free port, printed at start)")
+    add_serving_arguments(parser, port=8765, token_env=TOKEN_ENV, max_connections=256)
     parser.add_argument("--idle-timeout", type=float, default=300.0, help="seconds before an untouched episode ends")
     parser.add_argument("--max-episodes", type=int, default=1024, help="episodes open at once")
     parser.add_argument("--env-kwargs", default="{}", help="JSON kwargs given to every env (data_dir, modes, ...)")
@@ -339,22 +339,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="let clients pass any env kwargs (trusted networks only; default: split, max_turns, num_tasks)",
     )
     parser.add_argument(
-        "--token",
-        default=None,
-        help=f"require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV}); needed to bind beyond loopback",
-    )
-    parser.add_argument(
         "--reveal-gold", action="store_true", help="include info['gold'] and info['task'] in replies (trusted clients)"
     )
-    parser.add_argument("--max-connections", type=int, default=256, help="connections open at once (more get 503)")
     parser.add_argument(
         "--workers", type=int, default=None, help="threads running env calls (default: 4 per CPU, <= 32)"
-    )
-    parser.add_argument(
-        "--read-timeout", type=float, default=30.0, help="seconds for a request to arrive whole once it has begun"
-    )
-    parser.add_argument(
-        "--idle-connection", type=float, default=120.0, help="seconds an idle keep-alive connection stays open"
     )
     parser.add_argument(
         "--no-gc-tuning",
