@@ -278,7 +278,7 @@ def test_the_server_needs_a_token_beyond_loopback_and_checks_it(server):
         status, reply = _post(guarded.url, f"/token/{TOKEN}/run_code", body)  # for clients without headers (verl)
         assert status == 200 and reply["run_result"]["stdout"] == "42\n"
         assert _post(guarded.url, "/token/wrong-token-of-some-length/run_code", body)[0] == 401
-        slow = {"code": "import time\ntime.sleep(2)", "language": "python", "run_timeout": 10}
+        slow = {"code": "import time\ntime.sleep(3)", "language": "python", "run_timeout": 10}
         auth = {"Authorization": f"Bearer {TOKEN}"}
         first = threading.Thread(target=_post, args=(guarded.url, "/run_code", slow, auth))
         first.start()
