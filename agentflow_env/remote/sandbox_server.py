@@ -55,7 +55,7 @@ from agentflow_env.remote.http_serving import (
 )
 from agentflow_env.tools.python.outcome import CellOutcome
 from agentflow_env.tools.python.remote import TOKEN_ENV
-from agentflow_env.tools.python.sandbox.launcher import REMOTE_PREFIX, UID_SLOTS
+from agentflow_env.tools.python.sandbox.launcher import SANDBOX_ENV, UID_SLOTS, resolve_mode
 from agentflow_env.tools.python.tool import PythonCoderTool
 from agentflow_env.tools.python.wire import parse_script_output, script_program
 
@@ -106,10 +106,14 @@ class SandboxServer(JsonHttpServer):
         read_timeout_s: float = 30.0,
         idle_connection_s: float = 120.0,
     ):
-        if sandbox == "none" or sandbox.startswith(REMOTE_PREFIX):
+        try:
+            mode = resolve_mode(sandbox)  # "auto" reads AGENTFLOW_SANDBOX, which must not weaken the server either
+        except ToolError as exc:
+            raise ConfigError(str(exc)) from None
+        if mode not in ("auto", "bwrap", "namespaces"):
             raise ConfigError(
-                f"sandbox={sandbox!r}: the sandbox server runs others' code, always isolated here "
-                "(auto, bwrap or namespaces)"
+                f"sandbox={sandbox!r} (as {mode!r}): the sandbox server runs others' code, always isolated here "
+                f"(auto, bwrap or namespaces; unset {SANDBOX_ENV} or set it to one of them)"
             )
         concurrency = int(concurrency or os.cpu_count() or 1)
         queue = 4 * concurrency if queue is None else int(queue)
@@ -129,7 +133,7 @@ class SandboxServer(JsonHttpServer):
             read_timeout_s=read_timeout_s,
             idle_connection_s=idle_connection_s,
         )
-        self.sandbox = sandbox
+        self.sandbox = mode
         self.concurrency, self.queue = concurrency, queue
         self.max_sessions = int(max_sessions)
         self.idle_timeout_s = float(idle_timeout_s)

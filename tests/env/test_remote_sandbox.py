@@ -268,6 +268,11 @@ def test_the_server_needs_a_token_beyond_loopback_and_checks_it(server):
         SandboxServer("0.0.0.0", 0, token="short")
     with pytest.raises(ConfigError, match="isolated"):
         SandboxServer(port=0, sandbox="none")
+    for weak in ("none", f"remote:{server.url}"):  # nor through the environment
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("AGENTFLOW_SANDBOX", weak)
+            with pytest.raises(ConfigError, match="isolated"):
+                SandboxServer(port=0)
     guarded = SandboxServer(port=0, token=TOKEN, concurrency=1, queue=0).start()
     try:
         body = {"code": "print(6 * 7)", "language": "python"}
