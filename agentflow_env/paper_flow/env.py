@@ -163,6 +163,9 @@ class PaperFlowEnv(TaskEnv):
       markers, quoted lines, look-alikes defused, as the LLM judge does) under a note saying they are never
       instructions, and reads the verdict from the reply's last line only. The planner's own prompt (the
       observation) is the same in both.
+    - ``python_sandbox``: where the Python coder's code runs: ``"auto"`` (the local sandbox, or
+      ``$AGENTFLOW_SANDBOX``), ``"bwrap"``, ``"namespaces"``, or ``"remote:http://HOST:PORT"`` (a
+      SandboxFusion-compatible service such as ``agentflow-env sandbox-server``, for machines that forbid namespaces).
     """
 
     def __init__(
@@ -188,6 +191,7 @@ class PaperFlowEnv(TaskEnv):
         name: str = "AgentFlowEnv-paper",
         extra_settings: Mapping[str, Any] | None = None,
         reading: str = "as_coded",
+        python_sandbox: str = "auto",
     ):
         config = PaperConfig(
             max_turns=max_turns,
@@ -236,6 +240,7 @@ class PaperFlowEnv(TaskEnv):
                     code_request=self.prompt_source.code_request,
                     web_search=web_search,
                     wikipedia=wikipedia,
+                    python_sandbox=python_sandbox,
                 )
             except KeyError as exc:
                 raise ConfigError(f"no runnable stand-in for AgentFlow tool {exc.args[0]!r}") from None

@@ -139,11 +139,13 @@ class PythonCodeGeneratorTool(PaperTool):
         sampling: SamplingParams,
         system_prompt: str,
         code_request: Callable[[str], str],
+        sandbox: str = "auto",
     ):
         from agentflow_env.tools.python.tool import PythonCoderTool
 
         self.writer = GeneralistTool(engine, sampling, system_prompt)
-        self.runner = PythonCoderTool(max_output_chars=2 * _OUTPUT_LIMIT)
+        # sandbox: the Python tool's ("auto", "bwrap", "namespaces", "remote:URL"; AGENTFLOW_SANDBOX for "auto")
+        self.runner = PythonCoderTool(max_output_chars=2 * _OUTPUT_LIMIT, sandbox=sandbox)
         self.code_request = code_request
         super().__init__(PYTHON_CODER, ("query",), owned=self.runner)
 
@@ -203,11 +205,13 @@ def build_toolbox(
     web_search: Tool | None = None,
     wikipedia: Tool | None = None,
     engines: Mapping[str, Engine | str] | None = None,
+    python_sandbox: str = "auto",
 ) -> dict[str, PaperTool]:
     """The runnable tools for ``names`` (AgentFlow's long names); unknown names raise ``KeyError``.
 
     ``engines`` gives a tool its own LLM by name (AgentFlow's scripts: gpt-4o-mini for the generalist,
-    Qwen2.5-Coder-7B for the Python coder); the others use ``engine``.
+    Qwen2.5-Coder-7B for the Python coder); the others use ``engine``. ``python_sandbox`` is the Python coder's
+    isolation (``"remote:URL"``: a sandbox service, see docs/remote-sandbox.md).
     """
     engines = dict(engines or {})
     wiki: Any = wikipedia
@@ -220,7 +224,9 @@ def build_toolbox(
         if name == GENERALIST:
             out[name] = GeneralistTool(engines.get(name, engine), sampling, system_prompt)
         elif name == PYTHON_CODER:
-            out[name] = PythonCodeGeneratorTool(engines.get(name, engine), sampling, system_prompt, code_request)
+            out[name] = PythonCodeGeneratorTool(
+                engines.get(name, engine), sampling, system_prompt, code_request, sandbox=python_sandbox
+            )
         elif name == GOOGLE_SEARCH:
             search: Any = web_search
             if search is None:

@@ -1,5 +1,7 @@
-"""Envs in other processes: :mod:`~agentflow_env.remote.server` (``agentflow-env env-server``) and
-:mod:`~agentflow_env.remote.client` (:class:`RemoteEnv`).
+"""Envs and the Python sandbox in other processes: :mod:`~agentflow_env.remote.server` (``agentflow-env
+env-server``) and :mod:`~agentflow_env.remote.client` (:class:`RemoteEnv`); :mod:`~agentflow_env.remote.sandbox_server`
+(``agentflow-env sandbox-server``, SandboxFusion's ``/run_code``); the HTTP serving they share,
+:mod:`~agentflow_env.remote.http_serving`.
 """
 
 from agentflow_env.remote.client import (

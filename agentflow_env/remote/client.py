@@ -68,21 +68,30 @@ class _Transport:
             self._sock, self._buffer = sock, b""
         return self._sock  # type: ignore[return-value]
 
+    def exchange(self, method: str, path: str, payload: bytes, timeout_s: float | None = None) -> tuple[int, bytes]:
+        """Send one request and read its reply: ``(status, body)``. Raises ``OSError`` or ``http.client``'s
+        exceptions (the connection is closed then); ``timeout_s`` bounds this request (default: the transport's)."""
+        head = f"{method} {path} HTTP/1.1\r\n{self._headers}Content-Length: {len(payload)}\r\n\r\n"
+        try:
+            sock = self._connection()
+            sock.settimeout(self.timeout_s if timeout_s is None else timeout_s)
+            sock.sendall(head.encode("latin-1") + payload)
+            status, data, close = self._read_response(sock)
+        except BaseException:
+            self.close()
+            raise
+        if close:
+            self.close()
+        return status, data
+
     def request(self, method: str, path: str, body: Any, retry: bool = False) -> dict[str, Any]:
         payload = b"" if body is None else json.dumps(body).encode("utf-8")
-        head = f"{method} {path} HTTP/1.1\r\n{self._headers}Content-Length: {len(payload)}\r\n\r\n"
-        message = head.encode("latin-1") + payload
         tries = 2 if retry else 1
         for attempt in range(tries):
             try:
-                sock = self._connection()
-                sock.sendall(message)
-                status, data, close = self._read_response(sock)
-                if close:
-                    self.close()
+                status, data = self.exchange(method, path, payload)
                 break
             except (OSError, http.client.HTTPException) as exc:
-                self.close()
                 if attempt + 1 < tries:
                     continue
                 kind = "timed out" if isinstance(exc, socket.timeout) else f"failed ({type(exc).__name__}: {exc})"

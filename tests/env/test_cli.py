@@ -252,6 +252,7 @@ ERROR_CASES = {
     "tiny-lm": ["tiny-lm", "--build", "--cache-dir", "a-file"],
     "serve": ["serve", "nobackend:model"],
     "env-server": ["env-server", "--port", "not-a-port"],
+    "sandbox-server": ["sandbox-server", "--host", "0.0.0.0", "--port", "0"],
     "no-command": ["no-such-command"],
 }
 

@@ -3,6 +3,7 @@ worker is gone. The fixtures ``mode``, ``tool`` and ``other`` are in ``conftest.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import time
@@ -17,16 +18,38 @@ from agentflow_env.tools.python.tool import PythonCoderTool
 REPO = Path(__file__).resolve().parent.parent.parent
 REQUIRE = os.environ.get("AGENTFLOW_REQUIRE_BWRAP") == "1"
 HIDDEN = "default-no-bwrap"
-MODES = ("bwrap", "namespaces", HIDDEN)
+# the tool on a training node that forbids namespaces: each call goes to ``agentflow-env sandbox-server``
+# (started once in this process, on loopback, isolating with bubblewrap or namespaces)
+REMOTE = "remote"
+MODES = ("bwrap", "namespaces", HIDDEN, REMOTE)
+_SERVER: list = []
 # the default mode's tools get a preload of their own, so they never share a zygote that another test module's
 # default tool started with bubblewrap visible ("json" is preloaded anyway: nothing else changes)
 HIDDEN_PRELOAD = ("json",)
 
 
+def sandbox_server():
+    """The sandbox server the remote mode's tools call (one per test process; skips where none can isolate)."""
+    if not _SERVER:
+        from agentflow_env.remote.sandbox_server import SandboxServer
+
+        try:
+            server = SandboxServer(port=0, concurrency=2, idle_timeout_s=60).start()
+        except ToolError as exc:
+            if REQUIRE:
+                raise
+            pytest.skip(f"no sandbox can start here, so no sandbox server: {exc}")
+        atexit.register(server.close)
+        _SERVER.append(server)
+    return _SERVER[0]
+
+
 def _start(mode: str, **kwargs) -> PythonCoderTool:
     if mode == "bwrap" and shutil.which("bwrap") is None and not REQUIRE:
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
-    if mode == HIDDEN:
+    if mode == REMOTE:
+        tool = PythonCoderTool(sandbox=f"remote:{sandbox_server().url}", max_output_chars=2000, tmp_mb=8, **kwargs)
+    elif mode == HIDDEN:
         tool = PythonCoderTool(max_output_chars=2000, tmp_mb=8, preload=HIDDEN_PRELOAD, **kwargs)
     else:
         tool = PythonCoderTool(sandbox=mode, max_output_chars=2000, tmp_mb=8, **kwargs)

@@ -11,7 +11,6 @@ import logging
 import os
 import queue
 import re
-import signal
 import threading
 import weakref
 from collections.abc import Sequence
@@ -19,7 +18,9 @@ from typing import Any
 
 from agentflow_env.error import ConfigError
 from agentflow_env.tools.base import BaseTool
+from agentflow_env.tools.python.outcome import CellOutcome, describe_status, outcome_result
 from agentflow_env.tools.python.sandbox.launcher import (
+    REMOTE_PREFIX,
     SANDBOX_ENV,
     SANDBOX_MODES,
     SandboxInfo,
@@ -34,41 +35,17 @@ from agentflow_env.tools.python.sandbox.launcher import (
 )
 from agentflow_env.types import ToolResult
 
-__all__ = ["PythonCoderTool", "strip_code_fences"]
+__all__ = ["PythonCoderTool", "describe_status", "strip_code_fences"]
 
 logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"^\s*```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)\n?```\s*$", re.DOTALL | re.IGNORECASE)
-_NO_OUTPUT = "(no output: the code ran without printing; use print() or end the code with an expression)"
 
 
 def strip_code_fences(command: str) -> str:
     """Accept code wrapped in a Markdown fence (```python ... ```), as models often write it."""
     match = _FENCE.match(command)
     return match.group(1) if match else command
-
-
-def describe_status(status: int | None) -> str:
-    """A wait status in words, with the likely cause."""
-    if status is None:
-        return "exit status unknown"
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        cause = {
-            "SIGSEGV": "a crash, often recursion too deep for the C stack",
-            "SIGXCPU": "the CPU time limit",
-            "SIGKILL": "killed by a limit",
-            "SIGABRT": "an abort",
-            "SIGXFSZ": "the file size limit",
-        }.get(name)
-        return f"killed by {name}" + (f": {cause}" if cause else "")
-    if os.WIFEXITED(status):
-        return f"exited with code {os.WEXITSTATUS(status)}"
-    return f"wait status {status}"
 
 
 _REFUSALS: set[str] = set()
@@ -272,6 +249,12 @@ class PythonCoderTool(BaseTool):
     ``memory.max``/``cpu.max``/``pids.max`` (``sandbox_info.resource_control``). With ``prestart`` (default)
     the shared zygote starts in the background when the tool is built and ``reset()`` waits for it, so no
     call's budget includes it; during an episode the next episode's worker is forked in the background.
+
+    ``sandbox="remote:http://HOST:PORT"`` (or ``AGENTFLOW_SANDBOX=remote:...``), for machines where no local
+    isolation works: each call goes to a SandboxFusion-compatible service, such as ``agentflow-env sandbox-server``
+    on a host that allows namespaces, with the same episode semantics and the same texts; an unreachable service
+    is that turn's tool error, never a local run (``remote_token`` or ``$AGENTFLOW_SANDBOX_TOKEN`` authenticates;
+    see :mod:`agentflow_env.tools.python.remote`).
     """
 
     name = "Python_Coder_Tool"
@@ -301,10 +284,13 @@ class PythonCoderTool(BaseTool):
         max_code_chars: int = 200_000,
         keep_background: bool = False,
         prestart: bool = True,
+        remote_token: str | None = None,
     ):
         self._config: dict[str, Any] = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        if sandbox not in SANDBOX_MODES:
-            raise ConfigError(f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}")
+        if sandbox not in SANDBOX_MODES and not sandbox.startswith(REMOTE_PREFIX):
+            raise ConfigError(
+                f"sandbox={sandbox!r}; choose one of {SANDBOX_MODES}, or '{REMOTE_PREFIX}http://HOST:PORT'"
+            )
         try:
             mode = resolve_mode(sandbox)
         except Exception as exc:
@@ -336,11 +322,19 @@ class PythonCoderTool(BaseTool):
         self.max_code_chars = int(max_code_chars)
         self.pool_size = int(pool_size)
         self.recycle = recycle
+        self._remote: Any = None
+        if mode.startswith(REMOTE_PREFIX):  # each call goes to a sandbox service; nothing runs here
+            from agentflow_env.tools.python.remote import RemoteSandbox
+
+            self._remote = RemoteSandbox(
+                mode[len(REMOTE_PREFIX) :], self.limits, self.max_output_chars, token=remote_token, preload=preload
+            )
         self._state = _State((mode, tuple(preload)), self.limits)
         _start_releaser()
         self._finalizer = weakref.finalize(self, _release_later, self._state)
         self._finalizer.atexit = False  # at exit the launcher stops every zygote, and their workers with them
-        if prestart:  # the zygote's start (seconds: it imports numpy and sympy) is never inside a call's budget
+        # the zygote's start (seconds: it imports numpy and sympy) is never inside a call's budget
+        if prestart and self._remote is None:
             starter = threading.Thread(target=_prestart, args=(self._state,), name="python-tool-start", daemon=True)
             self._state.starter = starter
             starter.start()
@@ -355,11 +349,15 @@ class PythonCoderTool(BaseTool):
     # ------------------------------------------------------------------ public
     @property
     def sandbox_info(self) -> SandboxInfo:
-        """The isolation actually in force (starts the shared zygote if needed)."""
+        """The isolation actually in force (starts the shared zygote if needed; asks a remote sandbox server)."""
+        if self._remote is not None:
+            return self._remote.info()
         return self._zygote().info
 
     def warm_up(self) -> None:
-        """Start the zygote and one worker now, so the first call does not pay for it."""
+        """Start the zygote and one worker now, so the first call does not pay for it (remote: nothing to start)."""
+        if self._remote is not None:
+            return
         self._join_prestart()
         worker = self._checkout()
         self._checkin(worker, self._state.epoch)
@@ -370,7 +368,11 @@ class PythonCoderTool(BaseTool):
         The spare forked in the background during the last episode takes a used worker's place at once; the used
         one is killed, and the next spare forked, in the background. Without a spare, a worker is forked here.
         The first reset waits for the zygote started when the tool was built, so no call pays for its start.
+        Remote: the next call starts a new session (see :mod:`~agentflow_env.tools.python.remote`).
         """
+        if self._remote is not None:
+            self._remote.reset()
+            return
         self._join_prestart()
         state = self._state
         with state.lock:
@@ -415,6 +417,8 @@ class PythonCoderTool(BaseTool):
         """Kill this tool's workers; the shared zygote stops when its last tool closes. Safe to call twice."""
         self._finalizer.detach()
         _release(self._state)
+        if self._remote is not None:
+            self._remote.close()
 
     # ------------------------------------------------------------------ internals
     def _zygote(self) -> Any:
@@ -497,69 +501,51 @@ class PythonCoderTool(BaseTool):
                 error="code too long",
             )
         timeout = max(float(timeout), 0.05)
+        outcome = self._remote.execute(code, timeout) if self._remote is not None else self.execute(code, timeout)
+        return outcome_result(
+            outcome, max_output_chars=self.max_output_chars, memory_mb=self.limits.memory_mb, timeout=timeout
+        )
+
+    def execute(self, code: str, timeout: float) -> CellOutcome:
+        """Run one cell of code (no fences, no length check) in this episode's worker; what it came to.
+
+        ``sandbox-server`` runs its requests with this; a worker that timed out, died or went past the memory cap
+        is replaced (``outcome.state_lost``). Exceptions only for a sandbox that cannot start."""
+        if self._remote is not None:
+            return self._remote.execute(code, timeout)
         self._join_prestart()  # without a reset first: wait for the worker the tool's build began (outside the budget)
         epoch = self._state.epoch
         try:
             worker = self._checkout()
         except SandboxUnavailable as exc:
             _warn_refusal(str(exc))
-            return ToolResult(text=f"Error: {exc}", ok=False, error="no sandbox")
+            return CellOutcome(failure="no sandbox", detail=str(exc))
         try:
             reply = worker.call(code, timeout, self.max_output_chars)
         except TimeoutError:
             self._checkin(worker, -1)
-            return ToolResult(
-                text=f"Error: TimeoutError: the code did not finish within {timeout:g} s and was "
-                "stopped; the Python worker was restarted.",
-                ok=False,
-                error="timeout",
-            )
+            return CellOutcome(failure="timeout")
         except WorkerLost as exc:
             over = exc.reason == "memory" or worker.oom_killed()
             status = self._checkin(worker, -1)
             status = exc.status if exc.status is not None else status
-            if over:
-                self._refill(1)
-                return self._memory_error()
             self._refill(1)
-            how = describe_status(status)
-            return ToolResult(
-                text=f"Error: the Python process died ({how}); it was restarted. Common causes: "
-                "os._exit or abort, recursion too deep, or a resource limit.",
-                ok=False,
-                error=f"worker died: {how}; {exc}",
-            )
+            if over:
+                return CellOutcome(failure="memory")
+            return CellOutcome(failure="died", detail=f"{describe_status(status)}; {exc}")
         except BaseException:
             self._checkin(worker, -1)
             raise
         if worker.oom_killed():  # cgroup: the kernel killed a process past memory.max (the cell may have gone on)
             self._checkin(worker, -1)
             self._refill(1)
-            return self._memory_error()
+            return CellOutcome(failure="memory")
         self._checkin(worker, epoch)
         if self.recycle == "call":
             self._refill(1)
-        return self._result(reply)
-
-    def _memory_error(self) -> ToolResult:
-        return ToolResult(
-            text=f"Error: MemoryError: the code and the processes it started used more than "
-            f"{self.limits.memory_mb} MB together; they were stopped and the Python worker was restarted.",
-            ok=False,
-            error="memory limit",
+        return CellOutcome(
+            output=str(reply.get("output", "")),
+            dropped=int(reply.get("dropped", 0) or 0),
+            error=reply.get("error") or None,
+            exc=reply.get("exc"),
         )
-
-    def _result(self, reply: dict[str, Any]) -> ToolResult:
-        output = str(reply.get("output", ""))[: self.max_output_chars]
-        dropped = int(reply.get("dropped", 0) or 0)
-        if dropped:
-            output = (
-                output.rstrip("\n") + f"\n[output cut: {dropped} more characters were not shown; "
-                "print less, e.g. a summary or a slice]\n"
-            )
-        error = reply.get("error")
-        if error:
-            text = (output.rstrip("\n") + "\n" if output.strip() else "") + f"Error: {error}"
-            last = str(error).strip().splitlines()[-1] if str(error).strip() else str(reply.get("exc"))
-            return ToolResult(text=text, ok=False, error=last)
-        return ToolResult(text=output.rstrip("\n") if output.strip() else _NO_OUTPUT, ok=True)

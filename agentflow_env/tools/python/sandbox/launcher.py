@@ -55,6 +55,7 @@ ZYGOTE_SCRIPT = str(Path(_z.__file__).resolve())
 ROOTFS_SCRIPT = str(Path(_z.__file__).resolve().parent / "rootfs.py")
 SANDBOX_MODES = ("auto", "bwrap", "namespaces", "none")
 SANDBOX_ENV = "AGENTFLOW_SANDBOX"
+REMOTE_PREFIX = "remote:"  # sandbox="remote:URL": a sandbox service runs the code (tools/python/remote.py)
 HANDSHAKE_TIMEOUT_S = 120.0
 CONTROL_TIMEOUT_S = 30.0
 ZYGOTE_TMP_BYTES = 1 << 20  # the zygote's own /tmp; each worker mounts its own, sized by SandboxLimits.tmp_mb
@@ -125,7 +126,10 @@ class SandboxInfo:
 
     @property
     def isolated(self) -> bool:
-        """Whether untrusted code runs isolated (its own namespaces per worker, a minimal read-only view)."""
+        """Whether untrusted code runs isolated (its own namespaces per worker, a minimal read-only view); for
+        ``remote``, whether the service says so (``agentflow-env sandbox-server`` does; SandboxFusion says nothing)."""
+        if self.mode == "remote":
+            return self.network_isolated and self.pid_namespace and self.readonly_root
         return self.mode in ("bwrap", "namespaces")
 
 
@@ -147,12 +151,16 @@ def _is_root() -> bool:
 
 
 def resolve_mode(sandbox: str) -> str:
-    """The mode asked for: the constructor's, or ``AGENTFLOW_SANDBOX`` when the constructor says ``auto``."""
+    """The mode asked for: the constructor's, or ``AGENTFLOW_SANDBOX`` when the constructor says ``auto`` (a mode,
+    or ``remote:URL``)."""
     if sandbox == "auto":
-        env = os.environ.get(SANDBOX_ENV, "").strip().lower()
+        env = os.environ.get(SANDBOX_ENV, "").strip()
+        if env.startswith(REMOTE_PREFIX):
+            return env
+        env = env.lower()
         if env:
             if env not in SANDBOX_MODES:
-                raise ToolError(f"{SANDBOX_ENV}={env!r}; choose one of {SANDBOX_MODES}")
+                raise ToolError(f"{SANDBOX_ENV}={env!r}; choose one of {SANDBOX_MODES}, or '{REMOTE_PREFIX}URL'")
             return env
     return sandbox
 
