@@ -1,7 +1,7 @@
 """``sandbox="remote:URL"``: the Python tool's cells run by a SandboxFusion-compatible service.
 
 For machines where no local isolation works (containers without ``CAP_SYS_ADMIN``, Kubernetes pods): each call
-is one ``POST URL/run_code`` in SandboxFusion's format (see :mod:`~agentflow_env.tools.python.wire`), sent
+is one ``POST URL/run_code`` in SandboxFusion's format (see ``agentflow_env.tools.python.wire``), sent
 to SandboxFusion itself or to ``agentflow-env sandbox-server`` on a host that allows namespaces. Nothing runs
 here, and a service that cannot be reached costs that turn a tool error: never a crash, never a local run.
 
