@@ -111,3 +111,38 @@ def test_a_train_config_with_tool_calling_runs_on_the_tiny_lm(tmp_path):
     assert any(not torch.equal(before[k], v) for k, v in learner.model.state_dict().items())
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2] and all(math.isfinite(r["losses/loss"]) for r in records)
+
+
+def test_sft_with_tool_calling_trains_hermes_calls_after_the_tool_calling_prompt(tmp_path):
+    pytest.importorskip("torch")
+    from agents.training.sft import SFTConfig, train_sft
+    from agents.training.sft_tools import tokenize_tool_demonstrations
+
+    config = SFTConfig(
+        env_id="agentflow/Gen-GameOf24-v2",
+        env_kwargs={"max_turns": 3},
+        out=str(tmp_path / "sft"),
+        episodes=4,
+        epochs=1,
+        batch_size=2,
+        max_steps=2,
+        eval_episodes=2,
+        eval_max_tokens=8,
+        eval_num_envs=2,
+        tool_calling=True,
+        torch_threads=1,
+        checkpoint_every=0,
+    )
+    result = train_sft(config)
+    demos = [json.loads(line) for line in (tmp_path / "sft" / "demonstrations.jsonl").read_text().splitlines()]
+    assert any("<tool_call>" in d["action"] for d in demos) and all(d["observation"] for d in demos)
+    assert result.steps == 2 and result.eval_after is not None and 0 <= result.eval_after["well_formed_rate"] <= 1
+    from agents.tiny_lm import load_tiny_lm
+
+    _, tokenizer = load_tiny_lm(tmp_path / "sft")
+    demo = SimpleNamespace(observation=demos[0]["observation"], action=demos[0]["action"])
+    ((prompt_ids, response_ids),) = tokenize_tool_demonstrations(tokenizer, [demo])
+    assert "<tools>" in tokenizer.decode(prompt_ids) and tokenizer.decode(prompt_ids).endswith(
+        "<|im_start|>assistant\n"
+    )
+    assert tokenizer.decode(response_ids) == demos[0]["action"] + "<|im_end|>"
