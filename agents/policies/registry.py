@@ -134,7 +134,7 @@ def make_policies(
     ``extra_body`` and ``system_prompt`` go to LLM-backed planners (see :func:`make_policy`).
     """
     ids = list(env_ids)
-    kwargs = {"extra_body": extra_body, "system_prompt": system_prompt, "tool_calling": tool_calling}
+    kwargs: dict[str, Any] = {"extra_body": extra_body, "system_prompt": system_prompt, "tool_calling": tool_calling}
     if is_env_specific(spec):
         return {env_id: make_policy(spec, env_id, sampling, **kwargs) for env_id in ids}
     shared = make_policy(spec, None, sampling, **kwargs)
