@@ -99,6 +99,14 @@ class EvalConfig:
         default=None,
     )
     fast: bool = doc_field("only the protocol's fast_tasks tasks per benchmark", switch=True, default=False)
+    tool_calling: bool = doc_field(
+        "the planner calls tools natively: hf: and engine planners get the env's tools as function schemas, "
+        "rendered by the model's own chat template (tools=), and answer with Hermes <tool_call> blocks or plain "
+        "content as the final answer; scripted planners emit their actions as Hermes calls (the run is named "
+        "...-tools by default; docs/tool-calling.md)",
+        switch=True,
+        default=False,
+    )
     # with ``fast``: tasks per benchmark instead of the protocol's (the sized score guard); not a flag
     fast_tasks: dict[str, int] | None = doc_field("", cli=False, default=None)
     # whose git state the record names (default: agentflow-env's own checkout); not a flag
@@ -113,7 +121,7 @@ class EvalConfig:
     def run_name(self) -> str:
         """The run's folder name under ``out/<protocol>/``: ``name`` (checked) or one made from the policy spec."""
         if self.name is None:
-            return run_name_for(self.policy) + ("-fast" if self.fast else "")
+            return run_name_for(self.policy) + ("-tools" if self.tool_calling else "") + ("-fast" if self.fast else "")
         return validate_run_name(self.name)
 
 
@@ -129,6 +137,7 @@ def build_env(
     trial_seed: int | None = None,
     scorer: Any = None,
     shared_engine: Any = None,
+    tool_calling: bool = False,
 ) -> Any:
     """The env of one benchmark of ``plan``: its split, options, modes, turn budget and scorer.
 
@@ -137,6 +146,7 @@ def build_env(
     ``scorer`` is a ready scorer object (shared across envs); else one is built from the plan.
     ``shared_engine``: an engine object built from the plan's engine spec, given to the env instead of the spec
     (one HTTP client for every env of a run: building a client per env costs about 0.2 s of CPU).
+    ``tool_calling``: the env in tool mode (plain content without a call is the final answer).
     """
     import gymnasium as gym
 
@@ -150,7 +160,12 @@ def build_env(
         kwargs["tasks"] = tasks
     if shared_engine is not None and isinstance(kwargs.get("engine"), str):
         kwargs["engine"] = shared_engine
-    return gym.make(env_id, disable_env_checker=True, **kwargs)
+    env = gym.make(env_id, disable_env_checker=True, **kwargs)
+    if tool_calling:
+        from agents.policies.tool_calling import set_tool_mode
+
+        set_tool_mode(env)
+    return env
 
 
 def make_protocol_scorer(plan: RunPlan, name: str) -> Any:
@@ -192,6 +207,7 @@ class _EnvPool:
         self._engine: Any = None
         self.ray: str | None = None  # set: episodes' envs live in Ray actors (agentflow_env.vector.ray)
         self.ray_workers: int | None = None
+        self.tool_calling = False  # set: every env in tool mode (``--tool-calling``)
         self._vectors: dict[tuple[str, int | None], Any] = {}
         self.free: dict[tuple[str, int | None], list[Any]] = {}
         self.all: dict[tuple[str, int | None], list[Any]] = {}
@@ -229,7 +245,13 @@ class _EnvPool:
         siblings = self.all.setdefault(key, [])
         tasks = siblings[0].unwrapped.tasks if siblings else None
         env = build_env(
-            self.plan, env_id, tasks=tasks, trial_seed=seed, scorer=self.scorer(env_id), shared_engine=self._engine_()
+            self.plan,
+            env_id,
+            tasks=tasks,
+            trial_seed=seed,
+            scorer=self.scorer(env_id),
+            shared_engine=self._engine_(),
+            tool_calling=self.tool_calling,
         )
         siblings.append(env)
         return env
@@ -238,7 +260,7 @@ class _EnvPool:
         """An env of this process, to read a benchmark's tasks, scorer and settings (released by ``give_back``)."""
         if not self.ray:
             return self.acquire(env_id, seed)
-        return build_env(self.plan, env_id, trial_seed=seed, scorer=self.scorer(env_id))
+        return build_env(self.plan, env_id, trial_seed=seed, scorer=self.scorer(env_id), tool_calling=self.tool_calling)
 
     def give_back(self, env_id: str, env: Any, seed: int | None) -> None:
         if self.ray:
@@ -253,7 +275,7 @@ class _EnvPool:
         if key in self._vectors:
             raise RuntimeError(f"every remote env of {key} is in use; more episodes in flight than envs")
         n = max(self.concurrency or 1, 1)
-        fns = [functools.partial(_remote_env, self.plan, env_id, seed) for _ in range(n)]
+        fns = [functools.partial(_remote_env, self.plan, env_id, seed, self.tool_calling) for _ in range(n)]
         workers = min(self.ray_workers or _ray_cpus(self.ray), n)
         vec = RayVectorEnv(fns, num_workers=workers, autoreset_mode="disabled", ray_init=_ray_init(self.ray))
         self._vectors[key] = vec
@@ -301,9 +323,9 @@ class _EnvPool:
             self._engine.close()
 
 
-def _remote_env(plan: RunPlan, env_id: str, seed: int | None) -> Any:
+def _remote_env(plan: RunPlan, env_id: str, seed: int | None, tool_calling: bool = False) -> Any:
     """Builds one env of ``plan`` inside a Ray actor (with its own scorer and engine there)."""
-    return build_env(plan, env_id, trial_seed=seed)
+    return build_env(plan, env_id, trial_seed=seed, tool_calling=tool_calling)
 
 
 def _ray_init(address: str) -> dict[str, Any]:
@@ -501,6 +523,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
     pool.judge_concurrency = config.judge_concurrency
     pool.concurrency = config.concurrency
     pool.ray, pool.ray_workers = config.ray, config.ray_workers
+    pool.tool_calling = config.tool_calling
     try:
         units = _units(plan, pool, record)
         if record.paper_settings is not None:
@@ -558,6 +581,7 @@ def _policies(config: EvalConfig, plan: RunPlan) -> dict[str, Any]:
         planner.sampling,
         extra_body=planner.extra_body,
         system_prompt=planner.system_prompt,
+        **({"tool_calling": True} if config.tool_calling else {}),
     )
 
 

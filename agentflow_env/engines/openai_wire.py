@@ -288,6 +288,18 @@ def _template_knows_tools(tokenizer: Any) -> bool:
     return isinstance(template, str) and "tools" in template
 
 
+def _arguments(call: dict[str, Any]) -> Any:
+    """A call's arguments as the model wrote them: the JSON object an OpenAI message carries as a string."""
+    args = call["function"].get("arguments")
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            return args
+        return parsed if isinstance(parsed, dict) else args
+    return args
+
+
 def fallback_chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The chat in plain ``{role, content}`` messages, Hermes style: the tools in the system message, earlier
     calls as ``<tool_call>`` blocks, their results as ``<tool_response>`` in user messages. Any template (or
@@ -312,9 +324,7 @@ def fallback_chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
         elif m.get("tool_calls"):
             blocks = [
                 "<tool_call>\n"
-                + json.dumps(
-                    {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}, ensure_ascii=False
-                )
+                + json.dumps({"name": c["function"]["name"], "arguments": _arguments(c)}, ensure_ascii=False)
                 + "\n</tool_call>"
                 for c in m["tool_calls"]
             ]

@@ -8,6 +8,12 @@ planner's replies with Hermes ``<tool_call>`` blocks, ``tool`` results), rendere
 the tokenizer's template when it knows tools (``apply_chat_template(..., tools=...)``, as verl's
 ``ToolAgentLoop`` does), else the Hermes fallback of :func:`agentflow_env.engines.openai_wire.fallback_chat`.
 
+The conversation grows token by token: the model's tokens are kept as sampled and each env reply is the text the
+template adds after them. A template that rewrites earlier turns as the chat grows (Qwen3-style templates drop the
+``<think>`` block of assistant turns before the latest user message) cannot be matched that way; the codec finds
+out at start-up (:func:`history_rewrites`), logs a warning naming the difference, keeps the model's tokens and
+measures the reply after a fixed base turn instead (see docs/tool-calling.md).
+
 Flow-GRPO as the paper writes it (and :mod:`agents.training.flow_grpo`) instead re-renders the planner
 prompt every turn, so turn t's context is the current memory, not the chat so far. Both train
 every planner turn with the trajectory's outcome; only the context of later turns differs.
@@ -15,12 +21,17 @@ every planner turn with the trajectory's outcome; only the context of later turn
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 from agentflow_env.error import ConfigError
+from agents.policies.hf_policy import format_chat
 
-__all__ = ["ChatCodec", "env_reply", "first_prompts", "step_message"]
+__all__ = ["ChatCodec", "env_reply", "first_prompts", "history_rewrites", "step_message", "warn_inexact"]
+
+logger = logging.getLogger(__name__)
 
 
 def first_prompts(env: Any, num_tasks: int | None = None) -> Iterator[tuple[int, str, str]]:
@@ -79,21 +90,18 @@ class ChatCodec:
         self.template_knows_tools = isinstance(template, str) and "tools" in template
         eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        #: what the template changes in earlier turns as the chat grows (None: nothing); said once at start-up
+        self.rewrites = history_rewrites(self) if self.templated else None
+        if self.rewrites:
+            name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+            warn_inexact(f"the chat template of {name}", self.rewrites + _KEPT)
 
     def _render(self, messages: list[dict[str, Any]]) -> str:
-        if self.tools is not None:
-            if self.template_knows_tools:
-                return self.tokenizer.apply_chat_template(
-                    messages, tools=self.tools, tokenize=False, add_generation_prompt=True
-                )
-            from agentflow_env.engines.openai_wire import fallback_chat
+        if self.tools is None and not self.templated:
+            from agentflow_env.engines import prompt_text
 
-            messages = fallback_chat(messages, self.tools)
-            if not self.templated:
-                from agentflow_env.engines import prompt_text
-
-                return prompt_text(messages) + "\n\nassistant: "
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return prompt_text(messages) + "\n\nassistant: "
+        return format_chat(self.tokenizer, messages, self.tools)
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -118,13 +126,69 @@ class ChatCodec:
             return self._encode("\n\n" + "\n\n".join(str(m["content"]) for m in new) + "\n\n")
         before = self._render(messages[:-1]) + messages[-1]["content"]
         after = self._render([*messages, *new])
-        if not after.startswith(before):
-            raise ConfigError(
-                "the tokenizer's chat template rewrites earlier turns (e.g. drops reasoning), so a multi-turn "
-                "conversation cannot grow token by token; use a template that renders earlier turns unchanged"
-            )
-        delta = after[len(before) :]
+        if after.startswith(before):
+            delta = after[len(before) :]
+        else:  # the template rewrote an earlier turn (said at start-up): what it adds after a fixed base turn
+            delta = self._fixed_base_delta(new)
         eos_text = self.tokenizer.eos_token or ""
         if ended_with_eos and eos_text and delta.startswith(eos_text):
             delta = delta[len(eos_text) :]  # the model already produced the end-of-turn token
         return self._encode(delta)
+
+    def _fixed_base_delta(self, new: list[dict[str, Any]]) -> str:
+        """The text the template adds after an assistant turn for ``new``, measured after a fixed two-message
+        chat (SkyRL's fixed-base approach), so no rewrite of the real history can move the boundary."""
+        base = [{"role": "user", "content": "base question"}, {"role": "assistant", "content": "base answer"}]
+        before = self._render(base[:-1]) + base[-1]["content"]
+        after = self._render([*base, *new])
+        if not after.startswith(before):
+            raise ConfigError(
+                "the tokenizer's chat template renders an assistant turn differently once a message follows it, so "
+                "the env's reply cannot be appended token by token; use a template that keeps earlier turns"
+            )
+        return after[len(before) :]
+
+
+_KEPT = (
+    "; the bridge keeps every turn's tokens as the model produced them (token in, token out), so later turns "
+    "are trained on a context that still holds them, which a server re-rendering the chat from messages would "
+    "not show the model (docs/tool-calling.md, template fidelity)"
+)
+_PROBE_THINKING = "probe reasoning 7"
+_WARNED: set[str] = set()
+_WARN_LOCK = threading.Lock()
+
+
+def warn_inexact(what: str, difference: str) -> None:
+    """Log once per process that ``what`` cannot hand the trainer exactly the inference template's tokens."""
+    message = f"{what} is not token-exact with the inference chat template: {difference}"
+    with _WARN_LOCK:
+        if message in _WARNED:
+            return
+        _WARNED.add(message)
+    logger.warning(message)
+
+
+def history_rewrites(codec: ChatCodec) -> str | None:
+    """What ``codec``'s chat template changes in an earlier assistant turn once the chat grows (a tool result or
+    a user message after it), or ``None`` when it renders earlier turns unchanged: found by rendering a probe
+    chat whose assistant turn holds a ``<think>`` block (Qwen3-style templates drop it after a new user query)."""
+    reply = f"<think>\n{_PROBE_THINKING}\n</think>\n\nprobe answer"
+    chat = [{"role": "user", "content": "probe question"}, {"role": "assistant", "content": reply}]
+    found = []
+    for follow, what in (
+        ({"role": "tool", "tool_call_id": "call_0", "content": "probe result"}, "a tool result"),
+        ({"role": "user", "content": "probe note"}, "a user message"),
+    ):
+        try:
+            before = codec._render(chat[:-1]) + reply
+            after = codec._render([*chat, follow])
+        except Exception:  # a template that refuses the probe (e.g. a tool result without a call) says nothing
+            continue
+        if after.startswith(before):
+            continue
+        if _PROBE_THINKING not in after:
+            found.append(f"it drops the <think> block of earlier assistant turns once {what} follows them")
+        else:
+            found.append(f"it re-renders earlier assistant turns once {what} follows them")
+    return "; ".join(found) or None

@@ -30,7 +30,7 @@ import gymnasium as gym
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
 from agentflow_env.registration import registered_ids
-from agents.integrations.chat import first_prompts, step_message
+from agents.integrations.chat import first_prompts, step_message, warn_inexact
 
 try:
     from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
@@ -38,6 +38,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise DependencyNotInstalled("skyrl-gym", "skyrl") from exc
 
 __all__ = ["AgentFlowSkyRLEnv", "build_skyrl_dataset", "register_skyrl_envs"]
+
+#: why SkyRL's tool-calling tokens differ from a tools-aware template's (logged once when such an env starts)
+SKYRL_TOOL_DIFFERENCE = (
+    "SkyRL's generator applies the chat template without tools=, so the tools are listed Hermes style in the system "
+    "message and tool results come as user messages of <tool_response> blocks; a template with its own tools "
+    "section renders the system message (and, Llama 3.1 style, the tool role) differently at inference. Turn "
+    "boundaries and the model's tokens are exact; a template without tools (ChatML) renders the same tokens"
+)
 
 #: ``env_config`` keys passed on to ``gymnasium.make``
 _ENV_CONFIG_KEYS = (
@@ -75,6 +83,8 @@ class AgentFlowSkyRLEnv(BaseTextEnv):
         if self.tool_calling and not hasattr(self.env.unwrapped, "tool_schemas"):
             self.env.close()
             raise ConfigError("tool_calling needs the env's own flow; the paper flow reads AgentFlow's text format")
+        if self.tool_calling:
+            warn_inexact("the SkyRL bridge (tool_calling)", SKYRL_TOOL_DIFFERENCE)
         self.info: dict[str, Any] = {}
         self._seen = 0
 

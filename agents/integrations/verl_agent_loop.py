@@ -34,13 +34,13 @@ import asyncio
 import json
 import threading
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 from uuid import uuid4
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
-from agents.integrations.chat import ChatCodec, env_reply, step_message
+from agents.integrations.chat import ChatCodec
+from agents.integrations.trajectory import EnvTurn, play_trajectory, text_turns, tool_call_turns
 from agents.integrations.verl_data import make_row_env
 from agents.integrations.verl_flow_grpo import ROLLOUT_KEY, install
 from agents.policies.hf_policy import format_prompt
@@ -203,18 +203,9 @@ class AgentFlowAgentLoop(AgentLoopBase):
     async def _run_trajectory(self, env: Any, obs: dict, sampling_params: dict[str, Any], loop: Any) -> AgentLoopOutput:
         codec = ChatCodec(self.tokenizer)
         messages = [{"role": "user", "content": obs["prompt"]}]
-
-        def env_turn(action: str, info: dict, done: bool, eos: bool) -> list[int]:
-            messages.append({"role": "assistant", "content": action})
-            if done:
-                return []
-            message = step_message(info)
-            reply = codec.reply(messages, message, ended_with_eos=eos)
-            messages.append({"role": "user", "content": message})
-            return reply
-
         prompt_ids = self._prompt_ids(obs["prompt"])
-        return await self._rollout(env, prompt_ids, codec, messages, env_turn, sampling_params, loop)
+        turns = text_turns(codec, messages)
+        return await self._rollout(env, prompt_ids, codec, messages, turns, sampling_params, loop)
 
     async def _run_tool_calls(
         self, env: Any, info: dict, sampling_params: dict[str, Any], loop: Any
@@ -222,65 +213,44 @@ class AgentFlowAgentLoop(AgentLoopBase):
         """The trajectory mode in the tool-calling format (see the module docstring)."""
         codec = ChatCodec(self.tokenizer, tools=info["tools"])
         messages = [dict(m) for m in info["messages"]]
-        seen = len(messages)
-
-        def env_turn(action: str, info: dict, done: bool, eos: bool) -> list[int]:
-            nonlocal seen
-            assistant, new = env_reply(info, seen, action)
-            seen = len(info["messages"])
-            messages.append(assistant)
-            if done:
-                return []
-            reply = codec.reply_messages(messages, new, ended_with_eos=eos)
-            messages.extend(new)
-            return reply
-
         prompt_ids = self._cap_text_prompt_length(codec.start_messages(messages))
-        return await self._rollout(env, prompt_ids, codec, messages, env_turn, sampling_params, loop)
+        turns = tool_call_turns(codec, messages)
+        return await self._rollout(env, prompt_ids, codec, messages, turns, sampling_params, loop)
 
     async def _rollout(
         self,
         env: Any,
         prompt_ids: list[int],
         codec: ChatCodec,
-        messages: list[dict],
-        env_turn: Callable[[str, dict, bool, bool], list[int]],
+        messages: list[dict[str, Any]],
+        env_turn: EnvTurn,
         sampling_params: dict[str, Any],
         loop: Any,
     ) -> AgentLoopOutput:
-        """One whole episode as one response: the planner's tokens (mask 1) and the env's replies (mask 0), until
-        the episode ends, the turn limit or the response length. ``env_turn(action, info, done, ended_with_eos)``
-        adds the turn to ``messages`` and gives the env's reply tokens (the two formats differ only there)."""
-        response: list[int] = []
-        mask: list[int] = []
-        logprobs: list[float] = []
-        reward, done, turns = 0.0, False, 0
-        while not done and not self._turn_limit_reached(turns):
-            room = self.response_length - len(response)
-            if room <= 0:
-                break
-            out = await self._generate(prompt_ids + response, sampling_params, room)
-            ids = list(out.token_ids)[:room]
-            response += ids
-            mask += [1] * len(ids)
-            logprobs += list(out.log_probs)[: len(ids)] if out.log_probs else [0.0] * len(ids)
-            action = self.tokenizer.decode(ids, skip_special_tokens=True)
-            _, reward, terminated, truncated, info = await loop.run_in_executor(None, env.step, action)
-            turns += 1
-            done = bool(terminated or truncated)
-            reply = env_turn(action, info, done, bool(ids) and ids[-1] in codec.eos_ids)
-            if done or len(response) + len(reply) >= self.response_length:
-                break
-            response += reply
-            mask += [0] * len(reply)
-            logprobs += [0.0] * len(reply)
+        """One whole episode as one response (:func:`agents.integrations.trajectory.play_trajectory`): the planner's
+        tokens (mask 1) and the env's replies (mask 0), until the episode ends, the turn limit or the response
+        length; ``env_turn`` adds each turn to the chat and gives the env's reply tokens."""
+
+        async def generate(context: list[int], room: int) -> tuple[list[int], list[float] | None]:
+            out = await self._generate(context, sampling_params, room)
+            return list(out.token_ids), (list(out.log_probs) if out.log_probs else None)
+
+        async def step(action: str) -> Any:
+            return await loop.run_in_executor(None, env.step, action)
+
+        def decode(ids: list[int]) -> str:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+        played = await play_trajectory(
+            prompt_ids, generate, step, decode, env_turn, codec.eos_ids, self.response_length, self.max_turns
+        )
         return AgentLoopOutput(
-            prompt_ids=prompt_ids,
-            response_ids=response,
-            response_mask=mask,
-            response_logprobs=logprobs,
-            reward_score=float(reward) if done else 0.0,
+            prompt_ids=played.prompt_ids,
+            response_ids=played.response_ids,
+            response_mask=played.mask,
+            response_logprobs=played.logprobs,
+            reward_score=played.reward,
             num_turns=len(messages),
             metrics={},
-            extra_fields={"planner_turns": turns, "turn_scores": [], "tool_rewards": []},
+            extra_fields={"planner_turns": played.turns, "turn_scores": [], "tool_rewards": []},
         )

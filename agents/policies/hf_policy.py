@@ -32,6 +32,7 @@ __all__ = [
     "HFPlanner",
     "PolicySample",
     "SamplingParams",
+    "format_chat",
     "format_prompt",
 ]
 
@@ -84,6 +85,32 @@ def format_prompt(tokenizer: Any, prompt: str) -> str:
     return prompt + "\n\n"
 
 
+def format_chat(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    add_generation_prompt: bool = True,
+) -> str:
+    """A (tool-calling) chat as the model sees it: with ``tools`` (OpenAI function schemas), the template's own
+    tools section (``apply_chat_template(..., tools=...)``) when the template knows tools, else the Hermes chat of
+    :func:`~agentflow_env.engines.openai_wire.fallback_chat` through the template (as ``agentflow-env serve``
+    renders it); a tokenizer without a template gets the chat as ``role: content`` blocks."""
+    from agentflow_env.engines.openai_wire import _template_knows_tools, fallback_chat
+
+    if tools is not None and _template_knows_tools(tokenizer):
+        return str(
+            tokenizer.apply_chat_template(
+                messages, tools=tools, tokenize=False, add_generation_prompt=add_generation_prompt
+            )
+        )
+    chat: list[dict[str, Any]] = fallback_chat(messages, tools) if tools is not None else messages
+    if getattr(tokenizer, "chat_template", None):
+        return str(tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=add_generation_prompt))
+    from agentflow_env.engines import prompt_text
+
+    return prompt_text(chat) + ("\n\nassistant: " if add_generation_prompt else "")
+
+
 @dataclass
 class _Encoded:
     ids: list[int]
@@ -105,6 +132,13 @@ class HFPlanner:
     memory section (the question, tool cards and format stay); if that is not enough, tokens are
     cut from the left as a last resort. ``batch_size`` caps the rows of one generate call
     (``None``: all observations at once).
+
+    ``tool_calling``: the planner calls tools natively. Each turn's prompt is the tool-calling chat that
+    ``LLMPlanner`` sends (:mod:`agents.policies.llm_planner`: the system prompt, then the question, the memory so
+    far and the turns left), rendered with the env's tools as OpenAI function schemas by :func:`format_chat` (the
+    model's own template with ``tools=`` when it knows tools); the model answers with Hermes ``<tool_call>``
+    blocks, or plain content as the final answer (play the env in tool mode: ``reset(options={"tool_calling": True})``).
+    The tools come from the observation's tool cards (:func:`~agentflow_env.tool_calls.schemas_from_cards`).
     """
 
     model: Any
@@ -115,6 +149,7 @@ class HFPlanner:
     batch_size: int | None = None
     logprob_source: str = "generate"
     logprob_temperature: float = 1.0
+    tool_calling: bool = False
 
     def __post_init__(self) -> None:
         if self.logprob_source not in ("generate", "forward"):
@@ -179,12 +214,25 @@ class HFPlanner:
         return enc.ids, enc.truncated
 
     # ------------------------------------------------------------------ internals
-    def _encode_text(self, prompt: str) -> list[int]:
-        return list(self.tokenizer(format_prompt(self.tokenizer, prompt), add_special_tokens=False)["input_ids"])
+    def _encode_text(self, prompt: str, tools: list[dict[str, Any]] | None = None) -> list[int]:
+        if tools is not None:  # tool calling: ``prompt`` is the user message of the tool-calling chat
+            from agents.policies.llm_planner import tool_system_prompt
+
+            chat = [{"role": "system", "content": tool_system_prompt()}, {"role": "user", "content": prompt}]
+            text = format_chat(self.tokenizer, chat, tools)
+        else:
+            text = format_prompt(self.tokenizer, prompt)
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, obs: Observation | str) -> _Encoded:
-        prompt = obs if isinstance(obs, str) else str(obs["prompt"])
-        ids = self._encode_text(prompt)
+        tools = None
+        if self.tool_calling and not isinstance(obs, str):
+            from agents.policies.llm_planner import card_schemas, tool_user_content
+
+            prompt, tools = tool_user_content(obs), card_schemas(obs)
+        else:
+            prompt = obs if isinstance(obs, str) else str(obs["prompt"])
+        ids = self._encode_text(prompt, tools)
         limit = self.max_prompt_tokens
         if len(ids) <= limit:
             return _Encoded(ids, False)
@@ -197,10 +245,10 @@ class HFPlanner:
             cuts = cuts or [m.end() for m in re.finditer(r"\n", memory)]
             cuts.append(len(memory))
             lo, hi = 0, len(cuts) - 1
-            best = self._encode_text(head + _OMITTED + tail)
+            best = self._encode_text(head + _OMITTED + tail, tools)
             while lo <= hi:
                 mid = (lo + hi) // 2
-                trial = self._encode_text(head + _OMITTED + memory[cuts[mid] :] + tail)
+                trial = self._encode_text(head + _OMITTED + memory[cuts[mid] :] + tail, tools)
                 if len(trial) <= limit:
                     best, hi = trial, mid - 1
                 else:

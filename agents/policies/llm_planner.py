@@ -27,7 +27,34 @@ from agentflow_env.error import ConfigError
 from agentflow_env.tool_calls import SYSTEM_PROMPT, schemas_from_cards
 from agents.policies.policy import Observation, as_obs_list
 
-__all__ = ["LLMPlanner"]
+__all__ = ["LLMPlanner", "card_schemas", "tool_system_prompt", "tool_user_content"]
+
+_CARD_SCHEMAS: dict[str, list[dict[str, Any]]] = {}  # tool cards text -> schemas (a handful of tool sets per run)
+_CARD_LOCK = threading.Lock()
+
+
+def card_schemas(obs: Observation) -> list[dict[str, Any]]:
+    """The env's tools as OpenAI function schemas, rebuilt from the observation's tool cards (cached)."""
+    cards = str(obs.get("tools", ""))
+    direct = "\nCommand: " in str(obs.get("prompt", ""))  # the direct executor's format asks for commands
+    key = f"{direct}\n{cards}"
+    with _CARD_LOCK:
+        if key not in _CARD_SCHEMAS:
+            _CARD_SCHEMAS[key] = schemas_from_cards(cards, direct=direct)
+        return _CARD_SCHEMAS[key]
+
+
+def tool_system_prompt(system_prompt: str | None = None) -> str:
+    """The system message of a tool-calling chat (``system_prompt`` first, when given)."""
+    return SYSTEM_PROMPT if not system_prompt else f"{system_prompt}\n\n{SYSTEM_PROMPT}"
+
+
+def tool_user_content(obs: Observation) -> str:
+    """The user message of a tool-calling chat: the question, the memory so far and the turns left."""
+    prompt = str(obs.get("prompt", ""))
+    turns = prompt.rstrip().rsplit("\n", 1)[-1] if prompt else ""
+    memory = str(obs.get("memory", "")) or "(empty)"
+    return f"Question:\n{obs.get('question', '')}\n\nResults so far:\n{memory}\n\n{turns}".rstrip()
 
 
 class LLMPlanner:
@@ -67,7 +94,6 @@ class LLMPlanner:
         self.extra_body = extra
         self.tool_calling = bool(tool_calling or tools)
         self.tools = [dict(t) for t in tools] if tools else None
-        self._card_schemas: dict[str, list[dict[str, Any]]] = {}
         self.calls = 0
         # last_messages and last_usage are per calling thread: a runner may have several act calls in flight
         self._local = threading.local()
@@ -120,12 +146,7 @@ class LLMPlanner:
         """The ``tools=`` sent with ``obs``: the planner's own, else rebuilt from the observation's tool cards."""
         if self.tools is not None:
             return self.tools
-        cards = str(obs.get("tools", ""))
-        direct = "\nCommand: " in str(obs.get("prompt", ""))  # the direct executor's format asks for commands
-        key = f"{direct}\n{cards}"
-        if key not in self._card_schemas:
-            self._card_schemas[key] = schemas_from_cards(cards, direct=direct)
-        return self._card_schemas[key]
+        return card_schemas(obs)
 
     def messages(self, obs: Observation) -> list[Message]:
         """The chat sent for one observation."""
@@ -143,15 +164,12 @@ class LLMPlanner:
 
     def _tool_messages(self, obs: Observation) -> list[Message]:
         """Tool-calling chat: the system prompt, then the question, the memory so far and the turns left."""
-        prompt = str(obs.get("prompt", ""))
-        turns = prompt.rstrip().rsplit("\n", 1)[-1] if prompt else ""
-        memory = str(obs.get("memory", "")) or "(empty)"
-        user = f"Question:\n{obs.get('question', '')}\n\nResults so far:\n{memory}\n\n{turns}".rstrip()
+        user = tool_user_content(obs)
         if self.max_prompt_chars is not None:
             from agentflow_env.memory import shorten
 
             user = shorten(user, self.max_prompt_chars)
-        system = SYSTEM_PROMPT if not self.system_prompt else f"{self.system_prompt}\n\n{SYSTEM_PROMPT}"
+        system = tool_system_prompt(self.system_prompt)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _call_sampling(self) -> SamplingParams:

@@ -80,8 +80,11 @@ def make_policy(
     *,
     extra_body: Mapping[str, Any] | None = None,
     system_prompt: str | None = None,
+    tool_calling: bool = False,
 ) -> Policy:
     """Build the planner policy named by ``spec`` (see ``POLICY_SPECS``); ``env_id`` picks scripted planners.
+
+    ``tool_calling``: the planner calls tools natively (:func:`_tool_calling`).
 
     ``sampling`` (temperature, top_p, max_tokens, seed, ...) goes to LLM-backed planners; so do
     ``extra_body`` (request fields such as the paper flow's ``frequency_penalty``) and ``system_prompt``
@@ -89,6 +92,8 @@ def make_policy(
     :class:`ConfigError`; ``hf:`` planners apply neither and say so in a warning.
     """
     spec = spec.strip()
+    if tool_calling:
+        return _tool_calling(spec, env_id, sampling, extra_body, system_prompt)
     if not spec:
         raise ConfigError("empty policy spec; use one of: " + ", ".join(POLICY_SPECS))
     if spec == "random" or spec.startswith("random:"):
@@ -122,19 +127,51 @@ def make_policies(
     *,
     extra_body: Mapping[str, Any] | None = None,
     system_prompt: str | None = None,
+    tool_calling: bool = False,
 ) -> dict[str, Policy]:
     """One policy per env id; env-independent specs share a single instance, so batches can span envs.
 
     ``extra_body`` and ``system_prompt`` go to LLM-backed planners (see :func:`make_policy`).
     """
     ids = list(env_ids)
+    kwargs: dict[str, Any] = {"extra_body": extra_body, "system_prompt": system_prompt, "tool_calling": tool_calling}
     if is_env_specific(spec):
-        return {
-            env_id: make_policy(spec, env_id, sampling, extra_body=extra_body, system_prompt=system_prompt)
-            for env_id in ids
-        }
-    shared = make_policy(spec, None, sampling, extra_body=extra_body, system_prompt=system_prompt)
+        return {env_id: make_policy(spec, env_id, sampling, **kwargs) for env_id in ids}
+    shared = make_policy(spec, None, sampling, **kwargs)
     return dict.fromkeys(ids, shared)
+
+
+def _tool_calling(
+    spec: str,
+    env_id: str | None,
+    sampling: Mapping[str, Any] | None,
+    extra_body: Mapping[str, Any] | None,
+    system_prompt: str | None,
+) -> Policy:
+    """The planner of ``spec`` calling tools natively: ``hf:`` renders the env's tools with the model's own chat
+    template (``HFPlanner(tool_calling=True)``), engine planners send them as ``tools=`` (``LLMPlanner``),
+    ``scripted`` emits its actions as Hermes calls, ``module:attr`` is used as it is (it writes its own calls)."""
+    if spec.startswith("hf:"):
+        policy = make_policy(spec, env_id, sampling)
+        policy.tool_calling = True  # type: ignore[attr-defined]
+        return policy
+    if spec.startswith("engine:") or spec.startswith(_ENGINE_PREFIXES):
+        from agents.policies.llm_planner import LLMPlanner
+
+        engine = spec[len("engine:") :] if spec.startswith("engine:") else spec
+        return LLMPlanner(
+            engine, _sampling(sampling), system_prompt=system_prompt, extra_body=extra_body, tool_calling=True
+        )
+    if spec == "scripted":
+        from agents.policies.tool_calling import ToolCalling
+
+        return ToolCalling(make_policy(spec, env_id, sampling), format="hermes", final="content")
+    if spec == "random" or spec.startswith("random:") or ":" not in spec:
+        raise ConfigError(
+            f"policy {spec!r} cannot call tools natively; --tool-calling takes hf:, engine:, openai:, vllm:, "
+            "scripted or a module:attr policy that writes its own tool calls"
+        )
+    return make_policy(spec, env_id, sampling)
 
 
 def _random(spec: str) -> Policy:

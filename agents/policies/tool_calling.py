@@ -1,4 +1,5 @@
-"""``ToolCalling``: any text-format planner as a tool-calling one (OpenAI messages or Hermes blocks).
+"""``ToolCalling``: any text-format planner as a tool-calling one (OpenAI messages or Hermes blocks); and
+:func:`set_tool_mode`, which puts the env a tool-calling planner plays in tool mode.
 
 It reads each of the wrapped planner's actions with the env's own parser and re-emits it as a native tool
 call, so a scripted planner can drive an env through the tool-calling interface (and a test can check
@@ -16,7 +17,7 @@ from agentflow_env.parsing import parse_action
 from agentflow_env.tool_calls import FINAL_ANSWER, function_name
 from agents.policies.policy import Observation, Policy, as_obs_list
 
-__all__ = ["ToolCalling", "as_tool_call"]
+__all__ = ["ToolCalling", "as_tool_call", "set_tool_mode"]
 
 FORMATS = ("openai", "openai-json", "hermes")
 
@@ -64,3 +65,17 @@ class ToolCalling:
         actions = self.policy.act(obs)
         self.calls += 1
         return [as_tool_call(a, self.format, self.final, f"call_{self.calls}_{i}") for i, a in enumerate(actions)]
+
+
+def set_tool_mode(env: Any) -> Any:
+    """Put ``env`` (a gym env around an ``AgentFlowEnv``) in tool mode; a ConfigError for a flow without tools
+    as function schemas (the paper flow reads AgentFlow's text format only)."""
+    base = getattr(env, "unwrapped", env)
+    if not hasattr(base, "tool_schemas"):
+        env.close()
+        raise ConfigError(
+            f"tool calling needs the env's own flow ({type(base).__name__} has no tool schemas; the paper flow reads "
+            "AgentFlow's text format)"
+        )
+    base.tool_calling = True
+    return env

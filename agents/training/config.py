@@ -124,6 +124,12 @@ class FlowGRPOConfig:
         default=0,
     )
     max_new_tokens: int = _doc("token budget of one planner action", default=64)
+    tool_calling: bool = _doc(
+        "the planner calls tools natively: each turn's prompt is the tool-calling chat (system prompt, question, "
+        "memory, turns left) rendered with the env's tools by the model's own chat template (tools=), the model "
+        "answers with Hermes <tool_call> blocks or plain content as the final answer (docs/tool-calling.md)",
+        default=False,
+    )
     temperature: float = _doc("sampling temperature of rollouts", default=1.0)
     top_p: float = _doc("nucleus sampling of rollouts", default=1.0)
     vllm_gpu_memory_utilization: float = _doc("share of GPU memory vLLM may take (backend=vllm)", default=0.3)

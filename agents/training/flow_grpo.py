@@ -23,6 +23,7 @@ import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.intervals import wilson_interval
+from agents.policies.tool_calling import set_tool_mode
 from agents.training.backends import make_backend
 from agents.training.config import FlowGRPOConfig, load_callable
 from agents.training.data_parallel import DataParallel, even_bounds, minibatch_count
@@ -115,6 +116,7 @@ class FlowGRPOLearner:
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             autocast_dtype=self.autocast_dtype,
             sync_tolerance=config.vllm_sync_tolerance or None,
+            tool_calling=config.tool_calling,
         )
         self._tis = tis_enabled(config)
         self._mismatch = MismatchStats()
@@ -232,7 +234,10 @@ class FlowGRPOLearner:
         import agentflow_env  # noqa: F401  (registers the ids)
 
         extra = {"tasks": tasks} if tasks is not None else {}
-        return gym.make(self.config.env_id, split=split, **self.config.env_kwargs, **extra)
+        env = gym.make(self.config.env_id, split=split, **self.config.env_kwargs, **extra)
+        if self.config.tool_calling:
+            set_tool_mode(env)
+        return env
 
     # ------------------------------------------------------------------ phase 2: score
     def score(self, trajectories: Sequence[Any]) -> Rollouts:

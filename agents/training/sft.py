@@ -23,6 +23,7 @@ from agentflow_env.config import add_dataclass_flags, doc_field, flag_values
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.error import ConfigError
 from agents.policies.policy import Policy
+from agents.training.sft_tools import ObservationRecorder, tokenize_tool_demonstrations, tool_action, well_formed
 
 __all__ = [
     "Demonstration",
@@ -48,6 +49,7 @@ class Demonstration:
     action: str
     task_id: str = ""
     turn: int = 1
+    observation: dict[str, str] | None = None  # tool calling: the whole observation the prompt is rendered from
 
 
 @dataclass
@@ -105,6 +107,12 @@ class SFTConfig:
         "resumes when the same command is run again (0: never)",
         default=50,
     )
+    tool_calling: bool = doc_field(
+        "demonstrate native tool calls: Hermes <tool_call> actions after the tool-calling prompt that "
+        "HFPlanner(tool_calling=True) renders with the model's template (docs/tool-calling.md)",
+        switch=True,
+        default=False,
+    )
     resume: bool = doc_field(
         "start afresh even when the output folder holds a checkpoint of the same settings",
         flag="--no-resume",
@@ -156,12 +164,14 @@ class SFTResult:
 
 
 # ---------------------------------------------------------------------------------------------- data
-def _make_env(env_id: str, split: str, **kwargs: Any) -> Any:
+def _make_env(env_id: str, split: str, tool_calling: bool = False, **kwargs: Any) -> Any:
     import gymnasium as gym
 
     import agentflow_env  # noqa: F401  (registers the env ids)
+    from agents.policies.tool_calling import set_tool_mode
 
-    return gym.make(env_id, split=split, **kwargs)
+    env = gym.make(env_id, split=split, **kwargs)
+    return set_tool_mode(env) if tool_calling else env
 
 
 def _scripted_planner(env_id: str) -> Policy:
@@ -205,17 +215,19 @@ def make_demonstrations(
     successful_only: bool = True,
     num_envs: int = 8,
     env_kwargs: dict[str, Any] | None = None,
+    tool_calling: bool = False,
 ) -> list[Demonstration]:
     """Play ``num_episodes`` episodes with a scripted planner; one demonstration per turn. The split's tasks
     come in a seeded order, cycled when there are fewer tasks than episodes.
 
     ``env_kwargs`` go to ``gymnasium.make`` (e.g. a difficulty subset or a turn limit), so the
-    demonstrations are the prompts the policy will see when it is trained on that env.
+    demonstrations are the prompts the policy will see when it is trained on that env. ``tool_calling``: the
+    actions as Hermes calls, each with its whole observation (:mod:`agents.training.sft_tools`).
     """
     kwargs = dict(env_kwargs or {})
     from agents.training.rollout import collect_rollouts
 
-    planner = planner or _scripted_planner(env_id)
+    planner = recorder = ObservationRecorder(planner or _scripted_planner(env_id))
     ids = split_task_ids(env_id, split, env_kwargs=kwargs)
     random.Random(seed).shuffle(ids)
     ids = (ids * (num_episodes // max(len(ids), 1) + 1))[:num_episodes]
@@ -225,7 +237,9 @@ def make_demonstrations(
     for traj in trajectories:
         if successful_only and not traj.success:
             continue
-        demos.extend(Demonstration(t.prompt, t.action, traj.task_id, t.turn) for t in traj.turns)
+        for t in traj.turns:
+            action, obs = (tool_action(t.action), recorder.seen[t.prompt]) if tool_calling else (t.action, None)
+            demos.append(Demonstration(t.prompt, action, traj.task_id, t.turn, obs))
     if not demos:
         raise ConfigError(
             f"the scripted planner solved none of {num_episodes} {env_id} episodes; "
@@ -291,26 +305,26 @@ def evaluate_planner(
     num_envs: int = 32,
     seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
+    tool_calling: bool = False,
 ) -> dict[str, float]:
-    """Success rate, mean reward, turns and well-formed-action rate of ``planner`` on ``task_ids``."""
-    from agentflow_env.parsing import parse_action
+    """Success rate, mean reward, turns and well-formed-action rate of ``planner`` on ``task_ids`` (``tool_calling``:
+    the envs in tool mode, and Hermes calls or plain answers count as well formed)."""
     from agents.training.rollout import collect_rollouts
 
     kwargs = dict(env_kwargs or {})
-    fns = [lambda: _make_env(env_id, split, **kwargs) for _ in range(max(1, min(num_envs, len(task_ids))))]
+    fns = [
+        lambda: _make_env(env_id, split, tool_calling, **kwargs) for _ in range(max(1, min(num_envs, len(task_ids))))
+    ]
     trajs = collect_rollouts(fns, planner, task_ids=list(task_ids), seed=seed, record_samples=False, env_id=env_id)
     turns = [t for traj in trajs for t in traj.turns]
-    well_formed = 0
-    for t in turns:
-        parsed = parse_action(t.action)
-        well_formed += not parsed.problems and (parsed.is_final or bool(parsed.tool_name))
+    formed = sum(well_formed(t.action, tool_calling) for t in turns)
     n = max(len(trajs), 1)
     return {
         "episodes": float(len(trajs)),
         "success_rate": sum(t.success for t in trajs) / n,
         "mean_reward": sum(t.reward for t in trajs) / n,
         "mean_turns": len(turns) / n,
-        "well_formed_rate": well_formed / max(len(turns), 1),
+        "well_formed_rate": formed / max(len(turns), 1),
     }
 
 
@@ -324,6 +338,7 @@ def _evaluate_model(
         tokenizer,
         sampling=SamplingParams(temperature=0.0, max_tokens=config.eval_max_tokens),
         max_prompt_tokens=config.max_prompt_tokens,
+        tool_calling=config.tool_calling,
     )
     return {
         env_id: evaluate_planner(
@@ -334,6 +349,7 @@ def _evaluate_model(
             num_envs=config.eval_num_envs,
             seed=config.seed,
             env_kwargs=config.env_kwargs,
+            tool_calling=config.tool_calling,
         )
         for env_id, ids in task_ids.items()
     }
@@ -390,12 +406,14 @@ def train_sft(
                 seed=config.seed,
                 successful_only=config.successful_only,
                 env_kwargs=config.env_kwargs,
+                tool_calling=config.tool_calling,
             )
         ]
     with (out / "demonstrations.jsonl").open("w", encoding="utf-8") as fh:
         for d in demos:
             fh.write(json.dumps(asdict(d), ensure_ascii=False) + "\n")
-    examples = tokenize_demonstrations(tokenizer, demos, config.max_prompt_tokens)
+    tokenize = tokenize_tool_demonstrations if config.tool_calling else tokenize_demonstrations
+    examples = tokenize(tokenizer, demos, config.max_prompt_tokens)
     result = SFTResult(out=str(out), examples=len(examples))
     # with EOS: a sampler needs max_new_tokens >= this to reproduce every demonstrated action in full
     result.max_response_tokens = max((len(r) for _, r in examples), default=0)
