@@ -39,8 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -57,6 +55,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentflow_env.error import AgentFlowError, ConfigError
+from agentflow_env.exposure import authorized, check_exposure, expected_header
 
 __all__ = [
     "CLIENT_KWARGS",
@@ -114,16 +113,6 @@ def tune_gc_for_serving() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*SERVING_GC_THRESHOLD)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on this machine."""
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name that may resolve anywhere: treated as beyond loopback
 
 
 class _HTTPError(Exception):
@@ -185,15 +174,7 @@ class EnvServer:
             raise ConfigError("max_connections, read_timeout_s and idle_connection_s must be positive")
         if workers is not None and workers <= 0:
             raise ConfigError("workers must be positive")
-        if token is not None and len(token) < 16:
-            raise ConfigError(
-                "the token must be at least 16 characters (`python -c 'import secrets; print(secrets.token_hex())'`)"
-            )
-        if token is None and not is_loopback(host):
-            raise ConfigError(
-                f"binding {host!r} exposes the server beyond this machine: give a token "
-                f"(--token or ${TOKEN_ENV}), or bind 127.0.0.1"
-            )
+        check_exposure(host, token, TOKEN_ENV)
         self.idle_timeout_s = float(idle_timeout_s)
         self.max_episodes = int(max_episodes)
         self.env_kwargs = dict(env_kwargs or {})
@@ -204,7 +185,7 @@ class EnvServer:
         self.read_timeout_s = float(read_timeout_s)
         self.idle_connection_s = float(idle_connection_s)
         self.workers = int(workers or min(32, 4 * (os.cpu_count() or 1)))
-        self._token = None if token is None else f"Bearer {token}".encode()
+        self._token = expected_header(token)
         self._episodes: dict[str, _Episode] = {}
         self._table_lock = threading.Lock()
         self._stop = threading.Event()
@@ -584,7 +565,7 @@ class EnvServer:
             raise _HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"request body over {MAX_BODY_BYTES} bytes")
         if self._token is not None:
             given = headers.get("authorization", "").encode("latin-1")
-            if not hmac.compare_digest(given, self._token):
+            if not authorized(given, self._token):
                 raise _HTTPError(
                     HTTPStatus.UNAUTHORIZED, f"this server needs `Authorization: Bearer <token>` (${TOKEN_ENV})"
                 )
