@@ -16,9 +16,9 @@ from tests.helpers import LoopbackServer, json_response
 
 pytest.importorskip("openai")
 
-from agents.policies.llm_planner import LLMPlanner  # noqa: E402
-from agentflow_env.engines.openai_engine import OpenAIEngine  # noqa: E402
-from leaderboards.runner import EvalConfig, evaluate  # noqa: E402
+from agentflow_env.engines.openai_engine import OpenAIEngine
+from agents.policies.llm_planner import LLMPlanner
+from leaderboards.runner import EvalConfig, evaluate
 
 PROTOCOL = """
 name = "bad-replies-test"
