@@ -207,7 +207,11 @@ class Budget:
             if digits:
                 _check_precision(_int_of(digits.group()))
         widest = max((_int_of(n) for n in _NUMBER_RE.findall(spec)), default=0)
-        bound = max(widest, 2 * self.text_bound(value, False) + 400 + widest)
+        text = self.text_bound(value, False)
+        if isinstance(value, str):  # padded to the width, or cut to the precision: never longer than both
+            bound = max(widest, text)
+        else:  # a number: digit grouping adds a third, a precision adds its digits (a float has <= 309 more)
+            bound = max(widest, 2 * text + widest + 400)
         self.need(bound, "the formatted value")
         return format(value, spec)
 
