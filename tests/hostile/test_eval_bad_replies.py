@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import LoopbackServer, json_response
+from tests.helpers import LoopbackServer, chat_completion
 
 pytest.importorskip("openai")
 
@@ -42,20 +42,6 @@ BAD_BODIES = [
 ]
 
 
-def _good(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-    message = {"role": "assistant", "content": "Final Answer: 4"}
-    return json_response(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-    )
-
-
 class Server:
     """Per question: ``poisoned`` ones always get an unreadable body, ``flaky`` ones one bad body and then good."""
 
@@ -80,7 +66,7 @@ class Server:
             return BAD_BODIES[count % len(BAD_BODIES)]
         if kind == "flaky" and count == 1:
             return BAD_BODIES[hash(question) % len(BAD_BODIES)]
-        return _good(body)
+        return chat_completion(body, "Final Answer: 4")
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])

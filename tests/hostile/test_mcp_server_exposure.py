@@ -6,25 +6,19 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 ENV.pop("AGENTFLOW_MCP_SERVER_TOKEN", None)
 SERVER = [sys.executable, "-m", "agentflow_env.cli", "mcp-server", "--tools", "calculator"]
 TOKEN = "0123456789abcdef0123"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_briefly(args: list[str], seconds: float = 30.0) -> tuple[int | None, str]:
@@ -42,7 +36,7 @@ def _run_briefly(args: list[str], seconds: float = 30.0) -> tuple[int | None, st
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "example.org"])
 def test_a_bind_beyond_loopback_without_a_token_is_refused(host: str) -> None:
     pytest.importorskip("mcp")
-    port = _free_port()
+    port = free_port()
     code, err = _run_briefly([*SERVER, "--transport", "streamable-http", "--host", host, "--port", str(port)])
     assert code not in (None, 0), "the server started with no token beyond loopback"
     assert "token" in err and "beyond this machine" in err, err[-500:]
@@ -71,7 +65,7 @@ def _post(port: int, headers: dict[str, str]) -> int:
 
 def test_with_a_token_every_request_must_carry_it() -> None:
     pytest.importorskip("mcp")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [*SERVER, "--transport", "streamable-http", "--port", str(port), "--token", TOKEN],
         env=ENV,
@@ -79,12 +73,7 @@ def test_with_a_token_every_request_must_carry_it() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_for_port(port)
         assert _post(port, {}) == 401
         assert _post(port, {"Authorization": "Bearer wrong-token-of-some-length"}) == 401
         assert _post(port, {"Authorization": f"Bearer {TOKEN}"}) != 401

@@ -8,11 +8,9 @@ in the middle of a call (it raised ``CancelledError`` out of ``step``).
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from typing import Any
 
 import pytest
@@ -21,7 +19,7 @@ from agentflow_env.core import AgentFlowEnv
 from agentflow_env.engines import ScriptedEngine
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import Task, ToolResult
-from tests.helpers import WIKI_PLAN, echo_paper_env, hang_guard
+from tests.helpers import WIKI_PLAN, echo_paper_env, free_port, hang_guard, wait_for_port
 
 TASK = Task(id="t", question="What is 2+2?", answer="4")
 BUDGET = 100_000  # max_action_chars' default: the per-turn text budget
@@ -193,27 +191,16 @@ _DYING_SERVER = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_an_mcp_server_exiting_mid_call_is_that_turns_tool_error() -> None:
     pytest.importorskip("mcp")
     from agentflow_env.tools.mcp_tools import load_mcp_tools
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", _DYING_SERVER, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_for_port(port)
         tools = load_mcp_tools([{"url": f"http://127.0.0.1:{port}/mcp"}])
         env = core_env(tools, tool_timeout_s=20.0)
         try:
