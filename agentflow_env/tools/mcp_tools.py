@@ -140,9 +140,7 @@ class MCPConnection:
             raise TimeoutError(f"the MCP server {self.name!r} did not answer within {timeout + 5:g} s")
         try:
             return future.result()
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception:
+        except (Exception, KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # asyncio's CancelledError: the transport died mid-call
             raise RuntimeError(
