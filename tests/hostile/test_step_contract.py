@@ -84,6 +84,7 @@ ACTIONS = {
     "generator": (i for i in range(3)),
     "non_str_keys": {("a",): 1, 2: Hostile()},
     "type": str,
+    "content_parts_odd": {"role": "assistant", "content": [{"type": "text", "text": None}, 5]},
 }
 
 
@@ -127,6 +128,8 @@ def test_core_step_never_raises_on_any_action(name: str, tool_calling: bool) -> 
         obs, reward, terminated, truncated, info = env.step(ACTIONS[name])
     assert isinstance(obs["prompt"], str) and 0.0 <= reward <= 1.0
     assert _text_sizes(info["messages"]) <= BUDGET and _text_sizes(info["memory_steps"]) <= BUDGET
+    if name.startswith(("hostile", "huge", "content_parts", "dict_", "list_", "message_", "tool_calls", "args")):
+        assert not (terminated or truncated), "an unreadable action must not end the episode"
     if not (terminated or truncated):  # the episode goes on
         _, _, _, _, info = env.step("Tool Name: calc\nSub-Goal: add\nCommand: 2+2")
         assert info["memory_steps"][-1]["result"] == "echo 2+2"
