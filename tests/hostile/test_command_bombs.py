@@ -21,12 +21,22 @@ ROOT = Path(__file__).resolve().parents[2]
 AS_LIMIT = 1_500 * 2**20  # the child's address space: a bomb fails inside it
 CPU_LIMIT_S = 20  # the child's CPU seconds; a bounded refusal takes milliseconds
 RSS_BOUND_MB = 400  # the child's peak RSS (the interpreter and the package are ~60-100 MB)
+# the child's own peak: /proc's VmHWM starts afresh at exec (ru_maxrss keeps the forking parent's peak)
+_PEAK = (
+    "def peak_rss_mb():\n"
+    "        try:\n"
+    "            with open('/proc/self/status') as fh:\n"
+    "                return next(int(l.split()[1]) for l in fh if l.startswith('VmHWM:')) / 1024\n"
+    "        except (OSError, StopIteration):\n"
+    "            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024"
+)
 
 _CHILD = textwrap.dedent(
     """
     import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, ({as_limit}, {as_limit}))
     resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu}))
+    {peak}
     from agentflow_env.paper_flow.commands import CommandError, run_block
     block = sys.stdin.read()
     out = {{}}
@@ -37,10 +47,10 @@ _CHILD = textwrap.dedent(
     except BaseException as exc:
         out["kind"] = type(exc).__name__
         out["message"] = str(exc)[:300]
-    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["rss_mb"] = peak_rss_mb()
     print(json.dumps(out))
     """
-).format(as_limit=AS_LIMIT, cpu=CPU_LIMIT_S)
+).format(as_limit=AS_LIMIT, cpu=CPU_LIMIT_S, peak=_PEAK)
 
 
 def run_child(code: str, stdin: str) -> dict:
@@ -127,6 +137,7 @@ _STEP_CHILD = textwrap.dedent(
     import json, resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, ({as_limit}, {as_limit}))
     resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu}))
+    {peak}
     from agentflow_env.engines import ScriptedEngine
     from tests.helpers import WIKI_PLAN, echo_paper_env
     block = sys.stdin.read()
@@ -143,9 +154,9 @@ _STEP_CHILD = textwrap.dedent(
     obs, reward, terminated, truncated, info = env.step(WIKI_PLAN)
     step = env.action_memory.get_actions()["Action Step 1"]
     print(json.dumps({{"result": str(step["result"])[:400], "cpu_s": time.process_time() - started,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                      "rss_mb": peak_rss_mb()}}))
     """
-).format(as_limit=AS_LIMIT, cpu=CPU_LIMIT_S)
+).format(as_limit=AS_LIMIT, cpu=CPU_LIMIT_S, peak=_PEAK)
 
 
 @pytest.mark.parametrize(
