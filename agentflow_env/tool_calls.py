@@ -182,7 +182,7 @@ def _from_message(msg: dict[str, Any], turn: int) -> ToolCallAction:
         if not all(isinstance(p, dict) for p in content) or not all(isinstance(t, str) for t in texts):
             out.problems.append("the message content must be a string or a list of {type: text, text: '...'} parts")
             return out
-        content = "".join(texts)
+        content = "".join(str(t) for t in texts)
     out.content = None if content is None else str(content)
     raw = msg.get("tool_calls")
     if raw is None and isinstance(msg.get("function_call"), dict):  # the legacy single call
