@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from agentflow_env.memory import Memory, shorten
 from agentflow_env.modes import DirectExecutor, RuleVerifier, build_modes
 from agentflow_env.parsing import _CANONICAL_RE, ParsedAction, parse_action
 from agentflow_env.prompts import PlannerPrompt
+from agentflow_env.readable import readable_action, safe_repr
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
@@ -28,14 +28,17 @@ logger = logging.getLogger(__name__)
 
 
 def run_tool(tool: Tool, command: str, timeout: float) -> ToolResult:
-    """``tool.run``, with an exception turned into an error result: a tool must never crash the episode."""
+    """``tool.run``, with an exception turned into an error result: a tool must never crash the episode (nor
+    a transport that dies mid-call: an ``asyncio.CancelledError`` is that turn's tool error too)."""
     try:
         return tool.run(command, timeout)
-    except Exception as exc:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
         return tool_failed(tool, exc)
 
 
-def tool_failed(tool: Tool, exc: Exception) -> ToolResult:
+def tool_failed(tool: Tool, exc: BaseException) -> ToolResult:
     """The result of a tool whose ``run`` raised ``exc`` (logged)."""
     logger.exception("tool %s raised", tool.name)
     return ToolResult(text=f"Error: the tool failed: {type(exc).__name__}: {exc}", ok=False, error=str(exc))
@@ -65,6 +68,10 @@ class AgentFlowEnv(TaskEnv):
     An action longer than ``max_action_chars`` (default 100,000) is not read: the turn is spent,
     memory says why, ``info["action_rejected"]`` gives its length and the limit, and the
     trajectory keeps its head and tail within the limit. Parsing is linear in the action's length.
+    ``max_action_chars`` is the per-turn text budget too: a tool's result or error longer than it is kept
+    (memory, ``info["messages"]``, the trajectory) as its head and tail with a ``…[N chars cut]…`` marker.
+    ``step`` never raises on the action object: one that cannot be read (nested over 64 levels, values JSON
+    cannot hold, a ``str`` or ``dict`` subclass whose methods raise) is rejected like an over-long one.
 
     ## Reward
     0 on every step but the last, then the scorer's value of the final answer, in [0, 1].
@@ -225,9 +232,15 @@ class AgentFlowEnv(TaskEnv):
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
         try:  # run_tool, written out (one frame less)
             result = tool.run(command, timeout)
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
             result = tool_failed(tool, exc)
         text, error, tool_name = result.text, result.error, tool.name
+        if len(text) > self.max_action_chars:  # the per-turn text budget (shorten, written out)
+            text = shorten(text, self.max_action_chars)
+        if error is not None and len(error) > self.max_action_chars:
+            error = shorten(error, self.max_action_chars)
         memory = self.memory
         memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
         ended = _monotonic()
@@ -287,24 +300,8 @@ class AgentFlowEnv(TaskEnv):
         assert self.task is not None  # step checked it
         started = time.perf_counter()
         self.turn = turn = self.turn + 1
-        rejected = verifier_note = None
-        call: ToolCallAction | None = None
-        action_text = action if type(action) is str else _action_text(action)
-        if isinstance(action, (str, dict)) and len(action_text) > self.max_action_chars:
-            rejected = (
-                f"the action is {len(action_text):,} characters long, over the limit of {self.max_action_chars:,} "
-                "(max_action_chars), so it was not read"
-            )
-            parsed = ParsedAction(problems=[rejected])
-        else:
-            # a str without "{" or "<" is neither a message nor a hermes call: read_tool_action's None, without the call
-            maybe_call = action_text and (self._tool_mode or type(action) is not str or "{" in action or "<" in action)
-            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if maybe_call else None
-            if read is not None:
-                call, parsed = read
-                self._tool_mode = True
-            else:
-                parsed = parse_action(action)
+        verifier_note = None
+        action_text, call, parsed, rejected = self._read(action, turn)
         terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
         verifier: str | None = None
@@ -338,7 +335,7 @@ class AgentFlowEnv(TaskEnv):
         self._records.append(
             (turn, kept, parsed, tool, command, result, time.perf_counter() - started, error, verifier)
         )
-        self._add_messages(action_text, call, parsed, result, error)
+        self._add_messages(kept, call, parsed, result, error)
         reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)  # penalties are opt-in
         info = self._info()
         info["turn_signals"] = signals
@@ -361,6 +358,28 @@ class AgentFlowEnv(TaskEnv):
         return text
 
     # ------------------------------------------------------------------ internals
+    def _read(self, action: Any, turn: int) -> tuple[str, ToolCallAction | None, ParsedAction, str | None]:
+        """The action read, whatever its type: ``(its text, the tool call or None, the parse, why it was not read)``."""
+        action, action_text, rejected = readable_action(action)  # never raises, whatever the object
+        if rejected is None and isinstance(action, (str, dict)) and len(action_text) > self.max_action_chars:
+            rejected = (
+                f"the action is {len(action_text):,} characters long, over the limit of {self.max_action_chars:,} "
+                "(max_action_chars), so it was not read"
+            )
+        if rejected is not None:
+            return action_text, None, ParsedAction(problems=[rejected]), rejected
+        # a str without "{" or "<" is neither a message nor a hermes call: read_tool_action's None, without the call
+        maybe_call = action_text and (self._tool_mode or type(action) is not str or "{" in action or "<" in action)
+        try:
+            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if maybe_call else None
+        except Exception as exc:  # a message of an odd shape: the turn is spent, memory says why
+            rejected = f"the action cannot be read as a tool call: {type(exc).__name__}: {safe_repr(str(exc))}"
+            return action_text, None, ParsedAction(problems=[rejected]), rejected
+        if read is None:
+            return action_text, None, parse_action(action), None
+        self._tool_mode = True
+        return action_text, read[0], read[1], None
+
     def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None]:
         """Run the action's tool call and remember it: the record's ``(tool, command, result, error)``."""
         assert self.task is not None
@@ -396,7 +415,9 @@ class AgentFlowEnv(TaskEnv):
             return self._out_of_time(parsed)
         timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
         result = run_tool(tool, command, timeout)
-        text, error = result.text, result.error
+        text, error = shorten(result.text, self.max_action_chars), result.error
+        if error is not None:
+            error = shorten(error, self.max_action_chars)
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
         return tool.name, command, text, error
 
@@ -496,15 +517,3 @@ def _canonical_fields(groups: tuple[str, ...]) -> dict[str, Any]:
     """``ParsedAction.to_dict()`` of a canonical tool action from its five fields (``parsing._CANONICAL_RE``)."""
     justification, context, sub_goal, tool_name, command = groups
     return ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", []).to_dict()
-
-
-def _action_text(action: Any) -> str:
-    """The action as text (a message dict as its JSON), for the length limit and the trajectory."""
-    if isinstance(action, str):
-        return action
-    if isinstance(action, dict):
-        try:
-            return json.dumps(action, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
-            return repr(action)
-    return repr(action)

@@ -34,3 +34,8 @@ class ToolError(AgentFlowError):
 
 class EngineError(AgentFlowError):
     """An LLM engine failed after its retries."""
+
+
+class MalformedReplyError(EngineError):
+    """An LLM server answered, but its reply could not be read (not JSON, empty, cut short, no choices), and
+    the retries gave none better. An eval records it as that unit's error and goes on."""

@@ -177,8 +177,12 @@ def _call(name: Any, arguments: Any, call_id: Any, index: int, turn: int) -> dic
 def _from_message(msg: dict[str, Any], turn: int) -> ToolCallAction:
     out = ToolCallAction(format="openai")
     content = msg.get("content")
-    if isinstance(content, list):  # [{"type": "text", "text": ...}]
-        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    if isinstance(content, list):  # [{"type": "text", "text": ...}]; parts of other types are skipped
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type", "text") == "text"]
+        if not all(isinstance(p, dict) for p in content) or not all(isinstance(t, str) for t in texts):
+            out.problems.append("the message content must be a string or a list of {type: text, text: '...'} parts")
+            return out
+        content = "".join(str(t) for t in texts)
     out.content = None if content is None else str(content)
     raw = msg.get("tool_calls")
     if raw is None and isinstance(msg.get("function_call"), dict):  # the legacy single call

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentflow_env.error import ConfigError, EngineError
+from agentflow_env.error import ConfigError, EngineError, MalformedReplyError
 from leaderboards.protocol import WorkUnit
 from leaderboards.store import TRAJECTORIES_FILE, JsonlAppender, TaskOutcome
 
@@ -261,8 +261,14 @@ def _act_function(policy: Any) -> Callable[[list[dict[str, str]]], list[tuple[st
     # trainable policies also return token ids (counted, not stored); plain ones return strings
     act = getattr(policy, "act_with_samples", None) or policy.act
 
-    def call(batch: list[dict[str, str]]) -> list[tuple[str, dict[str, int] | None]]:
-        texts, tokens = normalize_actions(policy, act(batch), len(batch))
+    def call(batch: list[dict[str, str]]) -> list[tuple[Any, ...]]:
+        try:
+            texts, tokens = normalize_actions(policy, act(batch), len(batch))
+        except MalformedReplyError as exc:  # the engine retried already: that observation's turn gets ""
+            if len(batch) > 1:  # find which observation's reply it was; the others play on
+                return [item for obs in batch for item in call([obs])]
+            logger.warning("the policy's reply could not be read (%s); the turn is spent and the unit records it", exc)
+            return [("", None, f"the policy's reply could not be read: {exc}")]
         return list(zip(texts, tokens))
 
     return call
@@ -376,6 +382,7 @@ def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, t
     task = info.get("task") or {}
     unit = ep.job
     counts = [item[1] for item in ep.acts]
+    unread = [item[2] for item in ep.acts if len(item) > 2]  # turns whose policy reply could not be read
     tokens = None
     if counts and all(c is not None for c in counts):
         tokens = {k: sum(c.get(k, 0) for c in counts) for k in ("prompt", "completion")}
@@ -409,7 +416,7 @@ def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, t
         wall_s=round(ep.seconds, 4),
         tokens=tokens,
         trajectory={"file": TRAJECTORIES_FILE, "offset": offset, "length": length},
-        error=info.get("score_error"),
+        error=info.get("score_error") or ("; ".join(unread) if unread else None),
         episode_seed=unit.episode_seed(),
     )
     tasks.append(outcome.to_dict())

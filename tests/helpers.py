@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import socket
 import threading
 import time
 import urllib.parse
@@ -119,6 +120,23 @@ def flat_groups(groups: Any) -> list[tuple[Any, ...]]:
 
 
 # ------------------------------------------------------------------------- loopback HTTP servers
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, seconds: float = 60.0) -> None:
+    """Return once something listens on 127.0.0.1:``port`` (or ``seconds`` have passed: the caller's request fails)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+
+
 Response = tuple[int, dict[str, str], bytes]
 
 
@@ -189,23 +207,27 @@ def json_response(data: Any, status: int = 200) -> Response:
     return status, {"Content-Type": "application/json"}, json.dumps(data).encode()
 
 
+def chat_completion(body: dict[str, Any], content: str | None) -> Response:
+    """A chat-completions reply to the request ``body`` whose assistant message is ``content``."""
+    message = {"role": "assistant", "content": content}
+    return json_response(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
+
+
 def chat_server(reply: Callable[[dict[str, Any]], str]) -> LoopbackServer:
     """An OpenAI-compatible chat-completions server: each request body gets ``reply(body)`` as the assistant's
     message. The bodies are in ``server.bodies``; ``server.url`` ends in ``/v1``, as engine specs want it."""
 
     def handle(request: dict[str, Any]) -> Response:
-        body = request["json"]
-        message = {"role": "assistant", "content": reply(body)}
-        return json_response(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
-        )
+        return chat_completion(request["json"], reply(request["json"]))
 
     server = LoopbackServer(handle)
     server.url += "/v1"

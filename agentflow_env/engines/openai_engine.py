@@ -1,6 +1,8 @@
 """The OpenAI-compatible HTTP engine (vLLM serve, SGLang, OpenAI, Ollama) on the ``openai`` package.
 
-Batched prompts run concurrently under a limit; 429, 5xx, timeouts and dropped connections are retried with backoff.
+Batched prompts run concurrently under a limit; 429, 5xx, timeouts and dropped connections are retried with backoff,
+and so is a reply that cannot be read (a 200 whose body is not JSON, is empty or cut short, or has no choices):
+after the retries that one is a :class:`~agentflow_env.error.MalformedReplyError`.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ import os
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentflow_env.engines.base import Prompt, SamplingParams, as_chat
 from agentflow_env.engines.meter import METER
-from agentflow_env.error import ConfigError, DependencyNotInstalled, EngineError
+from agentflow_env.error import ConfigError, DependencyNotInstalled, EngineError, MalformedReplyError
 
 __all__ = ["OpenAIEngine"]
 
@@ -189,7 +191,9 @@ class OpenAIEngine:
         if sampling.response_format is not None and self.mode == "chat":
             kwargs["response_format"] = sampling.response_format
         if tools is not None:
-            out = self.client.chat.completions.create(messages=as_chat(prompt), tools=tools, **kwargs)
+            out = _readable(
+                lambda: self.client.chat.completions.create(messages=as_chat(prompt), tools=tools, **kwargs)
+            )
             message = out.choices[0].message
             reply: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
@@ -203,11 +207,11 @@ class OpenAIEngine:
                 ]
             return reply, self._record(out)
         if self.mode == "chat":
-            out = self.client.chat.completions.create(messages=as_chat(prompt), **kwargs)
+            out = _readable(lambda: self.client.chat.completions.create(messages=as_chat(prompt), **kwargs))
             return out.choices[0].message.content or "", self._record(out)
         from agentflow_env.engines import prompt_text
 
-        out = self.client.completions.create(prompt=prompt_text(prompt), **kwargs)
+        out = _readable(lambda: self.client.completions.create(prompt=prompt_text(prompt), **kwargs), chat=False)
         return out.choices[0].text or "", self._record(out)
 
     def _one(
@@ -223,7 +227,8 @@ class OpenAIEngine:
                     reason = _short(exc)
                     if not retry or attempt >= self.max_retries:
                         tries = f" after {attempt + 1} tries" if retry else ""
-                        raise EngineError(
+                        kind = MalformedReplyError if isinstance(exc, _Malformed) else EngineError
+                        raise kind(
                             f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}"
                         ) from exc
             delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
@@ -234,8 +239,32 @@ class OpenAIEngine:
             attempt += 1
 
 
+class _Malformed(ValueError):
+    """A reply that came back but cannot be read (retried like a dropped connection)."""
+
+
+def _readable(create: Callable[[], Any], chat: bool = True) -> Any:
+    """``create()``'s reply, once it is a completion with a first choice; else :class:`_Malformed` saying why."""
+    try:
+        out = create()
+    except ValueError as exc:  # json.JSONDecodeError: the body is empty, not JSON, or cut short
+        raise _Malformed(f"the reply body is not JSON ({exc})") from exc
+    choices = getattr(out, "choices", None)
+    if not isinstance(choices, list):
+        shown = _short(ValueError(str(out)), 120) if isinstance(out, (str, bytes)) else type(out).__name__
+        raise _Malformed(f"the reply is not a completion: {shown}")
+    if not choices:
+        raise _Malformed("the reply has no choices")
+    first = choices[0]
+    if chat and getattr(first, "message", None) is None:
+        raise _Malformed("the reply's first choice has no message")
+    return out
+
+
 def _retryable(exc: Exception) -> tuple[bool, float | None]:
     """Whether ``exc`` is worth another try, and the server's Retry-After in seconds if it sent one."""
+    if isinstance(exc, _Malformed):
+        return True, None
     try:
         import openai
     except ImportError:

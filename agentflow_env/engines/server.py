@@ -6,7 +6,9 @@ batched into one engine call (transformers: one left-padded ``generate`` per bat
 ``usage`` (exact where the engine reports tokens, else an estimate flagged ``"estimated": true``) and
 ``finish_reason`` ``"length"`` when cut at ``max_tokens``; ``n`` and ``stream`` work (a streamed reply is
 generated whole, then sent in token pieces). An unknown model is a 404; a field the server cannot honour
-(``logit_bias``, JSON mode...) is a 400 that names it. ``tools`` work: see ``openai_wire``.
+(``logit_bias``, JSON mode...) is a 400 that names it. ``max_tokens`` is capped to the model's context minus
+the prompt (:func:`fit_to_context`); a prompt that fills the context alone is a 400.
+``tools`` work: see ``openai_wire``.
 
 Under load: at most ``max_queue`` requests wait or run; one more is answered 503 with ``Retry-After``. A
 request whose client disconnects (a client-side timeout closes the connection) is cancelled while it waits,
@@ -238,14 +240,15 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if req.chat and uses_tools(req) and not req.token_ids:
                 prompt = tool_prompt(req, self.server.batcher.engine)
-            choices = self._wait(self.server.batcher.submit(prompt, req.sampling))
+            sampling = fit_to_context(self.server.batcher.engine, prompt, req.sampling)
+            choices = self._wait(self.server.batcher.submit(prompt, sampling))
             if choices is None:
                 return  # the client went away; its request was cancelled
         except HTTPFault as fault:
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else None
             self._error(fault.status, fault.message, headers)
             return
-        except ConfigError as exc:  # e.g. token ids outside the vocabulary
+        except (ConfigError, BadRequest) as exc:  # token ids outside the vocabulary, a prompt over the context
             self._error(400, f"bad request: {exc}")
             return
         except Exception as exc:
@@ -271,6 +274,32 @@ class _Handler(BaseHTTPRequestHandler):
                     return None
             except CancelledError:
                 return None
+
+
+def fit_to_context(engine: Any, prompt: TokenPrompt, sampling: SamplingParams) -> SamplingParams:
+    """``sampling`` with ``max_tokens`` capped to the engine's context minus the prompt's tokens; ``BadRequest``
+    when the prompt alone fills the context. Engines whose context or tokenizer is unknown are left as asked."""
+    config = getattr(getattr(engine, "model", None), "config", None)
+    context = getattr(config, "max_position_embeddings", None)
+    if not isinstance(context, int) or context <= 0:
+        return sampling
+    if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+        used = len(prompt)
+    elif callable(getattr(engine, "tokenizer", None)) and callable(getattr(engine, "render", None)):
+        used = len(engine.tokenizer(engine.render(prompt), add_special_tokens=False)["input_ids"])
+    else:
+        return sampling
+    room = context - used
+    if room < 1:
+        raise BadRequest(
+            f"the prompt is {used:,} tokens, and this model's context is {context:,}: no room for a reply; "
+            "shorten the prompt"
+        )
+    if sampling.max_tokens <= room:
+        return sampling
+    from dataclasses import replace
+
+    return replace(sampling, max_tokens=room)
 
 
 class _HTTPServer(ThreadingHTTPServer):

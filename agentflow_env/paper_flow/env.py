@@ -52,6 +52,7 @@ from agentflow_env.paper_flow.replies import (
 from agentflow_env.paper_flow.sampling import MODULE_SAMPLING, TOOL_SAMPLING, ModuleSampling, planner_sampling
 from agentflow_env.paper_flow.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_flow.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
+from agentflow_env.readable import safe_repr
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task, TaskSource
@@ -325,7 +326,7 @@ class PaperFlowEnv(TaskEnv):
         started = time.perf_counter()
         self.turn += 1
         step = self.turn
-        reply = action if isinstance(action, str) else repr(action)
+        reply = _reply_text(action)  # never raises, whatever the object
         rejected = self._too_long("the planner's reply", reply)
         self._record("planner", step, self._planner_prompt, self._kept(reply), None, 0.0, rejected=rejected)
         context, sub_goal, tool_name = (None, None, None) if rejected else read_next_step(reply, self.available_tools)
@@ -473,7 +474,8 @@ class PaperFlowEnv(TaskEnv):
             result = executions
         except Exception as exc:  # a bad command costs the step, as in AgentFlow
             result = self.prompt_source.command_error(exc)
-        self._record("tool", step, command, result, None, time.perf_counter() - started)
+        kept = cut_result(result, self.max_action_chars)  # the trace's copy, within the per-turn text budget
+        self._record("tool", step, command, kept, None, time.perf_counter() - started)
         self.module_calls[-1]["tool"] = tool_name
         return result
 
@@ -563,3 +565,15 @@ class PaperFlowEnv(TaskEnv):
             "query_analysis": self.query_analysis,
             "module_calls": list(self.module_calls),
         }
+
+
+def _reply_text(action: Any) -> str:
+    """The planner's reply as text: a ``str`` (a subclass copied without its own methods), else its ``repr``
+    (a placeholder when that raises, e.g. nested thousands deep)."""
+    if isinstance(action, str):
+        return str.__str__(action)
+    try:
+        text = repr(action)
+        return text if isinstance(text, str) else safe_repr(action)
+    except Exception:
+        return safe_repr(action)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -31,6 +29,7 @@ from http import HTTPStatus
 from typing import Any
 
 from agentflow_env.error import ConfigError
+from agentflow_env.exposure import authorized, check_exposure, expected_header, is_loopback
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -88,16 +87,6 @@ def to_jsonable(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return to_jsonable(value.to_dict())
     return str(value)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on this machine."""
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name that may resolve anywhere: treated as beyond loopback
 
 
 class HTTPError(Exception):
@@ -163,20 +152,12 @@ class JsonHttpServer:
             raise ConfigError("max_connections, read_timeout_s and idle_connection_s must be positive")
         if workers is not None and workers <= 0:
             raise ConfigError("workers must be positive")
-        if token is not None and len(token) < 16:
-            raise ConfigError(
-                "the token must be at least 16 characters (`python -c 'import secrets; print(secrets.token_hex())'`)"
-            )
-        if token is None and not is_loopback(host):
-            raise ConfigError(
-                f"binding {host!r} exposes the server beyond this machine: give a token "
-                f"(--token or ${self.token_env}), or bind 127.0.0.1"
-            )
+        check_exposure(host, token, self.token_env)
         self.max_connections = int(max_connections)
         self.read_timeout_s = float(read_timeout_s)
         self.idle_connection_s = float(idle_connection_s)
         self.workers = int(workers or min(32, 4 * (os.cpu_count() or 1)))
-        self._token = None if token is None else f"Bearer {token}".encode()
+        self._token = expected_header(token)
         self._stop = threading.Event()
         self.refused_connections = 0  # connections turned away at the cap
         self._connections = 0
@@ -308,7 +289,7 @@ class JsonHttpServer:
     def _authorized(self, headers: dict[str, str], path: str) -> bool:
         """Whether a request carries the token (only asked when the server has one)."""
         assert self._token is not None
-        return hmac.compare_digest(headers.get("authorization", "").encode("latin-1"), self._token)
+        return authorized(headers.get("authorization", "").encode("latin-1"), self._token)
 
     async def _route(self, method: str, path: str, raw: bytes) -> bytes:
         """The reply body of one request (raise :class:`HTTPError` for anything but 200)."""

@@ -330,8 +330,31 @@ def _verify_in_thread(prediction: str, golds: Sequence[str], timeout: float) -> 
 
     thread = threading.Thread(target=run, name="math-verify", daemon=True)
     thread.start()
-    thread.join(timeout)
-    return box.get("ok") if not thread.is_alive() else None
+    clock = _thread_cpu_clock(thread)
+    start = time.monotonic()
+    while True:  # the check's own CPU time counts (where the OS says), not its wait for the GIL or a core
+        thread.join(0.05 if clock is not None else timeout)
+        if not thread.is_alive():
+            return box.get("ok")
+        wall = time.monotonic() - start
+        used = _clock_seconds(clock, wall)
+        if used >= timeout or wall >= WALL_CAP * timeout:
+            return None
+
+
+def _thread_cpu_clock(thread: threading.Thread) -> int | None:
+    """The CPU-time clock of ``thread`` (POSIX), or ``None`` where there is none."""
+    try:
+        return time.pthread_getcpuclockid(thread.ident)  # type: ignore[arg-type]
+    except (AttributeError, OSError, TypeError, OverflowError):
+        return None
+
+
+def _clock_seconds(clock: int | None, fallback: float) -> float:
+    try:
+        return time.clock_gettime(clock) if clock is not None else fallback
+    except OSError:  # the thread has just ended
+        return fallback
 
 
 class MathScorer:
@@ -341,8 +364,9 @@ class MathScorer:
     ``isolation`` is ``process`` (a pool of warm helper processes started when the scorer is built, see
     :class:`_Worker`; killed and restarted on overrun), ``thread`` (a helper thread, abandoned on overrun)
     or ``auto`` (process on POSIX, thread elsewhere). ``timeout_s`` counts the check only, never a
-    helper's start, and in process isolation it is the helper's CPU time (where ``/proc`` says), so a
-    loaded machine slows checks without failing them. An overrun scores 0 for that answer alone.
+    helper's start, and it is the check's CPU time (the helper process's, from ``/proc``; the helper
+    thread's, from its POSIX CPU clock), so a loaded machine slows checks without failing them (wall time
+    is capped at ``WALL_CAP`` times the budget). An overrun scores 0 for that answer alone.
     """
 
     def __init__(self, timeout_s: float = 5.0, isolation: str = "auto", warm: bool = True):

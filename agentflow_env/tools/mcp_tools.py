@@ -21,7 +21,7 @@ import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
 
 from agentflow_env.error import ConfigError, DependencyNotInstalled
@@ -132,7 +132,20 @@ class MCPConnection:
             raise RuntimeError(f"the MCP session with {self.name!r} has ended")
         future: Future[Any] = Future()
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (name, arguments, timeout, future))
-        return future.result(timeout=timeout + 5)
+        # the session's task ends when the transport dies: no reply is coming then
+        wait([future, self._task], timeout=timeout + 5, return_when=FIRST_COMPLETED)
+        if not future.done():
+            if self._task.done():
+                raise RuntimeError(f"the MCP session with {self.name!r} ended during the call")
+            raise TimeoutError(f"the MCP server {self.name!r} did not answer within {timeout + 5:g} s")
+        try:
+            return future.result()
+        except (Exception, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # asyncio's CancelledError: the transport died mid-call
+            raise RuntimeError(
+                f"the MCP session with {self.name!r} ended during the call ({type(exc).__name__})"
+            ) from None
 
     def close(self) -> None:
         if not self._loop.is_running():

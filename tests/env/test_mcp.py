@@ -7,11 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -22,6 +20,7 @@ pytest.importorskip("mcp")
 import agentflow_env  # noqa: F401
 from agentflow_env.error import ConfigError
 from agentflow_env.tools.mcp_tools import server_entries
+from tests.helpers import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))}
@@ -74,14 +73,8 @@ def test_mcp_server_serves_the_env_tools_over_stdio():
     assert bad_error and "boom" in bad
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_mcp_server_over_streamable_http_feeds_an_env():
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [*[OUR_SERVER["command"]], *OUR_SERVER["args"], "--transport", "streamable-http", "--port", str(port)],
         env={**os.environ, **ENV},
@@ -89,12 +82,7 @@ def test_mcp_server_over_streamable_http_feeds_an_env():
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_for_port(port)
         url = f"http://127.0.0.1:{port}/mcp"
         env = gym.make(
             "agentflow/Gen-Math-v1",
