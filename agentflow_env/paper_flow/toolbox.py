@@ -143,6 +143,7 @@ class PythonCodeGeneratorTool(PaperTool):
         from agentflow_env.tools.python.tool import PythonCoderTool
 
         self.writer = GeneralistTool(engine, sampling, system_prompt)
+        self.writer.generator.ledger_name = PYTHON_CODER  # its LLM calls are this tool's
         self.runner = PythonCoderTool(max_output_chars=2 * _OUTPUT_LIMIT)
         self.code_request = code_request
         super().__init__(PYTHON_CODER, ("query",), owned=self.runner)
