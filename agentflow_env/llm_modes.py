@@ -215,6 +215,7 @@ class _LLMModule:
 
     ``last_reply``/``last_note`` keep the latest raw reply and any problem with it (for debugging).
     """
+
     ledger_name = "module"  # the name its engine calls are counted under in a run's ledger
 
     default_max_tokens = 512
@@ -264,6 +265,7 @@ def _engine_failure(role: str, exc: BaseException) -> str:
 
 class LLMExecutor(_LLMModule):
     """Writes the tool command from the sub-goal, the tool card and the context (the paper's executor)."""
+
     ledger_name = "executor"
 
     needs_command = False
@@ -292,6 +294,7 @@ class LLMExecutor(_LLMModule):
 
 class LLMVerifier(_LLMModule):
     """STOP or CONTINUE after each tool step (the paper's verifier); anything unreadable is CONTINUE."""
+
     ledger_name = "verifier"
 
     default_max_tokens = 384
@@ -314,6 +317,7 @@ class LLMGenerator(_LLMModule):
     The planner's own answer, when it gave one, is shown as a proposal. On an engine failure the
     answer is empty (scored 0) and ``last_note`` says why.
     """
+
     ledger_name = "generator"
 
     default_max_tokens = 768

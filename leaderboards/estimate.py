@@ -107,10 +107,10 @@ def format_estimate(estimate: dict[str, Any]) -> str:
     ]
     for row, t in estimate["total"].items():
         lines.append(
-            f"| {row} | {t['calls']:.0f} | {t['prompt_tokens']:.0f} | {t['completion_tokens']:.0f} | {t['seconds']:.1f} |"
+            f"| {row} | {t['calls']:.0f} | {t['prompt_tokens']:.0f} | {t['completion_tokens']:.0f} "
+            f"| {t['seconds']:.1f} |"
         )
     lines.append("")
     lines.append(f"wall time about {estimate['wall_s']:.0f} s at {estimate['concurrency']} episodes in flight")
     lines.append(f"note: {estimate['note']}")
     return "\n".join(lines)
-

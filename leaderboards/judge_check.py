@@ -31,12 +31,12 @@ def _rule_scorers(items: Sequence[LabelledAnswer], data_dir: str | None) -> dict
 
     scorers = {}
     for env_id in dict.fromkeys(i.env_id for i in items):
-        kwargs = {"data_dir": data_dir} if data_dir and "Gen-" not in env_id else {}
+        kwargs: dict[str, Any] = {"data_dir": data_dir} if data_dir and "Gen-" not in env_id else {}
         try:
             env = gym.make(env_id, disable_env_checker=True, **kwargs)
         except Exception:  # a benchmark whose data is not here: no rule comparison for it
             continue
-        scorers[env_id] = env.unwrapped.scorer
+        scorers[env_id] = env.unwrapped.scorer  # type: ignore[attr-defined]
         env.close()
     return scorers
 
@@ -65,7 +65,9 @@ def check_judge(
             raise EngineError(f"the judge failed on {item.env_id} {item.kind} ({exc}); nothing is reported") from exc
         scorer = rule.get(item.env_id)
         rule_pass = scorer(item.candidate, item.task) >= 0.5 if scorer is not None else None
-        rows.append({"env_id": item.env_id, "kind": item.kind, "label": item.label, "judge": verdict, "rule": rule_pass})
+        rows.append(
+            {"env_id": item.env_id, "kind": item.kind, "label": item.label, "judge": verdict, "rule": rule_pass}
+        )
     by_kind = {}
     for kind in dict.fromkeys(r["kind"] for r in rows):
         these = [r for r in rows if r["kind"] == kind]
@@ -135,7 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.tasks_per_benchmark < 1:
             raise ConfigError(f"--tasks-per-benchmark must be at least 1, got {args.tasks_per_benchmark}")
-        items = read_labelled_set(args.labels) if args.labels else build_labelled_set(data_dir, args.tasks_per_benchmark)
+        items = (
+            read_labelled_set(args.labels) if args.labels else build_labelled_set(data_dir, args.tasks_per_benchmark)
+        )
         report = check_judge(args.judge_engine, items, rules=args.rules, data_dir=data_dir)
     except ConfigError as exc:
         sys.stderr.write(f"error: {exc}\n")

@@ -164,10 +164,10 @@ def build_labelled_set(
     chosen = benchmarks or (PAPER_BENCHMARKS if data_dir is not None else GENERATED_BENCHMARKS)
     out: list[LabelledAnswer] = []
     for env_id in chosen:
-        kwargs = {"data_dir": str(data_dir)} if data_dir is not None and "Gen-" not in env_id else {}
+        kwargs: dict[str, Any] = {"data_dir": str(data_dir)} if data_dir is not None and "Gen-" not in env_id else {}
         env = gym.make(env_id, disable_env_checker=True, **kwargs)
         try:
-            tasks = env.unwrapped.tasks
+            tasks = env.unwrapped.tasks  # type: ignore[attr-defined]
             count = min(tasks_per_benchmark, len(tasks))
             for i in range(count):
                 task = tasks[i]

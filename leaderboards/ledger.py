@@ -61,7 +61,7 @@ def role_totals(ledger: dict[str, Any] | None, benchmarks: Iterable[str] | None 
 
 
 def _rows_of(roles: dict[str, Any]) -> list[tuple[str, Tally]]:
-    rows = []
+    rows: list[tuple[str, Tally]] = []
     for role in ROLES:
         value = roles.get(role)
         if not value:
@@ -80,7 +80,7 @@ def _role_order(label: str) -> int:
 def ledger_rows(record: Any) -> list[tuple[str, str, Tally]]:
     """(benchmark label, role row, tally) for each benchmark of a record's ledger, then ``all`` benchmarks."""
     ledger = getattr(record, "ledger", None) or {}
-    rows = []
+    rows: list[tuple[str, str, Tally]] = []
     for env_id, roles in ledger.items():
         label = str((record.benchmarks.get(env_id) or {}).get("label", env_id))
         rows.extend((label, row, tally) for row, tally in _rows_of(roles))
@@ -103,7 +103,8 @@ def ledger_table(record: Any) -> str:
     for label, role, t in rows:
         estimated = f"{t.estimated_calls} calls" if t.estimated_calls else ""
         lines.append(
-            f"| {label} | {role} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.seconds:.2f} | {estimated} |"
+            f"| {label} | {role} | {t.calls} | {t.prompt_tokens} | {t.completion_tokens} | {t.seconds:.2f} "
+            f"| {estimated} |"
         )
     control = getattr(record, "control", None)
     if control:

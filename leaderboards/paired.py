@@ -201,7 +201,7 @@ def bootstrap_test(
 def _percentile(ordered: Sequence[float], q: float) -> float:
     """Linear interpolation between order statistics (numpy's default)."""
     pos = q * (len(ordered) - 1)
-    low = int(math.floor(pos))
+    low = math.floor(pos)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.config import doc_field
-from agentflow_env.error import ConfigError
 from agentflow_env.engines.ledger import Ledger
+from agentflow_env.error import ConfigError
 from agentflow_env.scoring.fingerprint import judge_fingerprint
 from leaderboards.control import apply_control, control_record
 from leaderboards.episodes import normalize_actions, run_units
@@ -92,7 +92,7 @@ class EvalConfig:
     judge_concurrency: int = doc_field("the LLM judge's own limit on requests in flight", default=16)
     control_engine: str | None = doc_field(
         "policy-only control: run every non-planner LLM (modules, LLM tools) on this fixed engine spec, or "
-        "'offline' for the env's offline modules (not the paper flow); recorded in run.json (see leaderboards/control.py)",
+        "'offline' for the env's offline modules (not the paper flow); recorded in run.json",
         default=None,
     )
     ray: str | None = doc_field(

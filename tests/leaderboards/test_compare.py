@@ -127,7 +127,9 @@ def test_compare_warns_when_protocol_judge_or_retrieval_differ(
 
     a, b = _mcnemar_scores()
     judged = {"scorers": {"agentflow/Gen-Math-v2": "judge:openai:x"}}
-    run_a = _store(tmp_path, "A", a, judges={"agentflow/Gen-Math-v2": {"engine": "openai:x", "prompt_hash": "1"}}, **judged)
+    run_a = _store(
+        tmp_path, "A", a, judges={"agentflow/Gen-Math-v2": {"engine": "openai:x", "prompt_hash": "1"}}, **judged
+    )
     run_b = _store(
         tmp_path, "B", b, protocol_hash="def", judges={"agentflow/Gen-Math-v2": {"engine": "openai:y"}}, **judged
     )

@@ -72,7 +72,9 @@ def _reply(body: dict[str, Any]) -> str:
     if kind == "planner":
         if "(no steps yet)" in user:  # one step with the first tool the prompt offers, then the answer
             tool = re.search(r"Tool Name: <one of: (\w+)", user)
-            return f"Justification: look.\nContext: none\nSub-Goal: Find it.\nTool Name: {tool.group(1) if tool else '?'}"
+            return (
+                f"Justification: look.\nContext: none\nSub-Goal: Find it.\nTool Name: {tool.group(1) if tool else '?'}"
+            )
         return "Final Answer: 42"
     return {"executor": "Command: 1+1", "verifier": "Conclusion: CONTINUE", "generator": "Final Answer: 42"}.get(
         kind, "?"
@@ -186,7 +188,12 @@ def test_control_engine_replaces_every_non_planner_llm(
     assert record["control"]["engine"] == f"openai:control@{server.url}"
     assert record["control"]["replaces"] == ["executor", "verifier", "generator"]
     assert record["env"]["engine"] == f"openai:control@{server.url}"
-    assert set(_ledger_rows(record["ledger"])) == {"planner", "modules:executor", "modules:verifier", "modules:generator"}
+    assert set(_ledger_rows(record["ledger"])) == {
+        "planner",
+        "modules:executor",
+        "modules:verifier",
+        "modules:generator",
+    }
 
     server.log.clear()
     assert _eval(tmp_path, server, "offline", "--fast", "--control-engine", "offline") == 0
