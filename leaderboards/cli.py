@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from leaderboards.science_cli import add_compare, add_dry_run_flags, add_ledger_flag, dry_run_estimate, show_extras
+from leaderboards.science_cli import (
+    add_compare,
+    add_dry_run_flags,
+    add_ledger_flag,
+    dry_run_estimate,
+    dry_run_roles,
+    show_extras,
+)
 from leaderboards.store import RESULTS_DIR
 
 __all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_results", "default_site", "print_result"]
@@ -73,7 +80,7 @@ def _run_eval(args: argparse.Namespace) -> int:
             sys.stdout.write(dry_run_estimate(config, args.sample_episodes, args.json) + "\n")
             return 0
         if args.dry_run:
-            sys.stdout.write(dry_run(config, args.latency) + "\n")
+            sys.stdout.write(dry_run(config, args.latency) + "\n" + dry_run_roles(config) + "\n")
             return 0
         result = evaluate(config)
     except ConfigError as exc:

@@ -29,7 +29,7 @@ def control_record(plan: RunPlan, spec: str) -> dict[str, Any]:
     """What run.json keeps of a control run: the fixed engine, what it replaced, the protocol's own engine."""
     protocol = plan.protocol
     if protocol.flow == "paper":
-        replaced = ["query_analyzer", "executor", "verifier", "final_output", "LLM tools"]
+        replaced = ["query_analysis", "executor", "verifier", "final_output", "LLM tools"]
     else:
         replaced = [k for k in OFFLINE_MODES if protocol.env.get(k) == "llm"]
     return {

@@ -15,7 +15,7 @@ from typing import Any
 from agentflow_env.error import ConfigError
 from leaderboards.ledger import role_totals
 
-__all__ = ["estimate_eval", "format_estimate", "scale_ledger"]
+__all__ = ["calls_by_role", "estimate_eval", "format_estimate", "format_roles", "scale_ledger"]
 
 
 def scale_ledger(ledger: dict[str, Any], played: dict[str, int], planned: dict[str, int]) -> dict[str, dict[str, Any]]:
@@ -113,4 +113,37 @@ def format_estimate(estimate: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"wall time about {estimate['wall_s']:.0f} s at {estimate['concurrency']} episodes in flight")
     lines.append(f"note: {estimate['note']}")
+    return "\n".join(lines)
+
+
+def calls_by_role(plan: Any, turns: float) -> dict[str, float]:
+    """LLM calls of one episode of ``turns`` planner turns, by role, from the protocol alone (no sample)."""
+    judged = 1.0 if plan.judge_engine else 0.0
+    if plan.protocol.flow == "paper":
+        rows = {
+            "planner": turns,
+            "modules:query_analysis": 1.0,
+            "modules:executor": turns,
+            "modules:verifier": turns,
+            "modules:final_output": 1.0,
+            "tools (LLM tools; at most)": turns,
+        }
+    else:
+        env = plan.env
+        rows = {"planner": turns}
+        for name, per in (("executor", turns), ("verifier", turns), ("generator", 1.0)):
+            if env.get(name) == "llm":
+                rows[f"modules:{name}"] = per
+    if judged:
+        rows["judge"] = judged
+    return rows
+
+
+def format_roles(plan: Any) -> str:
+    """The protocol's LLM calls per episode by role, typical (2 turns) and worst case (the turn budget)."""
+    worst = float(plan.protocol.max_turns)
+    typical, most = calls_by_role(plan, 2.0), calls_by_role(plan, worst)
+    lines = ["  LLM calls per episode by role (typical 2 turns / worst case):"]
+    lines += [f"    {row}: {typical[row]:g} / {most[row]:g}" for row in most]
+    lines.append("  tokens by role: add --sample-episodes N to measure them on N episodes per benchmark")
     return "\n".join(lines)

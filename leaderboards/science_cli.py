@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_compare", "add_dry_run_flags", "add_ledger_flag", "dry_run_estimate", "show_extras"]
+__all__ = ["add_compare", "add_dry_run_flags", "add_ledger_flag", "dry_run_estimate", "dry_run_roles", "show_extras"]
 
 
 def add_compare(sub: Any, results_help: str) -> None:
@@ -86,3 +86,10 @@ def dry_run_estimate(config: Any, sample_episodes: int, as_json: bool) -> str:
 
     estimate = estimate_eval(config, sample_episodes)
     return json.dumps(estimate, indent=2) if as_json else format_estimate(estimate)
+
+
+def dry_run_roles(config: Any) -> str:
+    from leaderboards.estimate import format_roles
+    from leaderboards.runner import plan_run
+
+    return format_roles(plan_run(config))

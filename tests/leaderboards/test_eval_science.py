@@ -226,3 +226,39 @@ def test_dry_run_estimate_is_within_a_quarter_of_the_measured_run(
         for key in ("calls", "prompt_tokens", "completion_tokens"):
             guess = estimate["total"][row][key]
             assert abs(guess - m[key]) <= 0.25 * m[key], (row, key, guess, m[key])
+
+
+def test_paper_flow_control_and_ledger(tmp_path: Path, testsets_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """paper-v1 (one task per benchmark, one trial) with --control-engine: query analysis, executor, verifier,
+    final output and the generalist tool all call the control engine; the ledger counts each as the server saw."""
+    from agentflow_env.cli import main
+    from leaderboards.protocol import PROTOCOL_DIR
+    from tests.helpers import chat_server
+    from tests.leaderboards.test_paper_flow_eval import _kind as paper_kind
+    from tests.leaderboards.test_paper_flow_eval import _reply as paper_reply
+
+    text = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
+    small = tmp_path / "paper-v1.toml"
+    small.write_text(text.replace("seeds = [0, 1, 2]", "seeds = [0]").replace("fast_tasks = 5", "fast_tasks = 1"))
+    with chat_server(lambda body: paper_reply(paper_kind(body), body)) as srv:
+        args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{srv.url}"]
+        args += ["--control-engine", f"openai:control@{srv.url}", "--judge-engine", f"openai:judge@{srv.url}"]
+        args += ["--data-dir", str(testsets_dir), "--output-dir", str(tmp_path / "runs"), "--no-progress"]
+        assert main([*args, "--name", "ctl", "--concurrency", "2"]) == 0, capsys.readouterr().err
+        kinds = Counter(paper_kind(b) for b in srv.bodies)
+        models = {paper_kind(b): b["model"] for b in srv.bodies}
+    assert {k: m for k, m in models.items() if k not in ("planner", "judge")} == {
+        k: "control" for k in ("query_analysis", "executor", "tool", "verifier", "final_output")
+    }
+    record = json.loads((tmp_path / "runs" / "paper-v1" / "ctl" / "run.json").read_text())
+    assert record["control"]["replaces"][:4] == ["query_analysis", "executor", "verifier", "final_output"]
+    rows = {row: t["calls"] for row, t in _ledger_rows(record["ledger"]).items()}
+    assert rows == {
+        "planner": kinds["planner"],
+        "modules:executor": kinds["executor"],
+        "modules:final_output": kinds["final_output"],
+        "modules:query_analysis": kinds["query_analysis"],
+        "modules:verifier": kinds["verifier"],
+        "tools:Generalist_Solution_Generator_Tool": kinds["tool"],
+        "judge": kinds["judge"],
+    }
