@@ -228,25 +228,49 @@ def test_dry_run_estimate_is_within_a_quarter_of_the_measured_run(
             assert abs(guess - m[key]) <= 0.25 * m[key], (row, key, guess, m[key])
 
 
+_PAPER_OPENINGS = {
+    "Job: study the query": ("query_analysis", "The query needs one fact."),
+    "Job: write the exact command": (
+        "executor",
+        'Generated Command:\n```python\nexecution = tool.execute(query="Answer it.")\n```',
+    ),
+    "Job: decide whether": ("verifier", "Conclusion: STOP"),
+    "Job: write a concise final answer": ("final_output", "Answer: 42"),
+}
+
+
+def _paper_call(body: dict[str, Any]) -> tuple[str, str]:
+    """(kind, reply) of one request of the paper flow: one generalist step, then the final output and the judge."""
+    if body["model"] == "planner":
+        return "planner", "Justification: ask.\nContext: none\nSub-Goal: Answer it.\nTool Name: " + (
+            "Generalist_Solution_Generator_Tool"
+        )
+    if body["model"] == "judge":
+        return "judge", "VERDICT: CORRECT"
+    user = body["messages"][-1]["content"].lstrip()
+    for opening, found in _PAPER_OPENINGS.items():
+        if user.startswith(opening):
+            return found
+    return "tool", "The generalist says 42."
+
+
 def test_paper_flow_control_and_ledger(tmp_path: Path, testsets_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """paper-v1 (one task per benchmark, one trial) with --control-engine: query analysis, executor, verifier,
     final output and the generalist tool all call the control engine; the ledger counts each as the server saw."""
     from agentflow_env.cli import main
     from leaderboards.protocol import PROTOCOL_DIR
     from tests.helpers import chat_server
-    from tests.leaderboards.test_paper_flow_eval import _kind as paper_kind
-    from tests.leaderboards.test_paper_flow_eval import _reply as paper_reply
 
     text = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
     small = tmp_path / "paper-v1.toml"
     small.write_text(text.replace("seeds = [0, 1, 2]", "seeds = [0]").replace("fast_tasks = 5", "fast_tasks = 1"))
-    with chat_server(lambda body: paper_reply(paper_kind(body), body)) as srv:
+    with chat_server(lambda body: _paper_call(body)[1]) as srv:
         args = ["eval", "--protocol", str(small), "--fast", "--policy", f"openai:planner@{srv.url}"]
         args += ["--control-engine", f"openai:control@{srv.url}", "--judge-engine", f"openai:judge@{srv.url}"]
         args += ["--data-dir", str(testsets_dir), "--output-dir", str(tmp_path / "runs"), "--no-progress"]
         assert main([*args, "--name", "ctl", "--concurrency", "2"]) == 0, capsys.readouterr().err
-        kinds = Counter(paper_kind(b) for b in srv.bodies)
-        models = {paper_kind(b): b["model"] for b in srv.bodies}
+        kinds = Counter(_paper_call(b)[0] for b in srv.bodies)
+        models = {_paper_call(b)[0]: b["model"] for b in srv.bodies}
     assert {k: m for k, m in models.items() if k not in ("planner", "judge")} == {
         k: "control" for k in ("query_analysis", "executor", "tool", "verifier", "final_output")
     }
