@@ -99,6 +99,12 @@ def test_judged_runs_record_the_fingerprint_and_the_board_warns(
     assert main(["leaderboard", "show", "--results", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
     assert "warning: the judged runs here used different judges" in out and "model other-judge" in out
+    from leaderboards.render import board_rows, group_by_protocol, render_html, render_markdown
+
+    board = board_rows(group_by_protocol(tmp_path / "runs")["judged"])
+    assert board.warnings and "model other-judge" in board.warnings[0]
+    assert board.warnings[0] in render_markdown([board], charts=False)
+    assert "used different judges" in render_html([board], charts=False)
 
 
 def test_ledger_tags_calls_where_the_caller_names_its_role() -> None:
