@@ -50,10 +50,10 @@ def find_run(ref: str | Path, results: Sequence[Path] = (), protocol: str | None
     path = Path(ref)
     if (path / RUN_FILE).is_file():
         return load_run(path)
+    folders = dict.fromkeys(Path(f).resolve() for f in results if Path(f).is_dir())  # each folder once
     found = [
         r
-        for folder in results
-        if Path(folder).is_dir()
+        for folder in folders
         for r in iter_runs(Path(folder))
         if r.record.name == str(ref) and (protocol is None or r.record.protocol == protocol)
     ]

@@ -193,6 +193,7 @@ def run_turns(
     finally:
         steps.shutdown(wait=True)
         bar.close()
+        enter_benchmark(None, "")  # this thread's later engine calls are no longer this run's
 
 
 def _turn(active: list[_Episode], policies: dict[str, Any], steps: Any) -> list[tuple[_Episode, float, dict[str, Any]]]:

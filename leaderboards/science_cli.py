@@ -32,10 +32,10 @@ def add_compare(sub: Any, results_help: str) -> None:
 
 def _run_compare(args: argparse.Namespace) -> int:
     from agentflow_env.error import ConfigError
-    from leaderboards.cli import default_out, default_results
+    from leaderboards.cli import default_results
     from leaderboards.compare import compare_runs, find_run, format_comparison
 
-    results = args.results or [*default_results(), default_out()]
+    results = args.results or default_results()
     try:
         if args.resamples < 100:
             raise ConfigError(f"--resamples must be at least 100, got {args.resamples}")
