@@ -286,3 +286,21 @@ def test_paper_flow_control_and_ledger(tmp_path: Path, testsets_dir: Path, capsy
         "tools:Generalist_Solution_Generator_Tool": kinds["tool"],
         "judge": kinds["judge"],
     }
+
+
+def test_a_resumed_run_adds_to_its_stored_ledger(
+    tmp_path: Path, server: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _eval(tmp_path, server, "resumed", "--fast") == 0, capsys.readouterr().err
+    first = _ledger_rows(_run_json(tmp_path, "resumed")["ledger"])
+    tasks = tmp_path / "runs" / "science-test" / "resumed" / "tasks.jsonl"
+    lines = tasks.read_text().splitlines(keepends=True)
+    tasks.write_text("".join(lines[:-1]))  # as if the run had stopped before its last episode was stored
+    server.log.clear()
+    assert _eval(tmp_path, server, "resumed", "--fast") == 0, capsys.readouterr().err
+    again = _seen(server)
+    after = _ledger_rows(_run_json(tmp_path, "resumed")["ledger"])
+    assert again["planner"]["calls"] >= 1
+    for row, seen_row in (("planner", again["planner"]), ("modules:executor", again["executor"])):
+        for key in ("calls", "prompt_tokens", "completion_tokens"):
+            assert after[row][key] == first[row][key] + seen_row[key], (row, key)
