@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("benchmarks.cli:configure_list", "list the registered env ids with size, tools and source"),
     "eval": ("leaderboards.cli:configure_eval", "evaluate a policy on a leaderboard protocol (resumable)"),
     "leaderboard": ("leaderboards.cli:configure_leaderboard", "render or show the leaderboard from stored results"),
+    "judge-check": ("leaderboards.judge_check:configure", "check an LLM judge on a labelled set of answers"),
     "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
     "train": ("agents.training.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),

@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from agentflow_env.engines.base import Engine, SamplingParams
+from agentflow_env.engines.ledger import generate_as
 from agentflow_env.memory import shorten
 from agentflow_env.parsing import ParsedAction, parse_action
 
@@ -215,6 +216,8 @@ class _LLMModule:
     ``last_reply``/``last_note`` keep the latest raw reply and any problem with it (for debugging).
     """
 
+    ledger_name = "module"  # the name its engine calls are counted under in a run's ledger
+
     default_max_tokens = 512
 
     def __init__(
@@ -241,7 +244,7 @@ class _LLMModule:
         messages = [{"role": "user", "content": user}]
         if self.system_prompt:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
-        replies = self.engine.generate([messages], self.sampling)
+        replies = generate_as(self.engine, [messages], self.sampling, role="modules", name=self.ledger_name)
         if len(replies) != 1:
             raise RuntimeError(f"the engine returned {len(replies)} completions for one prompt")
         self.last_reply = replies[0] if isinstance(replies[0], str) else json.dumps(replies[0], default=str)
@@ -262,6 +265,8 @@ def _engine_failure(role: str, exc: BaseException) -> str:
 
 class LLMExecutor(_LLMModule):
     """Writes the tool command from the sub-goal, the tool card and the context (the paper's executor)."""
+
+    ledger_name = "executor"
 
     needs_command = False
     default_max_tokens = 768
@@ -290,6 +295,8 @@ class LLMExecutor(_LLMModule):
 class LLMVerifier(_LLMModule):
     """STOP or CONTINUE after each tool step (the paper's verifier); anything unreadable is CONTINUE."""
 
+    ledger_name = "verifier"
+
     default_max_tokens = 384
 
     def verify(self, question: str, memory: str, turn: int) -> str:
@@ -310,6 +317,8 @@ class LLMGenerator(_LLMModule):
     The planner's own answer, when it gave one, is shown as a proposal. On an engine failure the
     answer is empty (scored 0) and ``last_note`` says why.
     """
+
+    ledger_name = "generator"
 
     default_max_tokens = 768
 

@@ -10,6 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from leaderboards.science_cli import (
+    add_compare,
+    add_dry_run_flags,
+    add_ledger_flag,
+    dry_run_estimate,
+    dry_run_roles,
+    show_extras,
+)
 from leaderboards.store import RESULTS_DIR
 
 __all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_results", "default_site", "print_result"]
@@ -55,6 +63,7 @@ def configure_eval(parser: argparse.ArgumentParser) -> None:
         "--latency", type=float, default=1.5, help="seconds per LLM call, for the --dry-run estimate (default 1.5)"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    add_dry_run_flags(parser)
     parser.set_defaults(func=_run_eval)
 
 
@@ -67,8 +76,11 @@ def _run_eval(args: argparse.Namespace) -> int:
 
     try:
         config = EvalConfig(**flag_values(args, EvalConfig))
+        if args.dry_run and getattr(args, "sample_episodes", 0):
+            sys.stdout.write(dry_run_estimate(config, args.sample_episodes, args.json) + "\n")
+            return 0
         if args.dry_run:
-            sys.stdout.write(dry_run(config, args.latency) + "\n")
+            sys.stdout.write(dry_run(config, args.latency) + "\n" + dry_run_roles(config) + "\n")
             return 0
         result = evaluate(config)
     except ConfigError as exc:
@@ -202,7 +214,9 @@ def configure_leaderboard(parser: argparse.ArgumentParser) -> None:
     show = sub.add_parser("show", help="print the stored results as tables")
     show.add_argument("--results", type=Path, action="append", default=None, help=results_help)
     show.add_argument("--protocol", default=None, help="only this protocol")
+    add_ledger_flag(show)
     show.set_defaults(func=_run_show)
+    add_compare(sub, results_help)
 
     def _help(args: argparse.Namespace) -> int:
         parser.print_help()
@@ -245,4 +259,5 @@ def _run_show(args: argparse.Namespace) -> int:
         lines = [f"- {name}: {note}" for name, note in notes if note]
         if lines:
             sys.stdout.write("\n".join(lines) + "\n\n")
+        sys.stdout.write(show_extras(args, runs))
     return 0

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow_env.error import ConfigError, EngineError, MalformedReplyError
+from leaderboards.ledger import enter_benchmark, observation_tokens, record_planner
 from leaderboards.protocol import WorkUnit
 from leaderboards.store import TRAJECTORIES_FILE, JsonlAppender, TaskOutcome
 
@@ -108,6 +109,9 @@ class _Episode:
     turns: int = 0
     tokens: dict[str, int] | None = None
     token_known: bool = True
+    ledger: Any = None  # the run's call ledger (leaderboards/ledger.py)
+    planner_s: float = 0.0
+    acts: list[tuple[Any, ...]] | None = None  # per turn: action, token counts, observation estimate, unread reply
 
 
 def _start_session(
@@ -167,14 +171,16 @@ def run_turns(
         while todo or active:
             while todo and len(active) < (config.concurrency or 1):
                 unit = todo.popleft()
+                enter_benchmark(pool.ledger, unit.env_id)  # this thread's engine calls count for this benchmark
                 env = pool.acquire(unit.env_id, unit.seed)
                 obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
                 pause_clock(env)
-                active.append(_Episode(unit, env, obs, time.perf_counter()))
+                active.append(_Episode(unit, env, obs, time.perf_counter(), ledger=pool.ledger, acts=[]))
             finished = _turn(active, policies, steps)
             for ep, reward, info in finished:
                 _check_judged(ep.unit, ep.env, info, pool.plan.benchmark(ep.unit.env_id).entry.scorer)
                 _record(_Finished.of(ep), reward, info, traj, tasks)
+                record_planner(pool.ledger, ep.unit.env_id, ep.acts or [], ep.planner_s)
                 active.remove(ep)
                 pool.release(ep.unit.env_id, ep.env, ep.unit.seed)
                 remaining[ep.unit.env_id] -= 1
@@ -187,6 +193,7 @@ def run_turns(
     finally:
         steps.shutdown(wait=True)
         bar.close()
+        enter_benchmark(None, "")  # this thread's later engine calls are no longer this run's
 
 
 def _turn(active: list[_Episode], policies: dict[str, Any], steps: Any) -> list[tuple[_Episode, float, dict[str, Any]]]:
@@ -202,8 +209,11 @@ def _turn(active: list[_Episode], policies: dict[str, Any], steps: Any) -> list[
         t0 = time.perf_counter()
         texts, tokens = normalize_actions(policy, act([ep.obs for ep in eps]), len(eps))
         seconds = time.perf_counter() - t0
-        for ep, count in zip(eps, tokens):
+        for ep, text, count in zip(eps, texts, tokens):
             ep.turns += 1
+            ep.planner_s += seconds
+            if ep.acts is not None:
+                ep.acts.append((text, count, observation_tokens(ep.obs) if count is None else 0))
             if count is None:
                 ep.token_known = False
             else:
@@ -253,23 +263,27 @@ def _show_progress(bar: Any, stats: Any, meter0: dict[str, float], mean_score: f
 def _step_pair(seconds: float, pair: tuple[_Episode, str]) -> Any:
     from agentflow_env.scheduler import timed_step
 
+    enter_benchmark(pair[0].ledger, pair[0].unit.env_id)  # a pool thread: its engine calls count for this episode
     return timed_step(pair[0].env, pair[1], seconds)
 
 
-def _act_function(policy: Any) -> Callable[[list[dict[str, str]]], list[tuple[str, dict[str, int] | None]]]:
-    """``act`` of ``policy`` as the batcher calls it: one (action text, token counts) per observation."""
+def _act_function(policy: Any) -> Callable[[list[dict[str, str]]], list[tuple[Any, ...]]]:
+    """``act`` of ``policy`` as the batcher calls it: one (action text, token counts, ...) per observation."""
     # trainable policies also return token ids (counted, not stored); plain ones return strings
     act = getattr(policy, "act_with_samples", None) or policy.act
 
     def call(batch: list[dict[str, str]]) -> list[tuple[Any, ...]]:
+        """Per observation: (action, token counts, the observation's token estimate, why the reply was unread)."""
         try:
             texts, tokens = normalize_actions(policy, act(batch), len(batch))
         except MalformedReplyError as exc:  # the engine retried already: that observation's turn gets ""
             if len(batch) > 1:  # find which observation's reply it was; the others play on
                 return [item for obs in batch for item in call([obs])]
             logger.warning("the policy's reply could not be read (%s); the turn is spent and the unit records it", exc)
-            return [("", None, f"the policy's reply could not be read: {exc}")]
-        return list(zip(texts, tokens))
+            return [("", None, observation_tokens(batch[0]), f"the policy's reply could not be read: {exc}")]
+        # the estimate serves the ledger when the policy reports no usage
+        estimates = [observation_tokens(o) if t is None else 0 for o, t in zip(batch, tokens)]
+        return [(text, count, estimate, None) for text, count, estimate in zip(texts, tokens, estimates)]
 
     return call
 
@@ -303,6 +317,7 @@ def run_units(
     scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
 
     def start(unit: WorkUnit, slot: int) -> tuple[Any, Any]:
+        enter_benchmark(pool.ledger, unit.env_id)  # this worker thread's engine calls count for this benchmark
         env = pool.acquire(unit.env_id, unit.seed)
         try:
             obs, _ = env.reset(seed=unit.episode_seed(), options={"index": unit.index})
@@ -321,6 +336,7 @@ def run_units(
         reward = ep.rewards[-1] if ep.rewards else 0.0
         _check_judged(ep.job, ep.env, info, pool.plan.benchmark(ep.job.env_id).entry.scorer)
         _record(ep, reward, info, traj, tasks)
+        record_planner(pool.ledger, ep.job.env_id, ep.acts, ep.planner_s)
         remaining[ep.job.env_id] -= 1
         if remaining[ep.job.env_id] == 0:
             pool.close_env_id(ep.job.env_id)
@@ -382,7 +398,7 @@ def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, t
     task = info.get("task") or {}
     unit = ep.job
     counts = [item[1] for item in ep.acts]
-    unread = [item[2] for item in ep.acts if len(item) > 2]  # turns whose policy reply could not be read
+    unread = [item[3] for item in ep.acts if len(item) > 3 and item[3]]  # turns whose policy reply could not be read
     tokens = None
     if counts and all(c is not None for c in counts):
         tokens = {k: sum(c.get(k, 0) for c in counts) for k in ("prompt", "completion")}

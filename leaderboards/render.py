@@ -100,6 +100,7 @@ class Board:
     columns: list[tuple[str, str, str]]  # (env_id, label, category)
     rows: list[BoardRow] = field(default_factory=list)
     summary: str = ""  # the protocol's description and settings, in words
+    warnings: list[str] = field(default_factory=list)  # e.g. judged rows graded by different judges
 
     @property
     def categories(self) -> list[str]:
@@ -159,6 +160,9 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
         r.comparable = not paper_board or r.kind == "reported" or r.scoring == "judge"
         r.comparable = r.comparable and r.comparability != NOT_COMPARABLE
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
+    from leaderboards.ledger import judge_warning
+
+    board.warnings = [w for w in [judge_warning(run.record for run in runs)] if w]
     return board
 
 
@@ -323,6 +327,7 @@ def render_markdown(boards: Sequence[Board], charts: bool = True, source: str = 
             "",
             markdown_table(board),
             "",
+            *[f"**{w}**\n" for w in board.warnings],
         ]
         sourced = [r for r in board.rows if r.source]
         out += [f"- {r.name}: {r.source}" for r in sourced] + ([""] if sourced else [])
@@ -485,6 +490,7 @@ def render_html(boards: Sequence[Board], charts: bool = True, source: str = "lea
             + "</p>"
         )
         parts.append(_html_table(board))
+        parts.extend(f'<p class="note"><strong>{html.escape(w)}</strong></p>' for w in board.warnings)
         sourced = [r for r in board.rows if r.source]
         if sourced:
             parts.append(

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.config import doc_field
+from agentflow_env.engines.ledger import Ledger
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.fingerprint import judge_fingerprint
+from leaderboards.control import apply_control, control_record
 from leaderboards.episodes import normalize_actions, run_units
 from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
 from leaderboards.store import (
@@ -87,6 +90,11 @@ class EvalConfig:
         default=0.005,
     )
     judge_concurrency: int = doc_field("the LLM judge's own limit on requests in flight", default=16)
+    control_engine: str | None = doc_field(
+        "policy-only control: run every non-planner LLM (modules, LLM tools) on this fixed engine spec, or "
+        "'offline' for the env's offline modules (not the paper flow); recorded in run.json",
+        default=None,
+    )
     ray: str | None = doc_field(
         "spread the episodes' envs over a Ray cluster: auto, an address (ray://HOST:10001), or local; the planner "
         "and the result files stay here (needs the ray extra, and this package on the workers)",
@@ -212,6 +220,7 @@ class _EnvPool:
         self.free: dict[tuple[str, int | None], list[Any]] = {}
         self.all: dict[tuple[str, int | None], list[Any]] = {}
         self.scorers: dict[str, Any] = {}
+        self.ledger: Ledger | None = None  # set: engine calls of the episodes are tallied here (run.json ledger)
 
     def _key(self, env_id: str, seed: int | None) -> tuple[str, int | None]:
         return env_id, self.plan.trial_key(env_id, seed)
@@ -382,6 +391,7 @@ def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord
         judge_engine=plan.judge_engine,
         trial_seed_option=protocol.trial_seed_option,
         comparability=protocol.comparability,
+        control=control_record(plan, config.control_engine) if config.control_engine else None,
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -394,6 +404,7 @@ def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord
                 ("engine", old.env.get("engine"), fresh.env.get("engine")),
                 ("judge_engine", old.judge_engine, fresh.judge_engine),
                 ("comparability", old.comparability, fresh.comparability),
+                ("control", old.control, fresh.control),
             )
             if a != b
         ]
@@ -403,6 +414,7 @@ def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord
                 "pass --name NEW to keep both or --overwrite to replace it"
             )
         fresh.started_at, fresh.wall_s, fresh.sessions = old.started_at, old.wall_s, old.sessions
+        fresh.ledger = old.ledger
         if (old.git_commit, old.package_version) != (commit, fresh.package_version):
             fresh.notes = (fresh.notes + f" resumed across code versions (first {old.git_commit}).").strip()
         return run_dir, fresh, old
@@ -419,6 +431,9 @@ def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
         env = pool.local(entry.env_id, seed)
         num = len(env.unwrapped.tasks)
         record.scorers[entry.env_id] = describe_scorer(env.unwrapped.scorer)
+        judge = judge_fingerprint(env.unwrapped.scorer)
+        if judge is not None:
+            record.judges[entry.env_id] = judge
         settings = getattr(env.unwrapped, "paper_settings", None)
         if plan.protocol.flow == "paper" and isinstance(settings, dict):
             settings = dict(settings)
@@ -472,13 +487,18 @@ def plan_run(config: EvalConfig) -> RunPlan:
     protocol = _with_agentflow_src(load_protocol(config.protocol), config.agentflow_src)
     if config.judge_engine and not protocol.uses_judge:
         logger.warning("--judge-engine is unused: protocol %s scores no benchmark with the judge", protocol.name)
-    return protocol.resolve(
+    plan = protocol.resolve(
         engine=config.engine,
         judge_engine=config.judge_engine,
         data_dir=config.data_dir,
         fast=config.fast,
         fast_tasks=config.fast_tasks,
     )
+    if config.control_engine:
+        if config.engine:
+            raise ConfigError("--control-engine replaces the modules' engine: leave --engine out")
+        plan = apply_control(plan, config.control_engine)
+    return plan
 
 
 def _with_agentflow_src(protocol: Protocol, given: str | None) -> Protocol:
@@ -524,6 +544,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
     pool.concurrency = config.concurrency
     pool.ray, pool.ray_workers = config.ray, config.ray_workers
     pool.tool_calling = config.tool_calling
+    pool.ledger = Ledger.from_dict(record.ledger)
     try:
         units = _units(plan, pool, record)
         if record.paper_settings is not None:
@@ -548,6 +569,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
         finally:
             record.wall_s += time.monotonic() - session_start
             record.updated_at = _now()
+            record.ledger = pool.ledger.to_dict()
             write_json_atomic(run_dir / RUN_FILE, record.to_dict())
     finally:
         pool.close()

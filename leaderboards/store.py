@@ -251,6 +251,12 @@ class RunRecord:
     comparability: str | None = None
     # the AgentFlow checkout, prompt and judge fingerprints of such a run
     agentflow: dict[str, Any] | None = None
+    # LLM calls, tokens and seconds by benchmark and role (leaderboards/ledger.py); None in older records
+    ledger: dict[str, Any] | None = None
+    # a policy-only control run (eval --control-engine): the fixed engine and what it replaced
+    control: dict[str, Any] | None = None
+    # env_id -> the judge's fingerprint (engine spec, model, prompt hash) for judged benchmarks
+    judges: dict[str, Any] = field(default_factory=dict)
 
     @property
     def scoring(self) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.engines.base import SamplingParams
+from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError, EngineError
 from agentflow_env.paper_flow.agentflow_source import AgentFlowSourceError, find_package_dir
 from agentflow_env.types import Task
@@ -368,7 +369,7 @@ class AgentFlowJudge:
         sampling = SamplingParams(
             temperature=0.0, max_tokens=self.max_tokens, response_format=_json_schema(name, fields)
         )
-        replies = self.engine.generate([prompt], sampling)
+        replies = generate_as(self.engine, [prompt], sampling, role="judge")
         if not replies:
             raise EngineError("the judge engine returned no completion")
         return _structured(replies[0], fields)

@@ -38,6 +38,7 @@ from typing import Any
 from agentflow_env.base import TaskEnv
 from agentflow_env.config import PaperConfig
 from agentflow_env.engines.base import Engine
+from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
 from agentflow_env.paper_flow.commands import run_block
@@ -416,7 +417,7 @@ class PaperFlowEnv(TaskEnv):
         started = time.perf_counter()
         error = None
         try:
-            replies = self.engine.generate([messages], sampling)
+            replies = generate_as(self.engine, [messages], sampling, role="modules", name=module)
             if len(replies) != 1:
                 raise RuntimeError(f"the engine returned {len(replies)} completions for one prompt")
             reply = replies[0] if isinstance(replies[0], str) else str(replies[0])

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentflow_env.engines.base import SamplingParams
+from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError
 from agentflow_env.paper_flow.toolbox import PaperTool
 
@@ -243,7 +244,8 @@ class WebRagTool(PaperTool):
             return f"Error embedding the page: {type(exc).__name__}: {exc}"
         order = sorted(range(len(chunks)), key=lambda i: _cosine(vectors[0], vectors[i + 1]), reverse=True)
         reference = "\n".join(f"Chunk [{n + 1}]\n{chunks[i]}" for n, i in enumerate(order[: self.top_k]))
-        return self.engine.generate([self.texts.summarize(query, reference)], self.sampling)[0]
+        prompts = [self.texts.summarize(query, reference)]
+        return generate_as(self.engine, prompts, self.sampling, role="tools", name=self.name)[0]
 
 
 class MediaWikiTool(PaperTool):
@@ -311,7 +313,8 @@ class MediaWikiTool(PaperTool):
             },
         )
         try:
-            reply = json.loads(self.engine.generate([self.texts.select(query, listing)], sampling)[0])
+            prompts = [self.texts.select(query, listing)]
+            reply = json.loads(generate_as(self.engine, prompts, sampling, role="tools", name=self.name)[0])
             return [int(i) for i in reply["matched_query_ids"] if 0 <= int(i) < len(titles)]
         except Exception:  # as in AgentFlow: a failed selection selects nothing
             return []

@@ -144,6 +144,7 @@ class PythonCodeGeneratorTool(PaperTool):
         from agentflow_env.tools.python.tool import PythonCoderTool
 
         self.writer = GeneralistTool(engine, sampling, system_prompt)
+        self.writer.generator.ledger_name = PYTHON_CODER  # its LLM calls are this tool's
         # sandbox: the Python tool's ("auto", "bwrap", "namespaces", "remote:URL"; AGENTFLOW_SANDBOX for "auto")
         self.runner = PythonCoderTool(max_output_chars=2 * _OUTPUT_LIMIT, sandbox=sandbox)
         self.code_request = code_request

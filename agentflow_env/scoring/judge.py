@@ -28,6 +28,7 @@ import unicodedata
 from typing import Any
 
 from agentflow_env.engines.base import Engine, SamplingParams
+from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError, EngineError
 from agentflow_env.scoring.choice import render_options
 from agentflow_env.scoring.commitment import read_commitment
@@ -261,7 +262,7 @@ class JudgeScorer:
             return 0.0
         prompt = build_judge_prompt(judged_answer(prediction, task)[0], task)
         for _ in range(self.retries + 1):
-            replies = self.engine.generate([prompt], self.sampling)
+            replies = generate_as(self.engine, [prompt], self.sampling, role="judge")
             if not replies:
                 raise EngineError("the judge engine returned no completion")
             verdict = parse_verdict(replies[0])
@@ -276,7 +277,7 @@ class JudgeScorer:
         out = [0.0] * len(predictions)
         todo = [i for i, (p, t) in enumerate(zip(predictions, tasks)) if self._admissible(str(p), t)]
         prompts = [build_judge_prompt(judged_answer(str(predictions[i]), tasks[i])[0], tasks[i]) for i in todo]
-        replies = self.engine.generate(prompts, self.sampling) if prompts else []
+        replies = generate_as(self.engine, prompts, self.sampling, role="judge") if prompts else []
         if len(replies) != len(prompts):
             raise EngineError(f"the judge engine returned {len(replies)} completions for {len(prompts)} prompts")
         for i, reply in zip(todo, replies):

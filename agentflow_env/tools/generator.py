@@ -5,11 +5,13 @@ The engine is an object with ``generate`` or a spec string resolved lazily throu
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from typing import Any
 
 from agentflow_env.engines.base import Engine, SamplingParams
+from agentflow_env.engines.ledger import generate_as
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.types import ToolResult
 
@@ -52,6 +54,7 @@ class BaseGeneratorTool(BaseTool):
     ):
         if name is not None:
             self.name = name
+        self.ledger_name = self.name  # the tool its engine calls are counted under (see engines/ledger.py)
         if description is not None:
             self.description = description
         self.sampling = sampling if sampling is not None else SamplingParams(temperature=0.0, max_tokens=1024)
@@ -130,11 +133,14 @@ class BaseGeneratorTool(BaseTool):
 
         def call() -> None:
             try:
-                box["out"] = engine.generate([self._messages(query)], self.sampling)
+                prompts = [self._messages(query)]
+                box["out"] = generate_as(engine, prompts, self.sampling, role="tools", name=self.ledger_name)
             except Exception as exc:  # handed back to the caller's thread
                 box["exc"] = exc
 
-        worker = threading.Thread(target=call, name=f"{self.name}-generate", daemon=True)
+        # the engine call is recorded in this episode's ledger (the helper thread runs in this context)
+        context = contextvars.copy_context()
+        worker = threading.Thread(target=context.run, args=(call,), name=f"{self.name}-generate", daemon=True)
         worker.start()
         worker.join(timeout if timeout and timeout > 0 else None)
         if worker.is_alive():

@@ -40,6 +40,13 @@ def configure_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
     parser.add_argument("--log-level", default="WARNING", help="logging level (DEBUG, INFO, WARNING, ...)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print rollouts, tokens and GPU-hours (at --throughput); train nothing"
+    )
+    parser.add_argument(
+        "--throughput", type=float, default=2000.0, help="tokens per second per GPU, for --dry-run (default 2000)"
+    )
+    parser.add_argument("--dry-run-turns", type=int, default=None, help="turns per rollout (default: the budget)")
     add_config_arguments(parser)
     parser.set_defaults(func=_run_train)
 
@@ -56,6 +63,12 @@ def _run_train(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(config.to_dict(), indent=2) + "\n")
         return 0
     require_env_id(config.env_id)
+    if args.dry_run:
+        from agents.training.dry_run import estimate_training, format_training_estimate
+
+        estimate = estimate_training(config, args.throughput, args.dry_run_turns)
+        sys.stdout.write((json.dumps(estimate, indent=2) if args.json else format_training_estimate(estimate)) + "\n")
+        return 0
     from agents.training.flow_grpo import train
 
     learner = train(config)

@@ -91,6 +91,8 @@ REQUIRED = {
     ("play",): [GEN24],
     ("build-index",): ["--format", "dpr", "--input", "x.tsv", "--output-dir", "idx"],
     ("serve",): ["hf:tiny"],
+    ("judge-check",): ["--judge-engine", "scripted:echo"],
+    ("leaderboard", "compare"): ["run-a", "run-b"],
 }
 
 
