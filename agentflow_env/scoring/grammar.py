@@ -1,0 +1,332 @@
+"""The answer grammar, version 3: what a final answer commits to, read once before every scorer.
+
+A reward is an adversary's target and a teacher. So the reader closes *classes* of answers, not examples:
+a naturally written correct answer must not score 0 (that teaches the wrong thing), and an answer that
+keeps a second candidate alive must not pay (that teaches hedging). :func:`read_answer` runs three steps
+on the final answer (the text of ``Final Answer:``, of the JSON ``final_answer`` field, or of the
+``final_answer`` tool call), then every scorer reads the result with its own rule
+(:mod:`agentflow_env.scoring.extract`, :mod:`~agentflow_env.scoring.commitment`, choice, Game of 24, judge):
+
+1. **Presentation is stripped.** ``<answer>`` tags (several with different contents are a hedge), Markdown
+   (``**bold**``, ``__``, blockquote ``>``, header lines: an ``## Answer`` or a whole-bold ``**Final
+   Answer**`` line above the value becomes ``Answer:``, another header line such as ``**Summary**`` is
+   dropped), LaTeX wrappers (``\\displaystyle``, ``\\text{..}``, ``\\mathrm{..}``, ``\\textbf{..}``,
+   ``\\left``/``\\right``), citation markers (``[1]``, ``[^2]``, ``【3†source】``), confidence trailers
+   ("Confidence: 90%", "(confidence: high)", "I'm 95% sure."), verification marks (``✓``, "(verified)"),
+   and label phrasings ("Here is the answer: ..", "Correct option: C", "One solution is ..",
+   ".. is the answer to this question", ".. is correct").
+2. **The last commitment wins.** A self-correction ("Wait, actually it's 34", "on second thought, 34",
+   "I first thought 34, but after checking, it is 33", "Correction: 34") ends the draft: only what follows
+   the last one is read, when it commits to a value (a verb of commitment, "it's", "the answer is",
+   "I meant", or a bare value). Text that merely *mentions* a revision ("Actually, I double-checked
+   the sources") drops nothing.
+3. **Rivals are found anywhere in what is read.** A clause (a sentence, a line, a parenthesis, a ``;``,
+   ``but`` or ``though`` part) after the committed value that carries a rival cue ("in some sources",
+   "also a reasonable answer", "if not", "otherwise", "second choice", "backup", "alternatively",
+   "could also be", "maybe", ...) *and* names a candidate that the text before it does not (a number,
+   a capitalised name, an option letter, an expression) is a hedge: "33 (34 in some sources)",
+   "33\\n\\nBut 34 is also a reasonable answer.", "33; if not, 34", "A (second choice: B)". The rules of
+   the span reader still apply after this (a second line, ``or``, lists, several boxes are hedges).
+
+Why a cue *and* a new candidate: a remark that names no other answer ("Alternatively, verify it with a
+calculator") commits to nothing else, and a remark that repeats the committed value ("33 in most sources")
+does not hedge; a new candidate under a cue is exactly the second chance a hedge buys.
+
+Comparison by the gold's type (dates, names, lists, numbers with units) is in
+:mod:`agentflow_env.scoring.typed`; the versioned scorer that puts the two together is in
+:mod:`agentflow_env.scoring.versioned`. Every step is a bounded number of linear regex passes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentflow_env.scoring.extract import normalize_text
+
+__all__ = ["Reading", "read_answer", "rival_clause", "strip_presentation"]
+
+MAX_READ_CHARS = 20_000  # longer answers are left to the span reader, which refuses them
+
+# ------------------------------------------------------------------ 1. presentation
+_ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
+_LATEX_NOISE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|left(?=[(\[|.])|right(?=[)\]|.])|!)")
+_LATEX_WORD = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|textup|mathrm|mathbf|mathit|mathsf|operatorname|mbox|hbox|emph)"
+    r"\s*\{([^{}]*)\}"
+)
+_CITATION = re.compile(
+    r"(?<=[^\s\[(])\s?(?:\[\^?\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\])+|【[^】\n]{0,60}】|\s?\[(?:source|citation|ref)[^\]\n]{0,40}\]",
+    re.IGNORECASE,
+)
+_CHECK_MARKS = re.compile(r"[✓✔✅☑]\ufe0f?|\((?:verified|checked|confirmed|double-checked)\)", re.IGNORECASE)
+_CONFIDENCE_LINE = re.compile(
+    r"(?im)^[ \t>*_#-]*(?:\(?\s*)?(?:overall\s+)?(?:confidence|certainty)(?:\s+(?:level|score))?\s*[:=(-][^\n]*$"
+)
+_CONFIDENCE_BITS = re.compile(
+    r"(?i)\s*[(\[]\s*(?:confidence|certainty)[^)\]\n]{0,40}[)\]]"
+    r"|(?:^|(?<=[.!?\n]))[ \t]*(?:i\s*(?:'m|am)\s+|with\s+)?(?:about\s+|roughly\s+)?\d{1,3}\s*%\s*"
+    r"(?:confident|sure|certain|confidence)\b[^.!?\n]*[.!?]?"
+    r"|(?:^|(?<=[.!?\n]))[ \t]*(?:my\s+)?(?:confidence|certainty)\s+(?:is\s+|level\s+is\s+)?"
+    r"(?:very\s+)?(?:high|medium|moderate|low|\d{1,3}\s*%)\b[^.!?\n]*[.!?]?"
+)
+_HEADER_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*(.+?)|(?:\*\*|__)([^*_\n]+?)(?:\*\*|__))[ \t]*:?[ \t]*$")
+_ANSWER_WORDS = re.compile(
+    r"(?i)^(?:my\s+|the\s+|short\s+|final\s+|correct\s+|best\s+)*(?:answer|result|conclusion|verdict|response|choice|option)s?\b"
+)
+_HEADER_WORDS = re.compile(
+    r"(?i)^(?:summary|reasoning|explanation|analysis|approach|solution|steps?|working|sources?|notes?|"
+    r"verification|check|details|context|background|tl;?dr|bottom\s+line|in\s+short|key\s+findings?)\b"
+)
+_BLOCKQUOTE = re.compile(r"(?m)^[ \t]*(?:>[ \t]?)+")
+_LABELS = re.compile(
+    r"(?im)^([ \t*_-]*)(?:here(?:'s|\s+is)\s+(?:the|my)\s+(?:final\s+|short\s+)?answer"
+    r"|(?:my\s+|the\s+)?(?:final|short|correct|best)\s+(?:answer|option|choice|response|result|pick)"
+    r"|(?:my\s+)?(?:final\s+)?(?:result|conclusion|verdict|pick|selection)"
+    r"|(?:the\s+)?(?:correct|right)\s+(?:letter|option|choice)(?:\s+is)?"
+    r"|answer\s+to\s+(?:the|this)\s+question)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?"
+)
+_PHRASES = (
+    # "One solution is (1+1+1)*8", "A valid expression is ...": the value follows
+    re.compile(
+        r"(?i)\b(?:one|a|my|the)\s+(?:possible\s+|valid\s+|working\s+|correct\s+)?(?:solution|expression)\s+"
+        r"(?:is|would\s+be)\s*:?\s*"
+    ),
+)
+_SUFFIX = re.compile(
+    r"(?i)\s+(?:is|would\s+be)\s+(?:the\s+|my\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?"
+    r"(?:answer|correct|right|option|choice)(?:\s+(?:to|for)\s+(?:this|the)\s+(?:question|problem|puzzle))?\s*[.!]?[ \t]*$"
+)
+
+
+def _headers(text: str) -> str:
+    lines = text.split("\n")
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        m = _HEADER_LINE.match(line)
+        later = any(ln.strip() for ln in lines[i + 1 :])
+        if m is None or not later:
+            out.append(line)
+            continue
+        title = (m.group(1) or m.group(2) or "").strip().strip("*_: ")
+        if line.lstrip().startswith("#") or _ANSWER_WORDS.match(title) or _HEADER_WORDS.match(title):
+            if _ANSWER_WORDS.match(title) and not re.search(r"\d", title):
+                out.append("Answer:")
+            elif _ANSWER_WORDS.match(title) is None and not _HEADER_WORDS.match(title) and not line.lstrip().startswith("#"):
+                out.append(line)
+            # other headers are dropped
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def strip_presentation(text: str) -> str:
+    """``text`` without presentation (step 1 of the module doc); values and words are kept."""
+    text = _BLOCKQUOTE.sub("", text)
+    text = _LATEX_NOISE.sub("", text)
+    for _ in range(3):  # nested: \boxed{\text{\textbf{C}}}
+        new = _LATEX_WORD.sub(lambda m: f" {m.group(1)} " if m.group(1).strip() else " ", text)
+        if new == text:
+            break
+        text = new
+    text = _CITATION.sub("", text)
+    text = _CHECK_MARKS.sub("", text)
+    text = _CONFIDENCE_LINE.sub("", text)
+    text = _CONFIDENCE_BITS.sub("", text)
+    text = text.replace("**", "").replace("__", "")
+    text = _headers(text)
+    text = _LABELS.sub(lambda m: f"{m.group(1)}Answer: ", text)
+    for phrase in _PHRASES:
+        text = phrase.sub("the answer is ", text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _SUFFIX.search(line)
+        if m and m.start() > 0 and len(line[: m.start()].split()) <= 12:
+            lines[i] = line[: m.start()]
+            break
+    return "\n".join(ln.rstrip() for ln in lines).strip()
+
+
+# ------------------------------------------------------------------ 2. drafts and the last commitment
+_REVISION = re.compile(
+    r"(?i)(?:\bwait\b[,.!:]*\s*(?:no\b[,.!]*\s*)?(?:actually\b[,:]?)?"
+    r"|(?:^|(?<=[.!?;,\n—–-])|(?<=\bbut))\s*(?:no[,.!]\s*)?actually\b[,:]?"
+    r"|\bon\s+(?:second|further)\s+thought\b[,:]?|\bon\s+reflection\b[,:]?|\bcorrection\s*[:,-]"
+    r"|\bscratch\s+that\b[,.:]?|\bi\s+(?:was\s+wrong|stand\s+corrected|misread|miscalculated)\b[,.:]?"
+    r"|\bmy\s+(?:mistake|bad|error)\b[,.:]?|\blet\s+me\s+(?:correct|fix|revise)\s+(?:that|this)\b[,.:]?"
+    r"|\b(?:after|upon|on)\s+(?:re-?checking|double-checking|checking|verifying|re-?reading|reconsidering|"
+    r"further\s+(?:checking|review|thought)|a\s+closer\s+look|closer\s+inspection|reflection)\b(?:\s+(?:it|this|that))?[,:]?"
+    r"|\bhmm[,.!]*\s*no\b[,.!]?"
+    r")"
+)
+_DRAFT_INTRO = re.compile(
+    r"(?i)\b(?:i\s+)?(?:first|initially|originally|at\s+first)\s+(?:i\s+)?(?:thought|got|said|guessed|wrote|answered|believed|had)\b"
+    r"|\bmy\s+(?:first|initial)\s+(?:answer|guess|thought)\b"
+)
+_COMMIT = re.compile(
+    r"(?i)^\s*(?:no[,.!]?\s*)?(?:it(?:'s|\s+is|\s+should\s+be|\s+must\s+be|\s+was)\b(?:\s+actually)?"
+    r"|(?:the|my)\s+(?:\w+\s+){0,2}(?:answer|value|result|option|choice|total|number|date|name|letter|expression)\s+"
+    r"(?:is|should\s+be|would\s+be|must\s+be)\b|i\s+meant\b|make\s+(?:that|it)\b|that\s+should\s+be\b"
+    r"|(?:final\s+)?answer\s*[:：]|the\s+answer\s+is\b|i(?:'ll|\s+will)\s+(?:go\s+with|say|pick|choose)\b"
+    r"|(?:i\s+)?(?:choose|pick|select|go\s+with)\b)"
+)
+_NOT_A_VALUE = frozenset(
+    """i we you he she they it this that these those the a an my our so let let's please hope here there which
+    what when where who how if then also both all each everything nothing i'm i've i'll it's that's there's""".split()
+)
+
+
+def _commits(after: str) -> bool:
+    """Whether the text after a revision marker commits to a value (a commitment phrase, or a bare value)."""
+    head = after.strip().lstrip(",:;—–- ")
+    if not head:
+        return False
+    if _COMMIT.match(head):
+        return True
+    first = re.split(r"(?<=[.!?])\s|\n", head, maxsplit=1)[0].strip().rstrip(".!")
+    words = first.split()
+    if not words or len(words) > 8:
+        return False
+    return words[0].lower().strip("\"'“(") not in _NOT_A_VALUE
+
+
+def _drop_drafts(text: str) -> tuple[str, bool]:
+    """What follows the last self-correction that commits to a value (step 2), and whether one was found."""
+    cut = None
+    for m in _REVISION.finditer(text):
+        if _commits(text[m.end() :]):
+            cut = m.end()
+    intro = None
+    for intro in _DRAFT_INTRO.finditer(text):
+        pass
+    if intro is not None and (cut is None or cut < intro.start()):
+        m = re.compile(r"(?i)\bbut\b[,:]?|;\s*|\.\s+(?:now|however|but)?\b[,:]?").search(text, intro.end())
+        if m is not None and _commits(text[m.end() :]):
+            cut = m.end()
+            for later in _REVISION.finditer(text, m.end()):  # "but after checking, it is 33"
+                if _commits(text[later.end() :]):
+                    cut = later.end()
+    if cut is None:
+        return text, False
+    return text[cut:].strip().lstrip(",:;—–- "), True
+
+
+# ------------------------------------------------------------------ 3. rivals
+_CUES = re.compile(
+    r"(?i)\bin\s+(?:some|other|certain|a\s+few|many|several|older|newer)\s+(?:sources|accounts|references|records|texts|"
+    r"versions|editions|reports|lists|databases)\b"
+    r"|\b(?:some|other|certain|a\s+few|many|several)\s+(?:sources|accounts|references|records|people|historians|authors|"
+    r"scholars|databases|reports)\b"
+    r"|\baccording\s+to\s+(?:some|others|other\s+sources)\b|\bothers?\s+(?:say|give|list|claim)\b"
+    r"|\b(?:also|equally|another)\s+(?:a\s+|an\s+)?(?:reasonable|possible|plausible|valid|acceptable|correct|"
+    r"defensible|viable|likely|good|right)\b"
+    r"|\b(?:is|are|seems?|looks?)\s+(?:also\s+)?(?:possible|plausible|defensible|acceptable)\b"
+    r"|\bif\s+not\b|\botherwise\b|\bor\s+else\b|\bfailing\s+that\b|\bback-?up\b|\bfall-?back\b|\brunner[- ]up\b"
+    r"|\b(?:second|next|2nd)\s+(?:choice|guess|option|pick|best|most\s+likely|candidate)\b"
+    r"|\balternative(?:ly|s)?\b|\banother\s+(?:possibility|option|candidate|answer|reading)\b"
+    r"|\bother\s+(?:possibility|candidate|option)\b|\bcan(?:no|')?t\s+rule\s+out\b|\bcannot\s+rule\s+out\b"
+    r"|\b(?:might|may|could|can)\s+(?:also\s+|instead\s+|equally\s+|well\s+)?be\b|\bpossibly\b|\bperhaps\b|\bmaybe\b"
+    r"|\beither\b|\bor\b|\bunless\b|\bnot\s+sure\b|\bunsure\b|\buncertain\b|\bdepending\s+on\b|\bsome\s+say\b"
+    r"|\bif\s+(?:you|we)\s+(?:count|include|mean|consider)\b|\bdisputed\b|\bsometimes\s+(?:given|listed|cited)\b"
+)
+_CLAUSE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;|\(|\)|\[|\]|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s")
+_CAPITAL_FUNCTION = frozenset(
+    """I A An The But However Some Other Others Also If Or Though Although It Its This That These Those In On At
+    Alternatively Otherwise Possibly Perhaps Maybe Second Backup Note Still Yet And As For From With Either
+    Another According Depending Unless My Our We You They He She Not No Yes Sources Source Many Several Few
+    Older Newer Certain Equally Correct Answer Option Choice Final Wait Actually Hmm So Thus Hence Therefore
+    Here There Which What When Where Who How Is Are Was Were Be Can Could Might May Will Would Should""".split()
+)
+_TOKEN_EDGES = ".,;:!?\"'“”‘’()[]{}*_`$"
+
+
+def _candidates(clause: str) -> set[str]:
+    """The candidate tokens a clause names: tokens with a digit, capitalised words that are not function
+    words, single capital letters (options), and quoted texts."""
+    found: set[str] = set()
+    for raw in clause.split():
+        token = raw.strip(_TOKEN_EDGES)
+        if not token:
+            continue
+        if re.search(r"\d", token):
+            found.add(token.lower())
+        elif re.fullmatch(r"[A-Z]", token) and token != "I":
+            found.add(token)
+        elif token[0].isupper() and token not in _CAPITAL_FUNCTION and token.strip("'s") not in _CAPITAL_FUNCTION:
+            found.add(token.lower())
+    for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
+        found.add(quoted.strip().lower())
+    return found
+
+
+def _tokens(text: str) -> set[str]:
+    out = set()
+    for raw in text.split():
+        token = raw.strip(_TOKEN_EDGES)
+        if token:
+            out.add(token if re.fullmatch(r"[A-Z]", token) else token.lower())
+    return out
+
+
+def rival_clause(text: str, golds: Iterable[str] = ()) -> str | None:
+    """The first clause after a committed value that names a new candidate under a rival cue (step 3), or
+    ``None``. ``golds`` are never split (a gold that holds "or" keeps it)."""
+    masked = text
+    for gold in golds:
+        gold = str(gold).strip()
+        if len(gold) > 1 and _CUES.search(gold):
+            masked = re.sub(re.escape(gold), " Q9gold ", masked, flags=re.I)
+    pos = 0
+    pieces = []
+    for m in _CLAUSE_SPLIT.finditer(masked):
+        pieces.append((pos, masked[pos : m.start()]))
+        pos = m.end()
+    pieces.append((pos, masked[pos:]))
+    for start, clause in pieces:
+        if not clause.strip() or not _CUES.search(clause):
+            continue
+        before = masked[:start]
+        earlier = _candidates(before)
+        if not earlier:
+            continue  # the cue is not after a committed value
+        new = _candidates(clause) - _tokens(before)
+        if new:
+            return clause.strip()
+    return None
+
+
+# ------------------------------------------------------------------ the reader
+@dataclass(frozen=True)
+class Reading:
+    """A final answer as the grammar reads it: ``text`` (presentation stripped, drafts dropped: what the
+    scorer's span reader then reads), ``hedge`` (why it names a rival, ``None`` when it does not) and
+    ``revised`` (whether a self-correction dropped an earlier draft)."""
+
+    text: str
+    hedge: str | None = None
+    revised: bool = False
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split()).lower().rstrip(".")
+
+
+def read_answer(prediction: object, golds: Iterable[object] = ()) -> Reading:
+    """The final answer ``prediction`` read by the grammar (see the module doc)."""
+    gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
+    text = normalize_text(prediction)
+    if len(text) > MAX_READ_CHARS:
+        return Reading(text)
+    tags = list(_ANSWER_TAG.finditer(text))
+    if len({_squeeze(t.group(1)) for t in tags if t.group(1).strip()}) > 1:
+        return Reading(tags[-1].group(1).strip(), "several <answer> tags with different answers")
+    if tags:
+        rest_of_line = text[tags[-1].end() :].split("\n", 1)[0]
+        text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
+    text = strip_presentation(text)
+    text, revised = _drop_drafts(text)
+    rival = rival_clause(text, gold_list)
+    if rival is not None:
+        return Reading(text, f"a remark names a rival answer ({rival[:60]!r})", revised)
+    return Reading(text, None, revised)
