@@ -73,7 +73,7 @@ _CONFIDENCE_BITS = re.compile(
 )
 _HEADER_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*(.+?)|(?:\*\*|__)([^*_\n]+?)(?:\*\*|__))[ \t]*:?[ \t]*$")
 _ANSWER_WORDS = re.compile(
-    r"(?i)^(?:my\s+|the\s+|short\s+|final\s+|correct\s+|best\s+)*(?:answer|result|conclusion|verdict|response|choice|option)s?\b"
+    r"(?i)(?:my\s+|the\s+|short\s+|final\s+|correct\s+|best\s+)*(?:answer|result|conclusion|verdict|response|choice|option)s?"
 )
 _HEADER_WORDS = re.compile(
     r"(?i)^(?:summary|reasoning|explanation|analysis|approach|solution|steps?|working|sources?|notes?|"
@@ -101,31 +101,47 @@ _SUFFIX = re.compile(
 
 
 def _headers(text: str) -> str:
+    """Header lines above more text: an answer header becomes ``Answer:`` (the value is on a later line),
+    another Markdown header (``## Reasoning``, ``**Summary**``) is dropped."""
     lines = text.split("\n")
     out: list[str] = []
     for i, line in enumerate(lines):
-        m = _HEADER_LINE.match(line)
         later = any(ln.strip() for ln in lines[i + 1 :])
-        if m is None or not later:
+        bare = line.strip().strip("*_#:> \t")
+        m = _HEADER_LINE.match(line)
+        if later and bare and _ANSWER_WORDS.fullmatch(bare):
+            out.append("Answer:")  # "**Final Answer**", "## Answer", "Final Answer**" (a parser took the "**")
+        elif later and m is not None and (line.lstrip().startswith("#") or _HEADER_WORDS.match(bare)):
+            continue
+        else:
             out.append(line)
-            continue
-        title = (m.group(1) or m.group(2) or "").strip().strip("*_: ")
-        if line.lstrip().startswith("#") or _ANSWER_WORDS.match(title) or _HEADER_WORDS.match(title):
-            if _ANSWER_WORDS.match(title) and not re.search(r"\d", title):
-                out.append("Answer:")
-            elif _ANSWER_WORDS.match(title) is None and not _HEADER_WORDS.match(title) and not line.lstrip().startswith("#"):
-                out.append(line)
-            # other headers are dropped
-            continue
-        out.append(line)
     return "\n".join(out)
+
+
+_ITALIC = re.compile(r"(?m)(?:^|(?<=[\s:(]))\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?=\s|$|[=.,;:!?)])")
+_STRAY_EMPHASIS = re.compile(r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_])|(?<=[^\W_])[*_](?=\s*$)")  # an emphasis mark the parser cut in two
+_MATH_DELIMS = re.compile(r"(?<!\\)\$([^$\n]+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
+
+
+_QUOTE_PAIR = re.compile(r"[“\"]([^“”\"\n]+)[”\"]")
+
+
+def _unquote(line: str) -> str:
+    """A line's one quoted value without its quotes (``“6*(7-3)” = 24``); lines quoting more keep them."""
+    pairs = _QUOTE_PAIR.findall(line)
+    return _QUOTE_PAIR.sub(r"\1", line) if len(pairs) == 1 else line
 
 
 def strip_presentation(text: str) -> str:
     """``text`` without presentation (step 1 of the module doc); values and words are kept."""
     text = _BLOCKQUOTE.sub("", text)
+    text = _headers(text)
+    text = text.replace("**", "").replace("__", "")
+    text = _ITALIC.sub(r"\1", text)
+    text = _STRAY_EMPHASIS.sub("", text)
+    text = _MATH_DELIMS.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", text)
     text = _LATEX_NOISE.sub("", text)
-    for _ in range(3):  # nested: \boxed{\text{\textbf{C}}}
+    for _ in range(3):  # nested: \\boxed{\\text{\\textbf{C}}}
         new = _LATEX_WORD.sub(lambda m: f" {m.group(1)} " if m.group(1).strip() else " ", text)
         if new == text:
             break
@@ -134,8 +150,7 @@ def strip_presentation(text: str) -> str:
     text = _CHECK_MARKS.sub("", text)
     text = _CONFIDENCE_LINE.sub("", text)
     text = _CONFIDENCE_BITS.sub("", text)
-    text = text.replace("**", "").replace("__", "")
-    text = _headers(text)
+    text = "\n".join(_unquote(line) for line in text.split("\n"))
     text = _LABELS.sub(lambda m: f"{m.group(1)}Answer: ", text)
     for phrase in _PHRASES:
         text = phrase.sub("the answer is ", text)
@@ -179,7 +194,7 @@ _NOT_A_VALUE = frozenset(
 
 def _commits(after: str) -> bool:
     """Whether the text after a revision marker commits to a value (a commitment phrase, or a bare value)."""
-    head = after.strip().lstrip(",:;—–- ")
+    head = re.sub(r"^[\s,:;—–]+|^-+\s+", "", after)
     if not head:
         return False
     if _COMMIT.match(head):
@@ -188,6 +203,8 @@ def _commits(after: str) -> bool:
     words = first.split()
     if not words or len(words) > 8:
         return False
+    if re.fullmatch(r"[(\[]?[A-Z](?:[.)\]:]|[)\]]\.?)?", words[0]) and (len(words) == 1 or not words[0][-1].isalpha()):
+        return True  # an option letter: "A.", "(B)", "C"
     return words[0].lower().strip("\"'“(") not in _NOT_A_VALUE
 
 
@@ -209,7 +226,7 @@ def _drop_drafts(text: str) -> tuple[str, bool]:
                     cut = later.end()
     if cut is None:
         return text, False
-    return text[cut:].strip().lstrip(",:;—–- "), True
+    return re.sub(r"^[\s,:;—–]+|^-+\s+", "", text[cut:]).strip(), True
 
 
 # ------------------------------------------------------------------ 3. rivals
@@ -222,7 +239,7 @@ _CUES = re.compile(
     r"|\b(?:also|equally|another)\s+(?:a\s+|an\s+)?(?:reasonable|possible|plausible|valid|acceptable|correct|"
     r"defensible|viable|likely|good|right)\b"
     r"|\b(?:is|are|seems?|looks?)\s+(?:also\s+)?(?:possible|plausible|defensible|acceptable)\b"
-    r"|\bif\s+not\b|\botherwise\b|\bor\s+else\b|\bfailing\s+that\b|\bback-?up\b|\bfall-?back\b|\brunner[- ]up\b"
+    r"|\bif\b|\bin\s+case\b|\botherwise\b|\bor\s+else\b|\bfailing\s+that\b|\bback-?up\b|\bfall-?back\b|\brunner[- ]up\b"
     r"|\b(?:second|next|2nd)\s+(?:choice|guess|option|pick|best|most\s+likely|candidate)\b"
     r"|\balternative(?:ly|s)?\b|\banother\s+(?:possibility|option|candidate|answer|reading)\b"
     r"|\bother\s+(?:possibility|candidate|option)\b|\bcan(?:no|')?t\s+rule\s+out\b|\bcannot\s+rule\s+out\b"
@@ -230,20 +247,38 @@ _CUES = re.compile(
     r"|\beither\b|\bor\b|\bunless\b|\bnot\s+sure\b|\bunsure\b|\buncertain\b|\bdepending\s+on\b|\bsome\s+say\b"
     r"|\bif\s+(?:you|we)\s+(?:count|include|mean|consider)\b|\bdisputed\b|\bsometimes\s+(?:given|listed|cited)\b"
 )
-_CLAUSE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;|\(|\)|\[|\]|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s")
-_CAPITAL_FUNCTION = frozenset(
-    """I A An The But However Some Other Others Also If Or Though Although It Its This That These Those In On At
-    Alternatively Otherwise Possibly Perhaps Maybe Second Backup Note Still Yet And As For From With Either
-    Another According Depending Unless My Our We You They He She Not No Yes Sources Source Many Several Few
-    Older Newer Certain Equally Correct Answer Option Choice Final Wait Actually Hmm So Thus Hence Therefore
-    Here There Which What When Where Who How Is Are Was Were Be Can Could Might May Will Would Should""".split()
+_CLAUSE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s")
+# words that never name a candidate answer in a remark: function words, the cue vocabulary, and the
+# common words of an explanation or a sign-off
+_COMMON = frozenset(
+    """i a an the but however some other others also if or though although it its it's this that these those in on at
+    alternatively otherwise possibly perhaps maybe second backup note still yet and as for from with either another
+    according depending unless my our we you they he she not no yes source sources many several few older newer
+    certain equally correct answer answers option options choice final wait actually hmm so thus hence therefore here
+    there which what when where who how is are was were be been being can could might may will would should must
+    do does did done have has had let let's me us him her them your his their its one two three first next then
+    than to of by about into over under after before between through during without within up down out off again
+    further once all any both each more most such only own same too very just now know need needs anything
+    everything something nothing else please hope helps help thanks thank sure think believe guess say says said
+    give gives given list lists listed state states stated report reports reported claim claims cite cites cited
+    put puts reasonable possible possibly plausible valid acceptable defensible viable likely good right wrong
+    true false instead well rule cannot can't couldn't isn't wasn't aren't don't doesn't didn't won't count
+    include includes including mean means consider considered disputed sometimes fallback runner-up pick guess
+    candidate candidates possibility reading readings accounts account reference references record records text
+    texts version versions edition editions reports database databases people historians authors scholars
+    check checked checking verified verify confirmed confirm found find search searched searching result results
+    retrieved documents document information data recall remember correctly exactly approximately roughly around
+    case cases question questions problem puzzle value values number numbers way ways time times also equally
+    case let's i'm i've i'll i'd that's there's what's clear clearly likely unlikely slightly fairly quite pretty
+    rather somewhat much many lot lots bit whether instead primary secondary main best better worse worst
+    alternative""".split()
 )
 _TOKEN_EDGES = ".,;:!?\"'“”‘’()[]{}*_`$"
 
 
 def _candidates(clause: str) -> set[str]:
-    """The candidate tokens a clause names: tokens with a digit, capitalised words that are not function
-    words, single capital letters (options), and quoted texts."""
+    """The candidate tokens a clause names: tokens with a digit, single capital letters (options), other
+    words that are not common words (:data:`_COMMON`), and quoted texts."""
     found: set[str] = set()
     for raw in clause.split():
         token = raw.strip(_TOKEN_EDGES)
@@ -253,7 +288,7 @@ def _candidates(clause: str) -> set[str]:
             found.add(token.lower())
         elif re.fullmatch(r"[A-Z]", token) and token != "I":
             found.add(token)
-        elif token[0].isupper() and token not in _CAPITAL_FUNCTION and token.strip("'s") not in _CAPITAL_FUNCTION:
+        elif re.search(r"[^\W\d_]", token) and token.lower() not in _COMMON and token.lower().removesuffix("'s") not in _COMMON:
             found.add(token.lower())
     for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
         found.add(quoted.strip().lower())
@@ -277,23 +312,34 @@ def rival_clause(text: str, golds: Iterable[str] = ()) -> str | None:
         gold = str(gold).strip()
         if len(gold) > 1 and _CUES.search(gold):
             masked = re.sub(re.escape(gold), " Q9gold ", masked, flags=re.I)
-    pos = 0
-    pieces = []
-    for m in _CLAUSE_SPLIT.finditer(masked):
-        pieces.append((pos, masked[pos : m.start()]))
-        pos = m.end()
-    pieces.append((pos, masked[pos:]))
-    for start, clause in pieces:
-        if not clause.strip() or not _CUES.search(clause):
+    for start, clause in _clauses(masked):
+        if not _CUES.search(clause):
             continue
         before = masked[:start]
-        earlier = _candidates(before)
-        if not earlier:
+        if not re.search(r"[^\W_]", before):
             continue  # the cue is not after a committed value
         new = _candidates(clause) - _tokens(before)
         if new:
             return clause.strip()
     return None
+
+
+_PAREN = re.compile(r"\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]")
+
+
+def _clauses(text: str) -> list[tuple[int, str]]:
+    """``(start, clause)`` pairs: the text split at sentence ends, newlines, ``;``, dashes and
+    "but"/"though"/"however" (never inside brackets), and every bracketed remark again on its own."""
+    spans = [(m.start(), m.end()) for m in _PAREN.finditer(text)]
+    out = [(a, text[a + 1 : b - 1]) for a, b in spans]
+    start = 0
+    for m in _CLAUSE_SPLIT.finditer(text):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
+        out.append((start, text[start : m.start()]))
+        start = m.end()
+    out.append((start, text[start:]))
+    return sorted((s, c) for s, c in out if c.strip())
 
 
 # ------------------------------------------------------------------ the reader

@@ -142,7 +142,7 @@ def same_list(prediction: str, gold: str) -> bool:
         return False
     remaining = list(ref)
     for item in pred:
-        match = next((r for r in remaining if r == item or same_name(item, r)), None)
+        match = next((r for r in remaining if r == item or same_name(item, r) or same_quantity(item, r)), None)
         if match is None:
             return False
         remaining.remove(match)
@@ -170,6 +170,6 @@ def typed_equal(prediction: str, golds: Iterable[str]) -> bool:
             continue
         if same_quantity(prediction, gold) or same_date(prediction, gold):
             return True
-        if not re.search(r"\d", gold) and (same_name(prediction, gold) or same_list(prediction, gold)):
+        if same_list(prediction, gold) or (not re.search(r"\d", gold) and same_name(prediction, gold)):
             return True
     return False

@@ -16,6 +16,7 @@ The LLM judge is wrapped the same way, so it is asked about the same text and ne
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentflow_env.error import ConfigError
@@ -77,6 +78,9 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         reading = read_answer(prediction, _golds(task))
+        numbers = (task.metadata or {}).get("numbers")
+        if reading.hedge is None and numbers is not None and several_solutions(reading.text, numbers):
+            return reading.text, "it writes more than one expression over the given numbers"
         return reading.text, reading.hedge
 
     def __call__(self, prediction: str, task: Task) -> float:
@@ -112,6 +116,28 @@ class GrammarScorer:
 
     def __repr__(self) -> str:
         return f"GrammarScorer({self.inner!r})"
+
+
+_EXPRESSION = re.compile(r"[\d(][\d \t()+\-*/×÷·x.]*[\d)]")
+
+
+def several_solutions(text: str, numbers: Any) -> bool:
+    """Whether ``text`` writes two different expressions that each use exactly the given ``numbers`` (two
+    candidate Game-of-24 solutions; ``expr = 24`` and ``expr = 26 - 2 = 24`` write one)."""
+    from collections import Counter
+    from fractions import Fraction
+
+    try:
+        want = Counter(Fraction(str(n)) for n in numbers)
+    except (ValueError, TypeError, ZeroDivisionError):
+        return False
+    seen = set()
+    for m in _EXPRESSION.finditer(text):
+        expr = re.sub(r"\s+", "", m.group(0)).replace("×", "*").replace("·", "*").replace("÷", "/").replace("x", "*")
+        leaves = Counter(Fraction(n) for n in re.findall(r"\d+(?:\.\d+)?", expr))
+        if leaves == want and re.search(r"[-+*/]", expr):
+            seen.add(re.sub(r"[()]", "", expr))  # brackets aside: a stray one cut off by the match is no second expression
+    return len(seen) > 1
 
 
 def with_grammar(scorer: Scorer, grammar: int) -> Scorer:
