@@ -12,7 +12,8 @@ makes without thinking, each only when the gold *is* of that type, and each on t
   ``ø`` as ``o``): "Jose Marti" = "José Martí"; initials stand for a given name ("J. Madison",
   "J.F. Kennedy" = "John F. Kennedy"), but the last name is always written out and every token is there.
 - **Lists** (:func:`same_list`): a gold of two or more items ("A, B", "A and B") equals an answer naming
-  the same items, joined by commas, "and", "&" or semicolons, in any order, each compared as a name.
+  the same items in the same order, joined by commas, "and", "&" or semicolons, each compared as a name
+  or a number (another order is another answer: "B, A" may name a different pair).
 - **Numbers with units** (:func:`same_quantity`): :func:`~agentflow_env.scoring.extract.number_with_unit` on
   both sides, scientific notation included ("3.12 × 10^2 m" = "312 m"), the unit optional on the answer.
 """
@@ -133,20 +134,15 @@ def _items(text: str) -> list[str]:
 
 
 def same_list(prediction: str, gold: str) -> bool:
-    """A gold of several items equals an answer naming the same items, in any order (see the module doc)."""
+    """A gold of several items equals an answer naming the same items in the same order, joined another
+    way (see the module doc)."""
     ref = _items(gold)
     if len(ref) < 2:
         return False
     pred = _items(prediction)
     if len(pred) != len(ref):
         return False
-    remaining = list(ref)
-    for item in pred:
-        match = next((r for r in remaining if r == item or same_name(item, r) or same_quantity(item, r)), None)
-        if match is None:
-            return False
-        remaining.remove(match)
-    return True
+    return all(p == r or same_name(p, r) or same_quantity(p, r) for p, r in zip(pred, ref))
 
 
 # ------------------------------------------------------------------ numbers with units
