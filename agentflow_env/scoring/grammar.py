@@ -66,8 +66,8 @@ _CONFIDENCE_LINE = re.compile(
 )
 _CONFIDENCE_BITS = re.compile(
     r"(?i)\s*[(\[]\s*(?:confidence|certainty)[^)\]\n]{0,40}[)\]]"
-    r"|(?:^|(?<=[.!?\n]))[ \t]*(?:i\s*(?:'m|am)\s+|with\s+)?(?:about\s+|roughly\s+)?\d{1,3}\s*%\s*"
-    r"(?:confident|sure|certain|confidence)\b[^.!?\n]*[.!?]?"
+    r"|(?:(?:i\s*(?:'m|am)|with)\s+)?(?:about\s+|roughly\s+)?\d{1,3}\s*%\s*(?:confident|sure|certain|confidence)\b"
+    r"(?:\s+(?:that|of\s+(?:this|it)|in\s+(?:this|it|my\s+answer)(?:\s+answer)?))?[,:]?"
     r"|(?:^|(?<=[.!?\n]))[ \t]*(?:my\s+)?(?:confidence|certainty)\s+(?:is\s+|level\s+is\s+)?"
     r"(?:very\s+)?(?:high|medium|moderate|low|\d{1,3}\s*%)\b[^.!?\n]*[.!?]?"
 )
