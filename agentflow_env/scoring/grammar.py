@@ -23,8 +23,9 @@ on the final answer (the text of ``Final Answer:``, of the JSON ``final_answer``
 3. **Rivals are found anywhere in what is read.** A clause (a sentence, a line, a parenthesis, a ``;``,
    ``but`` or ``though`` part) after the committed value that carries a rival cue ("in some sources",
    "also a reasonable answer", "if not", "otherwise", "second choice", "backup", "alternatively",
-   "could also be", "maybe", ...) *and* names a candidate that the text before it does not (a number,
-   a capitalised name, an option letter, an expression) is a hedge: "33 (34 in some sources)",
+   "could also be", "maybe", ...) *and* names a candidate that the text before it does not (of the
+   task's kind: a number or expression, an option letter, or for text answers any word that is not a
+   common English word) is a hedge: "33 (34 in some sources)",
    "33\\n\\nBut 34 is also a reasonable answer.", "33; if not, 34", "A (second choice: B)". The rules of
    the span reader still apply after this (a second line, ``or``, lists, several boxes are hedges).
 
@@ -304,9 +305,22 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
-def rival_clause(text: str, golds: Iterable[str] = ()) -> str | None:
+KINDS = ("text", "number", "option")
+
+
+def _of_kind(token: str, kind: str) -> bool:
+    if kind == "number":
+        return bool(re.search(r"\d", token))
+    if kind == "option":
+        return bool(re.fullmatch(r"[A-Z]", token))
+    return True
+
+
+def rival_clause(text: str, golds: Iterable[str] = (), kind: str = "text") -> str | None:
     """The first clause after a committed value that names a new candidate under a rival cue (step 3), or
-    ``None``. ``golds`` are never split (a gold that holds "or" keeps it)."""
+    ``None``. ``golds`` are never split (a gold that holds "or" keeps it). ``kind`` is the kind of answer
+    the task asks for: ``number`` (numbers and expressions: only tokens with a digit are candidates),
+    ``option`` (only option letters), or ``text`` (any candidate)."""
     masked = text
     for gold in golds:
         gold = str(gold).strip()
@@ -318,7 +332,7 @@ def rival_clause(text: str, golds: Iterable[str] = ()) -> str | None:
         before = masked[:start]
         if not re.search(r"[^\W_]", before):
             continue  # the cue is not after a committed value
-        new = _candidates(clause) - _tokens(before)
+        new = {c for c in _candidates(clause) - _tokens(before) if _of_kind(c, kind)}
         if new:
             return clause.strip()
     return None
@@ -358,8 +372,9 @@ def _squeeze(text: str) -> str:
     return "".join(text.split()).lower().rstrip(".")
 
 
-def read_answer(prediction: object, golds: Iterable[object] = ()) -> Reading:
-    """The final answer ``prediction`` read by the grammar (see the module doc)."""
+def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text") -> Reading:
+    """The final answer ``prediction`` read by the grammar (see the module doc); ``kind`` says which
+    candidates a remark can name (see :func:`rival_clause`)."""
     gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
     text = normalize_text(prediction)
     if len(text) > MAX_READ_CHARS:
@@ -372,7 +387,7 @@ def read_answer(prediction: object, golds: Iterable[object] = ()) -> Reading:
         text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
     text = strip_presentation(text)
     text, revised = _drop_drafts(text)
-    rival = rival_clause(text, gold_list)
+    rival = rival_clause(text, gold_list, kind)
     if rival is not None:
         return Reading(text, f"a remark names a rival answer ({rival[:60]!r})", revised)
     return Reading(text, None, revised)

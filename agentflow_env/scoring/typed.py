@@ -4,7 +4,8 @@ The span reader and each scorer's metric compare text; these comparisons add the
 makes without thinking, each only when the gold *is* of that type, and each on the whole committed span
 (so a span that holds anything else never matches):
 
-- **Dates** (:func:`same_date`): both sides parse with ``python-dateutil`` (the ``dates`` extra) to the same
+- **Dates** (:func:`same_date`): both sides parse with ``python-dateutil`` (the ``dates`` extra, needed by the
+  QA benchmarks' ``-v3`` ids; comparing a date without it raises ``DependencyNotInstalled``) to the same
   year, month and day, *and* name the same components ("30 April 1789" = "April 30, 1789" = "1789-04-30";
   "April 1789" is not "30 April 1789"; "1789" alone is a number, not a date). A numeric date whose day and
   month could swap ("04/05/1789") is read only when both orders agree.
@@ -69,6 +70,7 @@ def _date_parts(text: str) -> tuple[tuple[str, int], ...] | None:
     """``(("year", 1789), ("month", 4), ("day", 30))`` for the components ``text`` names, or ``None``."""
     if not _looks_like_date(text):
         return None
+    require_dates()
     from dateutil import parser
 
     text = re.sub(r"(?<=\d)(?:st|nd|rd|th)\b", "", text.strip().rstrip("."))

@@ -50,6 +50,19 @@ def _golds(task: Task) -> list[str]:
     return [str(answer)] if str(answer).strip() else []
 
 
+def _answer_kind(task: Task) -> str:
+    """Which candidates a remark can name: option letters, numbers (and expressions), or any text."""
+    meta = task.metadata or {}
+    if meta.get("options"):
+        return "option"
+    if meta.get("numbers") is not None:
+        return "number"
+    golds = _golds(task)
+    if golds and all(re.fullmatch(r"[-+]?[\d.,/]+|[-+]?\\frac\{\d+\}\{\d+\}", g.strip()) for g in golds):
+        return "number"
+    return "text"
+
+
 def _typed_kind(task: Task) -> bool:
     """Short-answer tasks (not multiple choice, not Game of 24) get the comparison by type."""
     meta = task.metadata or {}
@@ -66,9 +79,12 @@ class GrammarScorer:
         if isinstance(inner, GrammarScorer):
             inner = inner.inner
         self.inner = inner
-        from agentflow_env.scoring.typed import require_dates
+        from agentflow_env.scoring.qa import QAScorer
 
-        require_dates()
+        if isinstance(inner, QAScorer):  # the paper's QA golds hold dates; other families' never do
+            from agentflow_env.scoring.typed import require_dates
+
+            require_dates()
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # unpickling: not set yet
@@ -77,7 +93,7 @@ class GrammarScorer:
 
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
-        reading = read_answer(prediction, _golds(task))
+        reading = read_answer(prediction, _golds(task), _answer_kind(task))
         numbers = (task.metadata or {}).get("numbers")
         if reading.hedge is None and numbers is not None and several_solutions(reading.text, numbers):
             return reading.text, "it writes more than one expression over the given numbers"
