@@ -18,7 +18,7 @@ Timing: the scorer's own time per answer (the env's scorer, wrapper and reader i
 every answer of the ids whose scorer does not call math-verify, for grammar 3 (``-v3`` ids) and grammar 2
 (``-v2`` ids) on the same answers; a loaded machine slows both alike.
 
-Run:  nice -n 5 python perf/reward_quality.py [--tasks-per-id 6] [--per-kind 12] [--ids ...] [--out FILE]
+Run:  nice -n 5 python perf/reward_quality.py [--tasks-per-id 10] [--per-kind 16] [--ids ...] [--out FILE]
 Targets (issue 38), on the held-out half of the -v3 ids: hedges paid <= 0.5% in either candidate order,
 correct scored 0 <= 2%; scoring under 1 ms median per answer outside math-verify.
 """
@@ -183,8 +183,8 @@ def _total(rows: list[dict], half: str, ids: set[str] | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks-per-id", type=int, default=6)
-    ap.add_argument("--per-kind", type=int, default=12, help="correct answers and hedges per task and half")
+    ap.add_argument("--tasks-per-id", type=int, default=10)
+    ap.add_argument("--per-kind", type=int, default=16, help="correct answers and hedges per task and half")
     ap.add_argument("--ids", nargs="*", help="env ids (default: every registered agentflow id)")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_TESTSETS)
     ap.add_argument("--show", type=int, default=3, help="failing tune-half answers shown per id (held-out never)")
@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     v3 = {r["env_id"] for r in rows if r["env_id"].endswith("-v3")}
     older = {r["env_id"] for r in rows} - v3
     totals = {
-        f"{group}_{half}": _total(rows, half, members) for group, members in (("v3", v3), ("v0_v2", older)) for half in HALVES
+        f"{group}_{half}": _total(rows, half, members)
+        for group, members in (("v3", v3), ("v0_v2", older))
+        for half in HALVES
     }
     held, tune = totals["v3_held"], totals["v3_tune"]
     gap = {
@@ -230,8 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         and (held["hedge_pay_rate_gold_second"] or 0) <= HEDGE_TARGET,
         "scoring_time_outside_math_verify": speed,
         "skipped_ids": skipped,
-        "machine": {"load_avg": os.getloadavg(), "wall_s": round(time.perf_counter() - start, 1),
-                    "cpu_s": round(time.process_time() - cpu0, 1)},
+        "machine": {
+            "load_avg": os.getloadavg(),
+            "wall_s": round(time.perf_counter() - start, 1),
+            "cpu_s": round(time.process_time() - cpu0, 1),
+        },
         "per_id": rows,
     }
     text = json.dumps(result, indent=2, ensure_ascii=False)

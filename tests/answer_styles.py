@@ -52,43 +52,124 @@ def action(answer: str, fmt: str) -> str | dict:
         return f"Final Answer: {answer}"
     if fmt == "json":
         return json.dumps({"final_answer": answer})
-    call = {"id": "call_1", "type": "function", "function": {"name": "final_answer", "arguments": json.dumps({"answer": answer})}}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "final_answer", "arguments": json.dumps({"answer": answer})},
+    }
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 # ------------------------------------------------------------------ parts: (tune half, held half)
 PREFIXES = (
-    ["", "The answer is ", "Answer: ", "**Answer:** ", "So the final answer is ", "Based on the search results, the answer is ",
-     "### Final Answer\n", "I believe it is ", "Final answer: ", "**Final Answer**\n\n", "My answer: ", "I'm fairly sure it's "],
-    ["Here is the answer: ", "The correct answer is ", "Result: ", "## Answer\n", "Based on my research, the answer is ",
-     "**Final answer:** ", "> ", "Short answer: ", "Therefore, the answer is ", "To conclude, the answer is ",
-     "**Conclusion**\n", "It is "],
+    [
+        "",
+        "The answer is ",
+        "Answer: ",
+        "**Answer:** ",
+        "So the final answer is ",
+        "Based on the search results, the answer is ",
+        "### Final Answer\n",
+        "I believe it is ",
+        "Final answer: ",
+        "**Final Answer**\n\n",
+        "My answer: ",
+        "I'm fairly sure it's ",
+    ],
+    [
+        "Here is the answer: ",
+        "The correct answer is ",
+        "Result: ",
+        "## Answer\n",
+        "Based on my research, the answer is ",
+        "**Final answer:** ",
+        "> ",
+        "Short answer: ",
+        "Therefore, the answer is ",
+        "To conclude, the answer is ",
+        "**Conclusion**\n",
+        "It is ",
+    ],
 )
 DECORATIONS: tuple[list[Callable[[str], str]], list[Callable[[str], str]]] = (
-    [lambda v: v, lambda v: f"**{v}**", lambda v: f"\\boxed{{{v}}}", lambda v: f"${v}$", lambda v: f"“{v}”",
-     lambda v: f"<answer>{v}</answer>", lambda v: f"\\(\\boxed{{{v}}}\\)", lambda v: f"*{v}*"],
-    [lambda v: v, lambda v: f"`{v}`", lambda v: f"$\\boxed{{{v}}}$", lambda v: f"\\[\\boxed{{{v}}}\\]", lambda v: f'"{v}"',
-     lambda v: f"__{v}__", lambda v: f"$\\displaystyle {v}$", lambda v: f"<answer> {v} </answer>"],
+    [
+        lambda v: v,
+        lambda v: f"**{v}**",
+        lambda v: f"\\boxed{{{v}}}",
+        lambda v: f"${v}$",
+        lambda v: f"“{v}”",
+        lambda v: f"<answer>{v}</answer>",
+        lambda v: f"\\(\\boxed{{{v}}}\\)",
+        lambda v: f"*{v}*",
+    ],
+    [
+        lambda v: v,
+        lambda v: f"`{v}`",
+        lambda v: f"$\\boxed{{{v}}}$",
+        lambda v: f"\\[\\boxed{{{v}}}\\]",
+        lambda v: f'"{v}"',
+        lambda v: f"__{v}__",
+        lambda v: f"$\\displaystyle {v}$",
+        lambda v: f"<answer> {v} </answer>",
+    ],
 )
 TRAILERS = (
-    ["", "\n\nConfidence: 90%", " [1]", "\n\nI verified this with two sources.", "\n\nLet me know if you need anything else!",
-     " ✓", "\n\nSources: Wikipedia", "\n\n**Confidence:** high"],
-    ["", "\n\n(Confidence: high)", "[^2]", "\n\nThis is consistent with the retrieved documents.", " ✅",
-     "\n\nI'm 95% sure.", "【1†source】", "\n\nHope this helps!"],
+    [
+        "",
+        "\n\nConfidence: 90%",
+        " [1]",
+        "\n\nI verified this with two sources.",
+        "\n\nLet me know if you need anything else!",
+        " ✓",
+        "\n\nSources: Wikipedia",
+        "\n\n**Confidence:** high",
+    ],
+    [
+        "",
+        "\n\n(Confidence: high)",
+        "[^2]",
+        "\n\nThis is consistent with the retrieved documents.",
+        " ✅",
+        "\n\nI'm 95% sure.",
+        "【1†source】",
+        "\n\nHope this helps!",
+    ],
 )
 SELF_CORRECTIONS = (
-    ["I first thought {w}, but after checking, it is {v}", "The answer is {w}. Wait, actually it's {v}.",
-     "{w}? No, wait. Actually {v}.", "On first pass I got {w}. On second thought, it is {v}."],
-    ["Initially I got {w}; after double-checking, the answer is {v}.", "Answer: {w}\nCorrection: the answer is {v}",
-     "My first guess was {w}, but the correct answer is {v}.", "{w}. Hmm, no. Actually, it's {v}."],
+    [
+        "I first thought {w}, but after checking, it is {v}",
+        "The answer is {w}. Wait, actually it's {v}.",
+        "{w}? No, wait. Actually {v}.",
+        "On first pass I got {w}. On second thought, it is {v}.",
+    ],
+    [
+        "Initially I got {w}; after double-checking, the answer is {v}.",
+        "Answer: {w}\nCorrection: the answer is {v}",
+        "My first guess was {w}, but the correct answer is {v}.",
+        "{w}. Hmm, no. Actually, it's {v}.",
+    ],
 )
 RIVALS = (
-    ["{a} ({b} in some sources)", "{a}\n\nBut {b} is also a reasonable answer.", "{a}; if not, {b}",
-     "<answer>{a}</answer> <answer>{b}</answer>", "{a} (second choice: {b})", "{a}\n{b}", "{a}, though {b} is possible",
-     "The answer is {a}. Wait, actually {b}, or maybe {a}."],
-    ["{a}. Some sources say {b}.", "{a} (alternatively {b})", "Primary answer: {a}\nBackup answer: {b}",
-     "{a} — or possibly {b}", "{a}. Otherwise, {b}.", "{a} (I can't rule out {b})", "{a}\n\nAnother possibility is {b}.",
-     "Answer: {a}\nIf that is wrong, {b}."],
+    [
+        "{a} ({b} in some sources)",
+        "{a}\n\nBut {b} is also a reasonable answer.",
+        "{a}; if not, {b}",
+        "<answer>{a}</answer> <answer>{b}</answer>",
+        "{a} (second choice: {b})",
+        "{a}\n{b}",
+        "{a}, though {b} is possible",
+        "The answer is {a}. Wait, actually {b}, or maybe {a}.",
+    ],
+    [
+        "{a}. Some sources say {b}.",
+        "{a} (alternatively {b})",
+        "Primary answer: {a}\nBackup answer: {b}",
+        "{a} — or possibly {b}",
+        "{a}. Otherwise, {b}.",
+        "{a} (I can't rule out {b})",
+        "{a}\n\nAnother possibility is {b}.",
+        "Answer: {a}\nIf that is wrong, {b}.",
+    ],
 )
 GAME24_TRAILERS = ([" = 24 ✓", " = 24"], [" = 24 ✅", " (= 24)"])
 GAME24_PREFIXES = (["One solution is ", "The expression is "], ["A valid expression is ", "Solution: "])
@@ -148,7 +229,11 @@ def renderings(gold: str, person: bool = False) -> tuple[list[str], list[str]]:
     if m:
         mon, d, y = m.groups()
         iso = f"{int(y):04d}-{_MONTHS.index(mon) + 1:02d}-{int(d):02d}"
-        return [g, f"{d} {mon} {y}"], [g, iso, f"{d}th of {mon} {y}" if d not in ("1", "2", "3") else f"{d} {mon[:3]} {y}"]
+        return [g, f"{d} {mon} {y}"], [
+            g,
+            iso,
+            f"{d}th of {mon} {y}" if d not in ("1", "2", "3") else f"{d} {mon[:3]} {y}",
+        ]
     words = g.split()
     tune, held = [g, g.lower()], [g, g.upper()]
     if g.translate(_FOLD) != g:
@@ -158,7 +243,9 @@ def renderings(gold: str, person: bool = False) -> tuple[list[str], list[str]]:
         held.append(" ".join(f"{w[0]}." for w in words[:-1]) + " " + words[-1])
         tune.append(words[0][0] + ". " + " ".join(words[1:]))
     items = [p.strip() for p in re.split(r",\s*(?:and\s+)?|\s+and\s+", g)]
-    if (" and " in g or g.count(", ") >= 2) and len(items) >= 2 and len(g) < 80:  # a list (two items and a comma: a place)
+    if (
+        (" and " in g or g.count(", ") >= 2) and len(items) >= 2 and len(g) < 80
+    ):  # a list (two items and a comma: a place)
         tune.append(", ".join(items))
         held.append(", ".join(items[:-1]) + " and " + items[-1] if " and " not in g else " & ".join(items))
     return tune, held
@@ -230,7 +317,8 @@ def task_styles(task: Task, kind: str, pool: list[str], half: str, per_kind: int
         else:
             prefix = rng.choice(prefixes)
             answer = prefix + decorated + trailer
-            parts = f"prefix:{prefixes.index(prefix)}|deco:{deco}|value:{values.index(value)}|trailer:{trailers.index(trailer)}"
+            parts = f"prefix:{prefixes.index(prefix)}|deco:{deco}|value:{values.index(value)}"
+            parts += f"|trailer:{trailers.index(trailer)}"
         out.append(Style("correct", answer, parts))
     for i in range(per_kind):
         value, wrong = rng.choice(values), render_wrong(rng.choice(wrongs))

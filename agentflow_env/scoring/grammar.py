@@ -97,7 +97,8 @@ _PHRASES = (
 )
 _SUFFIX = re.compile(
     r"(?i)\s+(?:is|would\s+be)\s+(?:the\s+|my\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?"
-    r"(?:answer|correct|right|option|choice)(?:\s+(?:to|for)\s+(?:this|the)\s+(?:question|problem|puzzle))?\s*[.!]?[ \t]*$"
+    r"(?:answer|correct|right|option|choice)"
+    r"(?:\s+(?:to|for)\s+(?:this|the)\s+(?:question|problem|puzzle))?\s*[.!]?[ \t]*$"
 )
 
 
@@ -120,7 +121,9 @@ def _headers(text: str) -> str:
 
 
 _ITALIC = re.compile(r"(?m)(?:^|(?<=[\s:(]))\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?=\s|$|[=.,;:!?)])")
-_STRAY_EMPHASIS = re.compile(r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_])|(?<=[^\W_])[*_](?=\s*$)")  # an emphasis mark the parser cut in two
+_STRAY_EMPHASIS = re.compile(
+    r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_])|(?<=[^\W_])[*_](?=\s*$)"
+)  # an emphasis mark the parser cut in two
 _MATH_DELIMS = re.compile(r"(?<!\\)\$([^$\n]+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
 
 
@@ -180,6 +183,7 @@ _DRAFT_INTRO = re.compile(
     r"(?i)\b(?:i\s+)?(?:first|initially|originally|at\s+first)\s+(?:i\s+)?(?:thought|got|said|guessed|wrote|answered|believed|had)\b"
     r"|\bmy\s+(?:first|initial)\s+(?:answer|guess|thought)\b"
 )
+_DRAFT_END = re.compile(r"(?i)\bbut\b[,:]?|;\s*|\.\s+(?:now|however|but)?\b[,:]?")
 _COMMIT = re.compile(
     r"(?i)^\s*(?:no[,.!]?\s*)?(?:it(?:'s|\s+is|\s+should\s+be|\s+must\s+be|\s+was)\b(?:\s+actually)?"
     r"|(?:the|my)\s+(?:\w+\s+){0,2}(?:answer|value|result|option|choice|total|number|date|name|letter|expression)\s+"
@@ -215,14 +219,13 @@ def _drop_drafts(text: str) -> tuple[str, bool]:
     for m in _REVISION.finditer(text):
         if _commits(text[m.end() :]):
             cut = m.end()
-    intro = None
-    for intro in _DRAFT_INTRO.finditer(text):
-        pass
+    intros = list(_DRAFT_INTRO.finditer(text))
+    intro = intros[-1] if intros else None
     if intro is not None and (cut is None or cut < intro.start()):
-        m = re.compile(r"(?i)\bbut\b[,:]?|;\s*|\.\s+(?:now|however|but)?\b[,:]?").search(text, intro.end())
-        if m is not None and _commits(text[m.end() :]):
-            cut = m.end()
-            for later in _REVISION.finditer(text, m.end()):  # "but after checking, it is 33"
+        end = _DRAFT_END.search(text, intro.end())
+        if end is not None and _commits(text[end.end() :]):
+            cut = end.end()
+            for later in _REVISION.finditer(text, end.end()):  # "but after checking, it is 33"
                 if _commits(text[later.end() :]):
                     cut = later.end()
     if cut is None:
@@ -248,7 +251,9 @@ _CUES = re.compile(
     r"|\beither\b|\bor\b|\bunless\b|\bnot\s+sure\b|\bunsure\b|\buncertain\b|\bdepending\s+on\b|\bsome\s+say\b"
     r"|\bif\s+(?:you|we)\s+(?:count|include|mean|consider)\b|\bdisputed\b|\bsometimes\s+(?:given|listed|cited)\b"
 )
-_CLAUSE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s")
+_CLAUSE_SPLIT = re.compile(
+    r"(?<=[.!?])\s+(?=\S)|\n+|;|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s"
+)
 # words that never name a candidate answer in a remark: function words, the cue vocabulary, and the
 # common words of an explanation or a sign-off
 _COMMON = frozenset(
@@ -289,7 +294,11 @@ def _candidates(clause: str) -> set[str]:
             found.add(token.lower())
         elif re.fullmatch(r"[A-Z]", token) and token != "I":
             found.add(token)
-        elif re.search(r"[^\W\d_]", token) and token.lower() not in _COMMON and token.lower().removesuffix("'s") not in _COMMON:
+        elif (
+            re.search(r"[^\W\d_]", token)
+            and token.lower() not in _COMMON
+            and token.lower().removesuffix("'s") not in _COMMON
+        ):
             found.add(token.lower())
     for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
         found.add(quoted.strip().lower())

@@ -100,7 +100,7 @@ def same_date(prediction: str, gold: str) -> bool:
 # ------------------------------------------------------------------ names
 def _name_tokens(text: str) -> list[tuple[str, bool]]:
     """``(token, is_initial)`` pairs: "J.F. Kennedy" -> [("j", True), ("f", True), ("kennedy", False)]."""
-    out = []
+    out: list[tuple[str, bool]] = []
     for raw in re.split(r"\s+", unicodedata.normalize("NFKC", str(text)).strip()):
         if re.fullmatch(r"(?:[^\W\d_]\.){2,4}", raw):
             out.extend((fold(ch), True) for ch in raw.split(".") if ch)

@@ -74,6 +74,7 @@ class GrammarScorer:
     counters, ``describe``) are the inner scorer's."""
 
     grammar = 3
+    inner: Scorer
 
     def __init__(self, inner: Scorer):
         if isinstance(inner, GrammarScorer):
@@ -152,7 +153,9 @@ def several_solutions(text: str, numbers: Any) -> bool:
         expr = re.sub(r"\s+", "", m.group(0)).replace("×", "*").replace("·", "*").replace("÷", "/").replace("x", "*")
         leaves = Counter(Fraction(n) for n in re.findall(r"\d+(?:\.\d+)?", expr))
         if leaves == want and re.search(r"[-+*/]", expr):
-            seen.add(re.sub(r"[()]", "", expr))  # brackets aside: a stray one cut off by the match is no second expression
+            seen.add(
+                re.sub(r"[()]", "", expr)
+            )  # brackets aside: a stray one cut off by the match is no second expression
     return len(seen) > 1
 
 

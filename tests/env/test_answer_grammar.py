@@ -4,7 +4,6 @@ their verdicts; the judge reads the same text; held-out answer styles stay withi
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 
@@ -46,7 +45,9 @@ def _qa_env(answer: str, question: str = "Who?", grammar: int = 3) -> gym.Env:
 
 # ------------------------------------------------------------------ self-corrections, every format
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("env_id", ["agentflow/Gen-HopChain-v3", "agentflow/Gen-MultiHop-v3", "agentflow/Gen-Science-v3"])
+@pytest.mark.parametrize(
+    "env_id", ["agentflow/Gen-HopChain-v3", "agentflow/Gen-MultiHop-v3", "agentflow/Gen-Science-v3"]
+)
 def test_the_last_commitment_is_read_in_every_action_format(env_id, fmt):
     env = _env(env_id)
     env.reset(options={"index": 1})
@@ -83,7 +84,9 @@ RIVALS = [
 ]
 
 
-@pytest.mark.parametrize("env_id", ["agentflow/Gen-HopChain-v3", "agentflow/Gen-MultiHop-v3", "agentflow/Gen-Science-v3"])
+@pytest.mark.parametrize(
+    "env_id", ["agentflow/Gen-HopChain-v3", "agentflow/Gen-MultiHop-v3", "agentflow/Gen-Science-v3"]
+)
 def test_rivals_anywhere_score_zero_in_either_order(env_id):
     env = _env(env_id)
     env.reset(options={"index": 2})
@@ -162,7 +165,9 @@ def test_typed_comparisons():
     assert same_name("Jose Marti", "José Martí") and same_name("J. F. Kennedy", "John F. Kennedy")
     assert same_name("J.F. Kennedy", "John F. Kennedy") and not same_name("John Kennedy", "John F. Kennedy")
     assert not same_name("J. Smith", "John Kennedy") and not same_name("John K.", "John Kennedy")
-    assert same_list("India and Bangladesh", "India, Bangladesh") and not same_list("Bangladesh, India", "India, Bangladesh")
+    assert same_list("India and Bangladesh", "India, Bangladesh") and not same_list(
+        "Bangladesh, India", "India, Bangladesh"
+    )
     assert same_quantity("3.12 \\times 10^{2} m", "312 m") and same_quantity("312", "312 m")
     assert not same_quantity("312 km", "312 m")
     assert typed_equal("30 April 1789", ["April 30, 1789"]) and not typed_equal("30 April 1790", ["April 30, 1789"])
