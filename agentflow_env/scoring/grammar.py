@@ -44,14 +44,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agentflow_env.scoring.extract import normalize_text
+from agentflow_env.scoring.extract import _ANSWER_TAG, normalize_text
 
 __all__ = ["Reading", "read_answer", "rival_clause", "strip_presentation"]
 
 MAX_READ_CHARS = 20_000  # longer answers are left to the span reader, which refuses them
 
 # ------------------------------------------------------------------ 1. presentation
-_ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
 _LATEX_NOISE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|left(?=[(\[|.])|right(?=[)\]|.])|!)")
 _LATEX_WORD = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|textup|mathrm|mathbf|mathit|mathsf|operatorname|mbox|hbox|emph)"

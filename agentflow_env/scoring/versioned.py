@@ -131,8 +131,13 @@ class GrammarScorer:
             out[i] = float(score)
         return out
 
-    def __repr__(self) -> str:
-        return f"GrammarScorer({self.inner!r})"
+    def __repr__(self) -> str:  # stored results record it: no memory addresses
+        inner = self.inner
+        return (
+            f"GrammarScorer({inner!r})"
+            if type(inner).__repr__ is not object.__repr__
+            else f"GrammarScorer({type(inner).__name__})"
+        )
 
 
 _EXPRESSION = re.compile(r"[\d(][\d \t()+\-*/×÷·x.]*[\d)]")

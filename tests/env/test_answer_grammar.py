@@ -43,6 +43,16 @@ def _qa_env(answer: str, question: str = "Who?", grammar: int = 3) -> gym.Env:
     return make_env("Bamboogle", tasks=tasks, grammar=grammar)
 
 
+def _gold_and_wrong(env: gym.Env, index: int, other_text: str) -> tuple[str, str]:
+    """Task ``index``'s gold and a wrong answer of its kind (another letter, gold + 1, or ``other_text``)."""
+    env.reset(options={"index": index})
+    task = env.unwrapped.task
+    gold = str(task.answer)
+    if task.metadata.get("options"):
+        return gold, next(x for x in "ABCD" if x != gold)
+    return gold, str(int(gold) + 1) if gold.lstrip("-").isdigit() else other_text
+
+
 # ------------------------------------------------------------------ self-corrections, every format
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize(
@@ -50,13 +60,7 @@ def _qa_env(answer: str, question: str = "Who?", grammar: int = 3) -> gym.Env:
 )
 def test_the_last_commitment_is_read_in_every_action_format(env_id, fmt):
     env = _env(env_id)
-    env.reset(options={"index": 1})
-    task = env.unwrapped.task
-    gold = str(task.answer)
-    if task.metadata.get("options"):
-        wrong = next(x for x in "ABCD" if x != gold)
-    else:
-        wrong = str(int(gold) + 1) if gold.lstrip("-").isdigit() else "Xylophone Quartz"
+    gold, wrong = _gold_and_wrong(env, 1, "Xylophone Quartz")
     right = [
         f"I first thought {wrong}, but after checking, it is {gold}",
         f"The answer is {wrong}. Wait, actually it's {gold}.",
@@ -89,13 +93,7 @@ RIVALS = [
 )
 def test_rivals_anywhere_score_zero_in_either_order(env_id):
     env = _env(env_id)
-    env.reset(options={"index": 2})
-    task = env.unwrapped.task
-    gold = str(task.answer)
-    if task.metadata.get("options"):
-        wrong = next(x for x in "ABCD" if x != gold)
-    else:
-        wrong = str(int(gold) + 1) if gold.lstrip("-").isdigit() else "Palgrad"
+    gold, wrong = _gold_and_wrong(env, 2, "Palgrad")
     for template in RIVALS:
         for a, b in ((gold, wrong), (wrong, gold)):
             answer = template.format(a=a, b=b)
