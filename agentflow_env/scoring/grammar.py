@@ -7,27 +7,29 @@ on the final answer (the text of ``Final Answer:``, of the JSON ``final_answer``
 ``final_answer`` tool call), then every scorer reads the result with its own rule
 (:mod:`agentflow_env.scoring.extract`, :mod:`~agentflow_env.scoring.commitment`, choice, Game of 24, judge):
 
-1. **Presentation is stripped.** ``<answer>`` tags (several with different contents are a hedge), Markdown
-   (``**bold**``, ``__``, blockquote ``>``, header lines: an ``## Answer`` or a whole-bold ``**Final
-   Answer**`` line above the value becomes ``Answer:``, another header line such as ``**Summary**`` is
-   dropped), LaTeX wrappers (``\\displaystyle``, ``\\text{..}``, ``\\mathrm{..}``, ``\\textbf{..}``,
-   ``\\left``/``\\right``), citation markers (``[1]``, ``[^2]``, ``【3†source】``), confidence trailers
-   ("Confidence: 90%", "(confidence: high)", "I'm 95% sure."), verification marks (``✓``, "(verified)"),
-   and label phrasings ("Here is the answer: ..", "Correct option: C", "One solution is ..",
-   ".. is the answer to this question", ".. is correct").
-2. **The last commitment wins.** A self-correction ("Wait, actually it's 34", "on second thought, 34",
-   "I first thought 34, but after checking, it is 33", "Correction: 34") ends the draft: only what follows
-   the last one is read, when it commits to a value (a verb of commitment, "it's", "the answer is",
-   "I meant", or a bare value). Text that merely *mentions* a revision ("Actually, I double-checked
-   the sources") drops nothing.
-3. **Rivals are found anywhere in what is read.** A clause (a sentence, a line, a parenthesis, a ``;``,
-   ``but`` or ``though`` part) after the committed value that carries a rival cue ("in some sources",
-   "also a reasonable answer", "if not", "otherwise", "second choice", "backup", "alternatively",
-   "could also be", "maybe", ...) *and* names a candidate that the text before it does not (of the
-   task's kind: a number or expression, an option letter, or for text answers any word that is not a
-   common English word) is a hedge: "33 (34 in some sources)",
-   "33\\n\\nBut 34 is also a reasonable answer.", "33; if not, 34", "A (second choice: B)". The rules of
-   the span reader still apply after this (a second line, ``or``, lists, several boxes are hedges).
+1. **Presentation is stripped.** ``<think>..</think>`` reasoning, ``<answer>`` tags (several with different
+   contents are a hedge), Markdown (``**bold**``, ``__``, blockquote ``>``, header lines: an ``## Answer``
+   or a whole-bold ``**Final Answer**`` line above the value becomes ``Answer:``, another header line such
+   as ``**Summary**`` is dropped), LaTeX wrappers (``\\displaystyle``, ``\\text{..}``, ``\\mathrm{..}``,
+   ``\\textbf{..}``, ``\\left``/``\\right``), citation markers (``[1]``, ``[^2]``, ``【3†source】``),
+   confidence trailers ("Confidence: 90%", "(confidence: high)", "I'm 95% sure."), verification marks
+   (``✓``, "(verified)"), and label phrasings ("Here is the answer: ..", "Correct option: C", "One solution
+   is ..", ".. is the answer to this question", ".. is correct").
+2. **The last commitment wins.** A self-correction ("Wait, actually it's 34", "on second thought, 34", "I
+   first thought 34, but after checking, it is 33", "Correction: 34") ends the draft: only what follows the
+   last one is read, when it commits to a value (a verb of commitment, "it's", "the answer is", "I meant",
+   or a bare value). Text that merely *mentions* a revision ("Actually, I double-checked the sources") drops
+   nothing.
+3. **Rivals are found anywhere in the answer region** (from the first explicit answer marker, "Answer:",
+   "the answer is" or a box, after the last self-correction; the whole text when there is none: working
+   before a marked answer is not a rival, the marked answer commits). A clause (a sentence, a line, a
+   parenthesis, a ``;``, ``but`` or ``though`` part) after the committed value that carries a rival cue ("in
+   some sources", "also a reasonable answer", "if not", "otherwise", "second choice", "backup",
+   "alternatively", "could also be", "maybe", ...) *and* names a candidate that the text before it does not
+   (of the task's kind: a number or expression, an option letter, or for text answers any word that is not a
+   common English word) is a hedge: "33 (34 in some sources)", "33\\n\\nBut 34 is also a reasonable
+   answer.", "33; if not, 34", "A (second choice: B)". The rules of the span reader still apply after this
+   (a second line, ``or``, lists, several boxes are hedges).
 
 Why a cue *and* a new candidate: a remark that names no other answer ("Alternatively, verify it with a
 calculator") commits to nothing else, and a remark that repeats the committed value ("33 in most sources")
@@ -376,6 +378,22 @@ class Reading:
     revised: bool = False
 
 
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_ANSWER_MARK = re.compile(
+    r"(?im)^[ \t>*_#-]*(?:my\s+|the\s+)?(?:final\s+|correct\s+)?answer\s*[:：]"
+    r"|\b(?:the|my|our)\s+(?:final\s+|correct\s+|best\s+)?answer\s+(?:is|would\s+be|should\s+be|will\s+be)\b"
+    r"|\\(?:boxed|fbox)\s*\{"
+)
+
+
+def _answer_start(text: str) -> int:
+    """Where the answer region starts: at the first explicit answer marker ("Answer:", "the answer is", a
+    box) after the last self-correction, else at the start. Working before it is not read for rivals (the
+    marked answer commits); everything from it on is, so a second marker cannot hide a rival remark."""
+    m = _ANSWER_MARK.search(text)
+    return m.start() if m else 0
+
+
 def _squeeze(text: str) -> str:
     return "".join(text.split()).lower().rstrip(".")
 
@@ -387,6 +405,7 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
     text = normalize_text(prediction)
     if len(text) > MAX_READ_CHARS:
         return Reading(text)
+    text = _THINK.sub("", text)
     tags = list(_ANSWER_TAG.finditer(text))
     if len({_squeeze(t.group(1)) for t in tags if t.group(1).strip()}) > 1:
         return Reading(tags[-1].group(1).strip(), "several <answer> tags with different answers")
@@ -395,7 +414,7 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
     text = strip_presentation(text)
     text, revised = _drop_drafts(text)
-    rival = rival_clause(text, gold_list, kind)
+    rival = rival_clause(text[_answer_start(text) :], gold_list, kind)
     if rival is not None:
         return Reading(text, f"a remark names a rival answer ({rival[:60]!r})", revised)
     return Reading(text, None, revised)
