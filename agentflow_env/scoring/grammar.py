@@ -123,7 +123,7 @@ def _headers(text: str) -> str:
 
 _ITALIC = re.compile(r"(?m)(?:^|(?<=[\s:(]))\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?=\s|$|[=.,;:!?)])")
 _STRAY_EMPHASIS = re.compile(
-    r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_])|(?<=[^\W_])[*_](?=\s*$)"
+    r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_(])|(?<=[^\W_)])[*_](?=\s*(?:$|[=.,;:!?]))"
 )  # an emphasis mark the parser cut in two
 _MATH_DELIMS = re.compile(r"(?<!\\)\$([^$\n]+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
 
@@ -253,7 +253,7 @@ _CUES = re.compile(
     r"|\bif\s+(?:you|we)\s+(?:count|include|mean|consider)\b|\bdisputed\b|\bsometimes\s+(?:given|listed|cited)\b"
 )
 _CLAUSE_SPLIT = re.compile(
-    r"(?<=[.!?])\s+(?=\S)|\n+|;|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s"
+    r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=\S)|\n+|;|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s"
 )
 # words that never name a candidate answer in a remark: function words, the cue vocabulary, and the
 # common words of an explanation or a sign-off
@@ -283,27 +283,27 @@ _COMMON = frozenset(
 _TOKEN_EDGES = ".,;:!?\"'“”‘’()[]{}*_`$"
 
 
-def _candidates(clause: str) -> set[str]:
-    """The candidate tokens a clause names: tokens with a digit, single capital letters (options), other
-    words that are not common words (:data:`_COMMON`), and quoted texts."""
-    found: set[str] = set()
+def _candidates(clause: str) -> list[str]:
+    """The candidate tokens a clause names, in order: tokens with a digit, single capital letters
+    (options), other words that are not common words (:data:`_COMMON`), and quoted texts."""
+    found: list[str] = []
     for raw in clause.split():
         token = raw.strip(_TOKEN_EDGES)
         if not token:
             continue
         if re.search(r"\d", token):
-            found.add(token.lower())
+            found.append(token.lower())
         elif re.fullmatch(r"[A-Z]", token) and token != "I":
-            found.add(token)
+            found.append(token)
         elif (
             re.search(r"[^\W\d_]", token)
             and token.lower() not in _COMMON
             and token.lower().removesuffix("'s") not in _COMMON
         ):
-            found.add(token.lower())
+            found.append(token.lower())
     for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
-        found.add(quoted.strip().lower())
-    return found
+        found.append(quoted.strip().lower())
+    return list(dict.fromkeys(found))
 
 
 def _tokens(text: str) -> set[str]:
@@ -340,9 +340,13 @@ def rival_clause(text: str, golds: Iterable[str] = (), kind: str = "text") -> st
         if not _CUES.search(clause):
             continue
         before = masked[:start]
-        if not re.search(r"[^\W_]", before):
+        named = [c for c in _candidates(clause) if _of_kind(c, kind)]
+        if re.search(r"[^\W_]", before):
+            new = set(named) - _tokens(before)
+        elif kind != "text" and len(named) > 1:
+            new = set(named[1:])  # "C. Some sources say B": the value and its rival in one clause
+        else:
             continue  # the cue is not after a committed value
-        new = {c for c in _candidates(clause) - _tokens(before) if _of_kind(c, kind)}
         if new:
             return clause.strip()
     return None
