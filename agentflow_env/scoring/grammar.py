@@ -122,6 +122,7 @@ def _headers(text: str) -> str:
 
 
 _ITALIC = re.compile(r"(?m)(?:^|(?<=[\s:(]))\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?=\s|$|[=.,;:!?)])")
+_LATEX_PRODUCT = re.compile(r"\s*\\(?:cdot|times)(?![A-Za-z])(?!\s*10\s*\^)\s*")
 _STRAY_EMPHASIS = re.compile(
     r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_(])|(?<=[^\W_)])[*_](?=\s*(?:$|[=.,;:!?]))"
 )  # an emphasis mark the parser cut in two
@@ -146,6 +147,7 @@ def strip_presentation(text: str) -> str:
     text = _STRAY_EMPHASIS.sub("", text)
     text = _MATH_DELIMS.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", text)
     text = _LATEX_NOISE.sub("", text)
+    text = _LATEX_PRODUCT.sub("*", text)  # "\\sqrt{5} \\cdot 4" is one product, not two values
     for _ in range(3):  # nested: \\boxed{\\text{\\textbf{C}}}
         new = _LATEX_WORD.sub(lambda m: f" {m.group(1)} " if m.group(1).strip() else " ", text)
         if new == text:

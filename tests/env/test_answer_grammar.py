@@ -282,3 +282,13 @@ def test_held_out_styles_stay_within_the_limits(env_id):
                     paid += reward > 0
         assert zeroed <= math.ceil(0.04 * correct), (half, zeroed, correct)
         assert paid <= math.ceil(0.01 * hedges), (half, paid, hedges)
+
+
+def test_a_product_in_another_order_is_one_value():
+    from agentflow_env.scoring.math import MathScorer
+
+    scorer = with_grammar(MathScorer(isolation="thread", warm=False), 3)
+    task = Task("m", "Simplify.", "4\\sqrt{5}", family="math")
+    assert scorer("\\sqrt{5} \\cdot 4", task) == 1.0 and scorer("\\boxed{\\sqrt{5} \\times 4}", task) == 1.0
+    assert scorer("\\boxed{\\sqrt{5} \\cdot 4} or \\boxed{5}", task) == 0.0
+    assert scorer("2 \\cdot 4\\sqrt{5}", task) == 0.0
