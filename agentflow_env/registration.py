@@ -48,6 +48,11 @@ class EnvEntry:
 #     (\text{ ou }, \mbox{ oder }), \lor, ‖, | and look-alike letters are hedges; math passes only when
 #     every parse agrees; the LLM judge reads the same span. v0 and v1 ids build the same envs as v2
 #     (Gymnasium warns that they are out of date); scores measured under them are not comparable with v2.
+# v3: the answer grammar (agentflow_env/scoring/grammar.py, docs/rewards.md) reads every final answer first:
+#     presentation (Markdown, LaTeX wrappers, citations, quotes, confidence and verification trailers) is
+#     stripped, the last self-correction wins over earlier drafts, a remark naming a rival ("34 in some
+#     sources", "; if not, 34", "second choice: B") is a hedge, and dates, names, lists and units compare by
+#     the gold's type. The v3 ids pass ``grammar=3`` to the scorer; v0-v2 ids keep today's verdicts (grammar 2).
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -68,9 +73,16 @@ _BENCHMARKS = (
     "Gen-Agentic",
     "Gen-HopChain",
 )
-LATEST_VERSION = 2
+LATEST_VERSION = 3
+GRAMMAR_FROM_VERSION = 3  # ids from this version on read answers with the v3 grammar
+
+
+def _entry_kwargs(name: str, version: int) -> dict[str, Any]:
+    return {"benchmark": name, **({"grammar": 3} if version >= GRAMMAR_FROM_VERSION else {})}
+
+
 BUILTIN: tuple[EnvEntry, ...] = tuple(
-    EnvEntry(name, version=version, kwargs={"benchmark": name})
+    EnvEntry(name, version=version, kwargs=_entry_kwargs(name, version))
     for name in _BENCHMARKS
     for version in range(LATEST_VERSION + 1)
 )

@@ -16,6 +16,7 @@ from agentflow_env.config import EnvConfig, PaperConfig
 from agentflow_env.core import AgentFlowEnv
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
+from agentflow_env.scoring.versioned import DEFAULT_GRAMMAR, grammar_version, with_grammar
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import TaskSource
@@ -155,6 +156,10 @@ def make_env(
     ``mcp_servers`` adds the tools of MCP servers (a ``{"mcpServers": ...}`` mapping, a JSON file of one, or a
     list of ``{"command"|"url": ...}`` entries; see :mod:`agentflow_env.tools.mcp_tools`).
 
+    ``grammar`` is the answer grammar the scorer reads with (:mod:`agentflow_env.scoring.grammar`): 2 (the
+    default, and what the ``-v0``..``-v2`` ids use) or 3 (the ``-v3`` ids); it applies to a given ``scorer=``
+    too (a protocol's judge), except AgentFlow's own judge, which reads the raw output as AgentFlow does.
+
     ``flow="paper"`` builds :class:`~agentflow_env.paper_flow.PaperFlowEnv` instead: AgentFlow's solver
     module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
     ``toolbox``, ``sampling``, ``max_turns``, ``time_budget_s``, ``tool_timeout_s``,
@@ -167,18 +172,19 @@ def make_env(
     """
     flow = kwargs.pop("flow", "modes")
     mcp_servers = kwargs.pop("mcp_servers", None)
+    grammar = grammar_version(kwargs.pop("grammar", DEFAULT_GRAMMAR))
     if flow not in FLOWS:
         raise ConfigError(f"flow={flow!r}; choose 'modes' (the env's own modules) or 'paper' (AgentFlow's solver)")
     spec = get_spec(benchmark)
     if flow == "paper":
         if mcp_servers is not None:
             raise ConfigError("mcp_servers works with the env's own flow; the paper flow runs AgentFlow's toolbox")
-        return _make_paper_env(spec, split, tasks, scorer, tools, kwargs)
+        return _make_paper_env(spec, split, tasks, scorer, tools, kwargs, grammar)
     config = EnvConfig.pop_from(kwargs, {"max_turns": spec.max_turns, **spec.env_defaults})
     _check_options(spec.name, kwargs, spec.options)
     split = split or spec.default_split
     task_source = tasks if tasks is not None else spec.load_tasks(split=split, **spec.loader_kwargs(kwargs))
-    env_scorer = scorer if scorer is not None else spec.make_scorer(**spec.scorer_kwargs(kwargs))
+    env_scorer = with_grammar(scorer if scorer is not None else spec.make_scorer(**spec.scorer_kwargs(kwargs)), grammar)
     if tools is not None:
         env_tools = list(tools)
     elif spec.make_tools is not None:  # a family whose corpus depends on the split gets the split too
@@ -206,6 +212,7 @@ def _make_paper_env(
     scorer: Scorer | None,
     tools: Sequence[Tool] | None,
     kwargs: dict[str, Any],
+    grammar: int = 2,
 ) -> PaperFlowEnv:
     from agentflow_env.paper_flow import PaperFlowEnv
 
@@ -241,7 +248,7 @@ def _make_paper_env(
     _check_options(spec.name, kwargs, spec.loader_options | spec.scorer_options)
     split = split or spec.default_split
     task_source = tasks if tasks is not None else spec.load_tasks(split=split, **spec.loader_kwargs(kwargs))
-    env_scorer = scorer if scorer is not None else spec.make_scorer(**spec.scorer_kwargs(kwargs))
+    env_scorer = with_grammar(scorer if scorer is not None else spec.make_scorer(**spec.scorer_kwargs(kwargs)), grammar)
     given: Any = tools  # PaperTool objects: a dict by AgentFlow name, or a sequence named by their .name
     runnable: dict[str, Any] | None = None
     if given is not None:

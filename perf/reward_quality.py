@@ -1,12 +1,26 @@
-"""Both error rates of every registered env's reward, as JSON: hedges that pay, and correct answers scored 0.
+"""Both error rates of every registered env's reward on answer styles it was not tuned on, through ``env.step``.
 
-Answers are generated from each task's gold by ``tests/reward_cases.py`` (hedges in many templates that a
-careful human grader marks wrong; committed correct answers, written naturally, that the grader marks
-right) and scored by the env's own scorer. Paper ids need AgentFlow's test sets (``--data-dir`` or
+Answers come from ``tests/answer_styles.py``: styles built from parts (prefixes, decorations, value renderings
+by the gold's type, trailers, self-corrections, rival placements), each part family split in two halves.
+The answer grammar was tuned on the ``tune`` half only; this script reports, for each half:
+
+- **hedges paid**: a hedge (the gold and a distractor, no commitment) that earns reward, in each candidate
+  order (gold first, gold second) separately;
+- **correct scored 0**: a committed correct answer (self-corrections included) that earns less than 1.
+
+Every answer is one episode: ``env.reset(options={"index": i})`` then one ``env.step`` with a final-answer
+action in one of the documented formats (``Final Answer:`` text, JSON ``{"final_answer": ..}``, an OpenAI
+``final_answer`` tool call), rotating over the three; nothing calls a scorer to get a verdict. The gap
+between the halves is reported (held minus tune). Paper ids need AgentFlow's test sets (``--data-dir`` or
 ``$AGENTFLOW_TESTSETS``) and are skipped without them.
 
-Run:  python perf/reward_quality.py [--tasks-per-id 40] [--ids agentflow/Gen-Math-v2 ...] [--out FILE]
-Targets (issue 25): hedges that pay <= 0.1% and correct answers scored 0 <= 1%, for every id.
+Timing: the scorer's own time per answer (the env's scorer, wrapper and reader included), as a median over
+every answer of the ids whose scorer does not call math-verify, for grammar 3 (``-v3`` ids) and grammar 2
+(``-v2`` ids) on the same answers; a loaded machine slows both alike.
+
+Run:  nice -n 5 python perf/reward_quality.py [--tasks-per-id 10] [--per-kind 16] [--ids ...] [--out FILE]
+Targets (issue 38), on the held-out half of the -v3 ids: hedges paid <= 0.5% in either candidate order,
+correct scored 0 <= 2%; scoring under 1 ms median per answer outside math-verify.
 """
 
 from __future__ import annotations
@@ -14,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -27,107 +42,201 @@ import gymnasium as gym  # noqa: E402
 
 import agentflow_env  # noqa: E402,F401  (registers the ids)
 from agentflow_env.registration import registered_ids  # noqa: E402
-from tests.reward_cases import golds_of, kind_of, spread, task_cases  # noqa: E402
+from agentflow_env.scoring.versioned import unwrap_scorer  # noqa: E402
+from tests.answer_styles import FORMATS, HALVES, action, task_styles  # noqa: E402
+from tests.reward_cases import golds_of, kind_of, spread  # noqa: E402
 
 DEFAULT_TESTSETS = Path(
     os.environ.get("AGENTFLOW_TESTSETS", ROOT.parent.parent / "shared" / "data" / "agentflow-testsets")
 )
-HEDGE_TARGET, RECALL_TARGET = 0.001, 0.01
+HEDGE_TARGET, ZERO_TARGET, MEDIAN_MS_TARGET = 0.005, 0.02, 1.0
 
 
-def build(env_id: str, data_dir: Path | None, cache: dict) -> object | None:
-    """The env's unwrapped base (one build per benchmark: the versions of one name build the same env)."""
+def build(env_id: str, data_dir: Path | None) -> gym.Env | None:
     from benchmarks.paper.catalog import BENCHMARKS
 
-    spec = gym.spec(env_id)
-    key = (str(spec.entry_point), json.dumps(spec.kwargs, sort_keys=True, default=str))
-    if key not in cache:
-        kwargs = {}
-        if spec.kwargs.get("benchmark") in BENCHMARKS:
-            if data_dir is None or not data_dir.is_dir():
-                cache[key] = None
-                return None
-            kwargs["data_dir"] = str(data_dir)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cache[key] = gym.make(env_id, **kwargs).unwrapped
-    return cache[key]
+    kwargs = {}
+    if gym.spec(env_id).kwargs.get("benchmark") in BENCHMARKS:
+        if data_dir is None or not data_dir.is_dir():
+            return None
+        kwargs["data_dir"] = str(data_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gym.make(env_id, **kwargs)
 
 
-def measure(env_id: str, base, tasks_per_id: int) -> dict:
+def _sample(env_id: str, n_tasks: int, per_id: int) -> list[int]:
+    """This id's tasks, spread over the list and shifted by the version (the versions see other tasks)."""
+    version = gym.spec(env_id).version or 0
+    return sorted({(i + version * 7) % n_tasks for i in spread(n_tasks, per_id)})
+
+
+def _rate(bad: int, n: int) -> float | None:
+    return round(bad / n, 6) if n else None
+
+
+def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: int) -> dict:
+    base = env.unwrapped
     tasks = base.tasks
-    indices = spread(len(tasks), tasks_per_id)
-    kind = kind_of(base.scorer)
+    kind = kind_of(unwrap_scorer(base.scorer))
     pool = [g for i in spread(len(tasks), 60) for g in golds_of(tasks[i])]
-    counts: Counter = Counter()
-    failures: dict[str, list] = defaultdict(list)
-    by_template: Counter = Counter()
-    start = time.perf_counter()
-    for index in indices:
+    counts: dict[str, Counter] = {h: Counter() for h in HALVES}
+    by_part: dict[str, Counter] = {h: Counter() for h in HALVES}
+    examples: dict[str, list] = defaultdict(list)
+    start, cpu0 = time.perf_counter(), time.process_time()
+    n = 0
+    for index in _sample(env_id, len(tasks), tasks_per_id):
         task = tasks[index]
-        for case in task_cases(task, kind, pool):
-            score = float(base.scorer(case.answer, task))
-            counts[case.kind] += 1
-            bad = score > 0 if case.kind == "hedge" else score < 1
-            if bad:
-                counts[f"{case.kind}_failed"] += 1
-                by_template[f"{case.kind}:{case.template}"] += 1
-                if len(failures[case.kind]) < 5:
-                    failures[case.kind].append({"task": task.id, "gold": golds_of(task)[:1], "answer": case.answer})
-    hedges, correct = counts["hedge"], counts["correct"]
-    paid, zeroed = counts["hedge_failed"], counts["correct_failed"]
+        for half in HALVES:
+            for style in task_styles(task, kind, pool, half, per_kind):
+                fmt = FORMATS[n % len(FORMATS)]
+                n += 1
+                env.reset(options={"index": index})
+                _, reward, terminated, _, _ = env.step(action(style.answer, fmt))
+                c = counts[half]
+                key = style.kind if style.kind == "correct" else f"hedge_{style.order}"
+                c[key] += 1
+                c[f"{style.kind}_{fmt}"] += 1
+                bad = (reward > 0) if style.kind == "hedge" else (reward < 1 or not terminated)
+                if bad:
+                    c[f"{key}_failed"] += 1
+                    c[f"{style.kind}_{fmt}_failed"] += 1
+                    by_part[half][f"{style.kind}:{style.parts.split('|')[0]}"] += 1
+                    if half == "tune" and len(examples[style.kind]) < show:
+                        examples[style.kind].append({"gold": golds_of(task)[:1], "format": fmt, "answer": style.answer})
+    row: dict = {"env_id": env_id, "scorer": repr(base.scorer)[:80], "tasks": tasks_per_id}
+    for half in HALVES:
+        c = counts[half]
+        row[half] = {
+            "correct": c["correct"],
+            "correct_scored_0": c["correct_failed"],
+            "correct_zero_rate": _rate(c["correct_failed"], c["correct"]),
+            "hedges_gold_first": c["hedge_gold-first"],
+            "paid_gold_first": c["hedge_gold-first_failed"],
+            "hedges_gold_second": c["hedge_gold-second"],
+            "paid_gold_second": c["hedge_gold-second_failed"],
+            "by_format": {
+                f: {
+                    "correct_zero_rate": _rate(c[f"correct_{f}_failed"], c[f"correct_{f}"]),
+                    "hedge_pay_rate": _rate(c[f"hedge_{f}_failed"], c[f"hedge_{f}"]),
+                }
+                for f in FORMATS
+            },
+            "failing_parts": dict(by_part[half].most_common(8)),
+        }
+    row["tune_failures"] = dict(examples)
+    row["episodes"] = n
+    row["wall_s"], row["cpu_s"] = round(time.perf_counter() - start, 2), round(time.process_time() - cpu0, 2)
+    return row
+
+
+def timing(envs: dict[str, gym.Env], per_kind: int) -> dict:
+    """Median scorer time per answer (ms) for grammar 3 and grammar 2 on the same answers, outside math-verify."""
+    from agentflow_env.scoring.math import MathScorer
+
+    samples: dict[int, list[float]] = {2: [], 3: []}
+    for env_id, env in envs.items():
+        if not env_id.endswith(("-v2", "-v3")):
+            continue
+        base = env.unwrapped
+        if isinstance(unwrap_scorer(base.scorer), MathScorer):
+            continue
+        grammar = 3 if env_id.endswith("-v3") else 2
+        tasks = base.tasks
+        kind = kind_of(unwrap_scorer(base.scorer))
+        pool = [g for i in spread(len(tasks), 60) for g in golds_of(tasks[i])]
+        for index in spread(len(tasks), 4):
+            for half in HALVES:
+                for style in task_styles(tasks[index], kind, pool, half, per_kind, seed=1):
+                    t0 = time.perf_counter()
+                    base.scorer(style.answer, tasks[index])
+                    samples[grammar].append((time.perf_counter() - t0) * 1000)
+    out = {}
+    for grammar, values in samples.items():
+        if values:
+            values.sort()
+            out[f"grammar_{grammar}"] = {
+                "answers": len(values),
+                "median_ms": round(statistics.median(values), 4),
+                "p90_ms": round(values[int(0.9 * (len(values) - 1))], 4),
+            }
+    return out
+
+
+def _total(rows: list[dict], half: str, ids: set[str] | None = None) -> dict:
+    t: Counter = Counter()
+    for r in rows:
+        if ids is None or r["env_id"] in ids:
+            for k, v in r[half].items():
+                if isinstance(v, int):
+                    t[k] += v
     return {
-        "env_id": env_id,
-        "scorer": type(base.scorer).__name__,
-        "tasks": len(indices),
-        "hedges": hedges,
-        "hedges_paid": paid,
-        "hedge_pay_rate": round(paid / hedges, 6) if hedges else None,
-        "correct": correct,
-        "correct_scored_0": zeroed,
-        "correct_zero_rate": round(zeroed / correct, 6) if correct else None,
-        "failing_templates": dict(by_template.most_common(10)),
-        "examples": dict(failures),
-        "seconds": round(time.perf_counter() - start, 2),
+        "correct": t["correct"],
+        "correct_scored_0": t["correct_scored_0"],
+        "correct_zero_rate": _rate(t["correct_scored_0"], t["correct"]),
+        "hedges_gold_first": t["hedges_gold_first"],
+        "hedge_pay_rate_gold_first": _rate(t["paid_gold_first"], t["hedges_gold_first"]),
+        "hedges_gold_second": t["hedges_gold_second"],
+        "hedge_pay_rate_gold_second": _rate(t["paid_gold_second"], t["hedges_gold_second"]),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks-per-id", type=int, default=40)
+    ap.add_argument("--tasks-per-id", type=int, default=10)
+    ap.add_argument("--per-kind", type=int, default=16, help="correct answers and hedges per task and half")
     ap.add_argument("--ids", nargs="*", help="env ids (default: every registered agentflow id)")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_TESTSETS)
+    ap.add_argument("--show", type=int, default=3, help="failing tune-half answers shown per id (held-out never)")
     ap.add_argument("--out", type=Path, help="also write the JSON here")
     args = ap.parse_args(argv)
     ids = args.ids or registered_ids()
-    cache: dict = {}
-    rows, skipped = [], []
+    start, cpu0 = time.perf_counter(), time.process_time()
+    rows, skipped, envs = [], [], {}
     for env_id in ids:
-        base = build(env_id, args.data_dir, cache)
-        if base is None:
+        env = build(env_id, args.data_dir)
+        if env is None:
             skipped.append(env_id)
             continue
-        rows.append(measure(env_id, base, args.tasks_per_id))
-    hedges = sum(r["hedges"] for r in rows)
-    correct = sum(r["correct"] for r in rows)
-    paid = sum(r["hedges_paid"] for r in rows)
-    zeroed = sum(r["correct_scored_0"] for r in rows)
+        envs[env_id] = env
+        rows.append(measure(env_id, env, args.tasks_per_id, args.per_kind, args.show))
+    v3 = {r["env_id"] for r in rows if r["env_id"].endswith("-v3")}
+    older = {r["env_id"] for r in rows} - v3
+    totals = {
+        f"{group}_{half}": _total(rows, half, members)
+        for group, members in (("v3", v3), ("v0_v2", older))
+        for half in HALVES
+    }
+    held, tune = totals["v3_held"], totals["v3_tune"]
+    gap = {
+        key: round((held[key] or 0) - (tune[key] or 0), 6)
+        for key in ("correct_zero_rate", "hedge_pay_rate_gold_first", "hedge_pay_rate_gold_second")
+    }
+    speed = timing(envs, per_kind=6)
+    for env in envs.values():
+        env.close()
     result = {
         "benchmark": "reward_quality",
+        "suite": "tests/answer_styles.py (parts split tune/held; every answer one episode through env.step)",
         "tasks_per_id": args.tasks_per_id,
-        "targets": {"hedge_pay_rate_max": HEDGE_TARGET, "correct_zero_rate_max": RECALL_TARGET},
-        "total": {
-            "hedges": hedges,
-            "hedges_paid": paid,
-            "hedge_pay_rate": round(paid / hedges, 6) if hedges else None,
-            "correct": correct,
-            "correct_scored_0": zeroed,
-            "correct_zero_rate": round(zeroed / correct, 6) if correct else None,
+        "per_kind": args.per_kind,
+        "targets": {
+            "held_hedge_pay_rate_max_each_order": HEDGE_TARGET,
+            "held_correct_zero_rate_max": ZERO_TARGET,
+            "scoring_median_ms_max": MEDIAN_MS_TARGET,
         },
-        "all_ids_within_targets": all(
-            (r["hedge_pay_rate"] or 0) <= HEDGE_TARGET and (r["correct_zero_rate"] or 0) <= RECALL_TARGET for r in rows
-        ),
+        "totals": totals,
+        "gap_held_minus_tune_v3": gap,
+        "v3_held_within_targets": (held["correct_zero_rate"] or 0) <= ZERO_TARGET
+        and (held["hedge_pay_rate_gold_first"] or 0) <= HEDGE_TARGET
+        and (held["hedge_pay_rate_gold_second"] or 0) <= HEDGE_TARGET,
+        "scoring_time_outside_math_verify": speed,
         "skipped_ids": skipped,
+        "machine": {
+            "load_avg": os.getloadavg(),
+            "wall_s": round(time.perf_counter() - start, 1),
+            "cpu_s": round(time.process_time() - cpu0, 1),
+        },
         "per_id": rows,
     }
     text = json.dumps(result, indent=2, ensure_ascii=False)

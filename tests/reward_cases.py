@@ -345,7 +345,9 @@ def task_cases(task: Task, scorer_kind: str, other_golds: list[str]) -> list[Cas
 def kind_of(scorer: object) -> str:
     from agentflow_env.scoring.choice import ChoiceScorer
     from agentflow_env.scoring.game24 import Game24Scorer
+    from agentflow_env.scoring.versioned import unwrap_scorer
 
+    scorer = unwrap_scorer(scorer)
     if isinstance(scorer, ChoiceScorer):
         return "choice"
     if isinstance(scorer, Game24Scorer):

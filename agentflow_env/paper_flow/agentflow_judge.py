@@ -345,6 +345,9 @@ class AgentFlowJudge:
     """
 
     kind = "judge"
+    reads_raw_answer = (
+        True  # the answer grammar (scoring/grammar.py) leaves it alone: AgentFlow's judge reads the raw output
+    )
 
     def __init__(self, engine: Any, source: str | Path | AgentFlowScoring, retries: int = 1, max_tokens: int = 4000):
         if engine is None:

@@ -39,10 +39,11 @@ def _is_paper(env_id: str) -> bool:
 
 
 @cache
-def _base(benchmark: str, paper: bool):
-    """One env per benchmark name: every version of a name builds the same env (see registration.py)."""
+def _base(benchmark: str, paper: bool, version: int):
+    """One env per benchmark name and grammar: v0-v2 build the same env, v3 reads with grammar 3
+    (see registration.py)."""
     kwargs = {"data_dir": str(TESTSETS)} if paper else {}
-    return gym.make(f"agentflow/{benchmark}-v2", **kwargs).unwrapped
+    return gym.make(f"agentflow/{benchmark}-v{3 if version >= 3 else 2}", **kwargs).unwrapped
 
 
 def _sample(env_id: str, n_tasks: int) -> list[int]:
@@ -54,7 +55,7 @@ def _sample(env_id: str, n_tasks: int) -> list[int]:
 
 def _cases(env_id: str):
     spec = gym.spec(env_id)
-    base = _base(spec.kwargs["benchmark"], _is_paper(env_id))
+    base = _base(spec.kwargs["benchmark"], _is_paper(env_id), spec.version or 0)
     tasks = base.tasks
     pool = [g for i in spread(len(tasks), 60) for g in golds_of(tasks[i])]
     kind = kind_of(base.scorer)

@@ -20,6 +20,7 @@ from agentflow_env.registration import registered_ids
 from agentflow_env.scoring.choice import ChoiceScorer, option_letters
 from agentflow_env.scoring.commitment import number_value
 from agentflow_env.scoring.game24 import Game24Scorer
+from agentflow_env.scoring.versioned import unwrap_scorer
 from agentflow_env.tools.calculator.tool import CalculatorTool
 from agentflow_env.types import Task
 from benchmarks.paper.catalog import BENCHMARKS
@@ -225,16 +226,17 @@ def test_hedges_score_zero_and_single_values_score_one(env_id, request):
     indices = sorted(set(_pick(min(len(tasks), 400))) | set(_special(tasks)))
     all_golds = [g for i in indices for g in _golds(tasks[i])]
     all_golds += [g for i in range(min(len(tasks), 12)) for g in _golds(tasks[i])]
-    numeric_scorer = not isinstance(base.scorer, (ChoiceScorer, Game24Scorer)) and type(base.scorer).__name__ not in (
+    scorer = unwrap_scorer(base.scorer)  # the -v3 ids wrap it in the answer grammar
+    numeric_scorer = not isinstance(scorer, (ChoiceScorer, Game24Scorer)) and type(scorer).__name__ not in (
         "QAScorer",
         "WorldAnswerScorer",
     )
     failures = []
     for index in indices:
         task = tasks[index]
-        if isinstance(base.scorer, ChoiceScorer):
+        if isinstance(scorer, ChoiceScorer):
             hedges, singles = choice_cases(task)
-        elif isinstance(base.scorer, Game24Scorer):
+        elif isinstance(scorer, Game24Scorer):
             hedges, singles = game24_cases(task)
         else:
             gold = _golds(task)[0]

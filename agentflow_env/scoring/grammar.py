@@ -1,0 +1,426 @@
+"""The answer grammar, version 3: what a final answer commits to, read once before every scorer.
+
+A reward is an adversary's target and a teacher. So the reader closes *classes* of answers, not examples:
+a naturally written correct answer must not score 0 (that teaches the wrong thing), and an answer that
+keeps a second candidate alive must not pay (that teaches hedging). :func:`read_answer` runs three steps
+on the final answer (the text of ``Final Answer:``, of the JSON ``final_answer`` field, or of the
+``final_answer`` tool call), then every scorer reads the result with its own rule
+(:mod:`agentflow_env.scoring.extract`, :mod:`~agentflow_env.scoring.commitment`, choice, Game of 24, judge):
+
+1. **Presentation is stripped.** ``<think>..</think>`` reasoning, ``<answer>`` tags (several with different
+   contents are a hedge), Markdown (``**bold**``, ``__``, blockquote ``>``, header lines: an ``## Answer``
+   or a whole-bold ``**Final Answer**`` line above the value becomes ``Answer:``, another header line such
+   as ``**Summary**`` is dropped), LaTeX wrappers (``\\displaystyle``, ``\\text{..}``, ``\\mathrm{..}``,
+   ``\\textbf{..}``, ``\\left``/``\\right``), citation markers (``[1]``, ``[^2]``, ``【3†source】``),
+   confidence trailers ("Confidence: 90%", "(confidence: high)", "I'm 95% sure."), verification marks
+   (``✓``, "(verified)"), and label phrasings ("Here is the answer: ..", "Correct option: C", "One solution
+   is ..", ".. is the answer to this question", ".. is correct").
+2. **The last commitment wins.** A self-correction ("Wait, actually it's 34", "on second thought, 34", "I
+   first thought 34, but after checking, it is 33", "Correction: 34") ends the draft: only what follows the
+   last one is read, when it commits to a value (a verb of commitment, "it's", "the answer is", "I meant",
+   or a bare value). Text that merely *mentions* a revision ("Actually, I double-checked the sources") drops
+   nothing.
+3. **Rivals are found anywhere in the answer region** (from the first explicit answer marker, "Answer:",
+   "the answer is" or a box, after the last self-correction; the whole text when there is none: working
+   before a marked answer is not a rival, the marked answer commits). A clause (a sentence, a line, a
+   parenthesis, a ``;``, ``but`` or ``though`` part) after the committed value that carries a rival cue ("in
+   some sources", "also a reasonable answer", "if not", "otherwise", "second choice", "backup",
+   "alternatively", "could also be", "maybe", ...) *and* names a candidate that the text before it does not
+   (of the task's kind: a number or expression, an option letter, or for text answers any word that is not a
+   common English word) is a hedge: "33 (34 in some sources)", "33\\n\\nBut 34 is also a reasonable
+   answer.", "33; if not, 34", "A (second choice: B)". The rules of the span reader still apply after this
+   (a second line, ``or``, lists, several boxes are hedges).
+
+Why a cue *and* a new candidate: a remark that names no other answer ("Alternatively, verify it with a
+calculator") commits to nothing else, and a remark that repeats the committed value ("33 in most sources")
+does not hedge; a new candidate under a cue is exactly the second chance a hedge buys.
+
+Comparison by the gold's type (dates, names, lists, numbers with units) is in
+:mod:`agentflow_env.scoring.typed`; the versioned scorer that puts the two together is in
+:mod:`agentflow_env.scoring.versioned`. Every step is a bounded number of linear regex passes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentflow_env.scoring.extract import _ANSWER_TAG, normalize_text
+
+__all__ = ["Reading", "read_answer", "rival_clause", "strip_presentation"]
+
+MAX_READ_CHARS = 20_000  # longer answers are left to the span reader, which refuses them
+
+# ------------------------------------------------------------------ 1. presentation
+_LATEX_NOISE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|left(?=[(\[|.])|right(?=[)\]|.])|!)")
+_LATEX_WORD = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|textup|mathrm|mathbf|mathit|mathsf|operatorname|mbox|hbox|emph)"
+    r"\s*\{([^{}]*)\}"
+)
+_CITATION = re.compile(
+    r"(?<=[^\s\[(])\s?(?:\[\^?\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\])+|【[^】\n]{0,60}】|\s?\[(?:source|citation|ref)[^\]\n]{0,40}\]",
+    re.IGNORECASE,
+)
+_CHECK_MARKS = re.compile(r"[✓✔✅☑]\ufe0f?|\((?:verified|checked|confirmed|double-checked)\)", re.IGNORECASE)
+_CONFIDENCE_LINE = re.compile(
+    r"(?im)^[ \t>*_#-]*(?:\(?\s*)?(?:overall\s+)?(?:confidence|certainty)(?:\s+(?:level|score))?\s*[:=(-][^\n]*$"
+)
+_CONFIDENCE_BITS = re.compile(
+    r"(?i)\s*[(\[]\s*(?:confidence|certainty)[^)\]\n]{0,40}[)\]]"
+    r"|(?:(?:i\s*(?:'m|am)|with)\s+)?(?:about\s+|roughly\s+)?\d{1,3}\s*%\s*(?:confident|sure|certain|confidence)\b"
+    r"(?:\s+(?:that|of\s+(?:this|it)|in\s+(?:this|it|my\s+answer)(?:\s+answer)?))?[,:]?"
+    r"|(?:^|(?<=[.!?\n]))[ \t]*(?:my\s+)?(?:confidence|certainty)\s+(?:is\s+|level\s+is\s+)?"
+    r"(?:very\s+)?(?:high|medium|moderate|low|\d{1,3}\s*%)\b[^.!?\n]*[.!?]?"
+)
+_HEADER_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*(.+?)|(?:\*\*|__)([^*_\n]+?)(?:\*\*|__))[ \t]*:?[ \t]*$")
+_ANSWER_WORDS = re.compile(
+    r"(?i)(?:my\s+|the\s+|short\s+|final\s+|correct\s+|best\s+)*(?:answer|result|conclusion|verdict|response|choice|option)s?"
+)
+_HEADER_WORDS = re.compile(
+    r"(?i)^(?:summary|reasoning|explanation|analysis|approach|solution|steps?|working|sources?|notes?|"
+    r"verification|check|details|context|background|tl;?dr|bottom\s+line|in\s+short|key\s+findings?)\b"
+)
+_BLOCKQUOTE = re.compile(r"(?m)^[ \t]*(?:>[ \t]?)+")
+_LABELS = re.compile(
+    r"(?im)^([ \t*_-]*)(?:here(?:'s|\s+is)\s+(?:the|my)\s+(?:final\s+|short\s+)?answer"
+    r"|(?:my\s+|the\s+)?(?:final|short|correct|best)\s+(?:answer|option|choice|response|result|pick)"
+    r"|(?:my\s+)?(?:final\s+)?(?:result|conclusion|verdict|pick|selection)"
+    r"|(?:the\s+)?(?:correct|right)\s+(?:letter|option|choice)(?:\s+is)?"
+    r"|answer\s+to\s+(?:the|this)\s+question)[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?"
+)
+_PHRASES = (
+    # "One solution is (1+1+1)*8", "A valid expression is ...": the value follows
+    re.compile(
+        r"(?i)\b(?:one|a|my|the)\s+(?:possible\s+|valid\s+|working\s+|correct\s+)?(?:solution|expression)\s+"
+        r"(?:is|would\s+be)\s*:?\s*"
+    ),
+)
+_SUFFIX = re.compile(
+    r"(?i)\s+(?:is|would\s+be)\s+(?:the\s+|my\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?"
+    r"(?:answer|correct|right|option|choice)"
+    r"(?:\s+(?:to|for)\s+(?:this|the)\s+(?:question|problem|puzzle))?\s*[.!]?[ \t]*$"
+)
+
+
+def _headers(text: str) -> str:
+    """Header lines above more text: an answer header becomes ``Answer:`` (the value is on a later line),
+    another Markdown header (``## Reasoning``, ``**Summary**``) is dropped."""
+    lines = text.split("\n")
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        later = any(ln.strip() for ln in lines[i + 1 :])
+        bare = line.strip().strip("*_#:> \t")
+        m = _HEADER_LINE.match(line)
+        if later and bare and _ANSWER_WORDS.fullmatch(bare):
+            out.append("Answer:")  # "**Final Answer**", "## Answer", "Final Answer**" (a parser took the "**")
+        elif later and m is not None and (line.lstrip().startswith("#") or _HEADER_WORDS.match(bare)):
+            continue
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+_ITALIC = re.compile(r"(?m)(?:^|(?<=[\s:(]))\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?=\s|$|[=.,;:!?)])")
+_LATEX_PRODUCT = re.compile(r"\s*\\(?:cdot|times)(?![A-Za-z])(?!\s*10\s*\^)\s*")
+_STRAY_EMPHASIS = re.compile(
+    r"(?m)(?:^|(?<=[\s:(]))[*_](?=[^\W_(])|(?<=[^\W_)])[*_](?=\s*(?:$|[=.,;:!?]))"
+)  # an emphasis mark the parser cut in two
+_MATH_DELIMS = re.compile(r"(?<!\\)\$([^$\n]+)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
+
+
+_QUOTE_PAIR = re.compile(r"[“\"]([^“”\"\n]+)[”\"]")
+
+
+def _unquote(line: str) -> str:
+    """A line's one quoted value without its quotes (``“6*(7-3)” = 24``); lines quoting more keep them."""
+    pairs = _QUOTE_PAIR.findall(line)
+    return _QUOTE_PAIR.sub(r"\1", line) if len(pairs) == 1 else line
+
+
+def strip_presentation(text: str) -> str:
+    """``text`` without presentation (step 1 of the module doc); values and words are kept."""
+    text = _BLOCKQUOTE.sub("", text)
+    text = _headers(text)
+    text = text.replace("**", "").replace("__", "")
+    text = _ITALIC.sub(r"\1", text)
+    text = _STRAY_EMPHASIS.sub("", text)
+    text = _MATH_DELIMS.sub(lambda m: m.group(1) or m.group(2) or m.group(3) or "", text)
+    text = _LATEX_NOISE.sub("", text)
+    text = _LATEX_PRODUCT.sub("*", text)  # "\\sqrt{5} \\cdot 4" is one product, not two values
+    for _ in range(3):  # nested: \\boxed{\\text{\\textbf{C}}}
+        new = _LATEX_WORD.sub(lambda m: f" {m.group(1)} " if m.group(1).strip() else " ", text)
+        if new == text:
+            break
+        text = new
+    text = _CITATION.sub("", text)
+    text = _CHECK_MARKS.sub("", text)
+    text = _CONFIDENCE_LINE.sub("", text)
+    text = _CONFIDENCE_BITS.sub("", text)
+    text = "\n".join(_unquote(line) for line in text.split("\n"))
+    text = _LABELS.sub(lambda m: f"{m.group(1)}Answer: ", text)
+    for phrase in _PHRASES:
+        text = phrase.sub("the answer is ", text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _SUFFIX.search(line)
+        if m and m.start() > 0 and len(line[: m.start()].split()) <= 12:
+            lines[i] = line[: m.start()]
+            break
+    return "\n".join(ln.rstrip() for ln in lines).strip()
+
+
+# ------------------------------------------------------------------ 2. drafts and the last commitment
+_REVISION = re.compile(
+    r"(?i)(?:\bwait\b[,.!:]*\s*(?:no\b[,.!]*\s*)?(?:actually\b[,:]?)?"
+    r"|(?:^|(?<=[.!?;,\n—–-])|(?<=\bbut))\s*(?:no[,.!]\s*)?actually\b[,:]?"
+    r"|\bon\s+(?:second|further)\s+thought\b[,:]?|\bon\s+reflection\b[,:]?|\bcorrection\s*[:,-]"
+    r"|\bscratch\s+that\b[,.:]?|\bi\s+(?:was\s+wrong|stand\s+corrected|misread|miscalculated)\b[,.:]?"
+    r"|\bmy\s+(?:mistake|bad|error)\b[,.:]?|\blet\s+me\s+(?:correct|fix|revise)\s+(?:that|this)\b[,.:]?"
+    r"|\b(?:after|upon|on)\s+(?:re-?checking|double-checking|checking|verifying|re-?reading|reconsidering|"
+    r"further\s+(?:checking|review|thought)|a\s+closer\s+look|closer\s+inspection|reflection)\b(?:\s+(?:it|this|that))?[,:]?"
+    r"|\bhmm[,.!]*\s*no\b[,.!]?"
+    r")"
+)
+_DRAFT_INTRO = re.compile(
+    r"(?i)\b(?:i\s+)?(?:first|initially|originally|at\s+first)\s+(?:i\s+)?(?:thought|got|said|guessed|wrote|answered|believed|had)\b"
+    r"|\bmy\s+(?:first|initial)\s+(?:answer|guess|thought)\b"
+)
+_DRAFT_END = re.compile(r"(?i)\bbut\b[,:]?|;\s*|\.\s+(?:now|however|but)?\b[,:]?")
+_COMMIT = re.compile(
+    r"(?i)^\s*(?:no[,.!]?\s*)?(?:it(?:'s|\s+is|\s+should\s+be|\s+must\s+be|\s+was)\b(?:\s+actually)?"
+    r"|(?:the|my)\s+(?:\w+\s+){0,2}(?:answer|value|result|option|choice|total|number|date|name|letter|expression)\s+"
+    r"(?:is|should\s+be|would\s+be|must\s+be)\b|i\s+meant\b|make\s+(?:that|it)\b|that\s+should\s+be\b"
+    r"|(?:final\s+)?answer\s*[:：]|the\s+answer\s+is\b|i(?:'ll|\s+will)\s+(?:go\s+with|say|pick|choose)\b"
+    r"|(?:i\s+)?(?:choose|pick|select|go\s+with)\b)"
+)
+_NOT_A_VALUE = frozenset(
+    """i we you he she they it this that these those the a an my our so let let's please hope here there which
+    what when where who how if then also both all each everything nothing i'm i've i'll it's that's there's""".split()
+)
+
+
+def _commits(after: str) -> bool:
+    """Whether the text after a revision marker commits to a value (a commitment phrase, or a bare value)."""
+    head = re.sub(r"^[\s,:;—–]+|^-+\s+", "", after)
+    if not head:
+        return False
+    if _COMMIT.match(head):
+        return True
+    first = re.split(r"(?<=[.!?])\s|\n", head, maxsplit=1)[0].strip().rstrip(".!")
+    words = first.split()
+    if not words or len(words) > 8:
+        return False
+    if re.fullmatch(r"[(\[]?[A-Z](?:[.)\]:]|[)\]]\.?)?", words[0]) and (len(words) == 1 or not words[0][-1].isalpha()):
+        return True  # an option letter: "A.", "(B)", "C"
+    return words[0].lower().strip("\"'“(") not in _NOT_A_VALUE
+
+
+def _drop_drafts(text: str) -> tuple[str, bool]:
+    """What follows the last self-correction that commits to a value (step 2), and whether one was found."""
+    cut = None
+    for m in _REVISION.finditer(text):
+        if _commits(text[m.end() :]):
+            cut = m.end()
+    intros = list(_DRAFT_INTRO.finditer(text))
+    intro = intros[-1] if intros else None
+    if intro is not None and (cut is None or cut < intro.start()):
+        end = _DRAFT_END.search(text, intro.end())
+        if end is not None and _commits(text[end.end() :]):
+            cut = end.end()
+            for later in _REVISION.finditer(text, end.end()):  # "but after checking, it is 33"
+                if _commits(text[later.end() :]):
+                    cut = later.end()
+    if cut is None:
+        return text, False
+    return re.sub(r"^[\s,:;—–]+|^-+\s+", "", text[cut:]).strip(), True
+
+
+# ------------------------------------------------------------------ 3. rivals
+_CUES = re.compile(
+    r"(?i)\bin\s+(?:some|other|certain|a\s+few|many|several|older|newer)\s+(?:sources|accounts|references|records|texts|"
+    r"versions|editions|reports|lists|databases)\b"
+    r"|\b(?:some|other|certain|a\s+few|many|several)\s+(?:sources|accounts|references|records|people|historians|authors|"
+    r"scholars|databases|reports)\b"
+    r"|\baccording\s+to\s+(?:some|others|other\s+sources)\b|\bothers?\s+(?:say|give|list|claim)\b"
+    r"|\b(?:also|equally|another)\s+(?:a\s+|an\s+)?(?:reasonable|possible|plausible|valid|acceptable|correct|"
+    r"defensible|viable|likely|good|right)\b"
+    r"|\b(?:is|are|seems?|looks?)\s+(?:also\s+)?(?:possible|plausible|defensible|acceptable)\b"
+    r"|\bif\b|\bin\s+case\b|\botherwise\b|\bor\s+else\b|\bfailing\s+that\b|\bback-?up\b|\bfall-?back\b|\brunner[- ]up\b"
+    r"|\b(?:second|next|2nd)\s+(?:choice|guess|option|pick|best|most\s+likely|candidate)\b"
+    r"|\balternative(?:ly|s)?\b|\banother\s+(?:possibility|option|candidate|answer|reading)\b"
+    r"|\bother\s+(?:possibility|candidate|option)\b|\bcan(?:no|')?t\s+rule\s+out\b|\bcannot\s+rule\s+out\b"
+    r"|\b(?:might|may|could|can)\s+(?:also\s+|instead\s+|equally\s+|well\s+)?be\b|\bpossibly\b|\bperhaps\b|\bmaybe\b"
+    r"|\beither\b|\bor\b|\bunless\b|\bnot\s+sure\b|\bunsure\b|\buncertain\b|\bdepending\s+on\b|\bsome\s+say\b"
+    r"|\bif\s+(?:you|we)\s+(?:count|include|mean|consider)\b|\bdisputed\b|\bsometimes\s+(?:given|listed|cited)\b"
+)
+_CLAUSE_SPLIT = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=\S)|\n+|;|\s+(?:but|though|although|however)\b|,\s*(?:but|though)\b|\s[—–]\s"
+)
+# words that never name a candidate answer in a remark: function words, the cue vocabulary, and the
+# common words of an explanation or a sign-off
+_COMMON = frozenset(
+    """i a an the but however some other others also if or though although it its it's this that these those in on at
+    alternatively otherwise possibly perhaps maybe second backup note still yet and as for from with either another
+    according depending unless my our we you they he she not no yes source sources many several few older newer
+    certain equally correct answer answers option options choice final wait actually hmm so thus hence therefore here
+    there which what when where who how is are was were be been being can could might may will would should must
+    do does did done have has had let let's me us him her them your his their its one two three first next then
+    than to of by about into over under after before between through during without within up down out off again
+    further once all any both each more most such only own same too very just now know need needs anything
+    everything something nothing else please hope helps help thanks thank sure think believe guess say says said
+    give gives given list lists listed state states stated report reports reported claim claims cite cites cited
+    put puts reasonable possible possibly plausible valid acceptable defensible viable likely good right wrong
+    true false instead well rule cannot can't couldn't isn't wasn't aren't don't doesn't didn't won't count
+    include includes including mean means consider considered disputed sometimes fallback runner-up pick guess
+    candidate candidates possibility reading readings accounts account reference references record records text
+    texts version versions edition editions reports database databases people historians authors scholars
+    check checked checking verified verify confirmed confirm found find search searched searching result results
+    retrieved documents document information data recall remember correctly exactly approximately roughly around
+    case cases question questions problem puzzle value values number numbers way ways time times also equally
+    case let's i'm i've i'll i'd that's there's what's clear clearly likely unlikely slightly fairly quite pretty
+    rather somewhat much many lot lots bit whether instead primary secondary main best better worse worst
+    alternative""".split()
+)
+_TOKEN_EDGES = ".,;:!?\"'“”‘’()[]{}*_`$"
+
+
+def _candidates(clause: str) -> list[str]:
+    """The candidate tokens a clause names, in order: tokens with a digit, single capital letters
+    (options), other words that are not common words (:data:`_COMMON`), and quoted texts."""
+    found: list[str] = []
+    for raw in clause.split():
+        token = raw.strip(_TOKEN_EDGES)
+        if not token:
+            continue
+        if re.search(r"\d", token):
+            found.append(token.lower())
+        elif re.fullmatch(r"[A-Z]", token) and token != "I":
+            found.append(token)
+        elif (
+            re.search(r"[^\W\d_]", token)
+            and token.lower() not in _COMMON
+            and token.lower().removesuffix("'s") not in _COMMON
+        ):
+            found.append(token.lower())
+    for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
+        found.append(quoted.strip().lower())
+    return list(dict.fromkeys(found))
+
+
+def _tokens(text: str) -> set[str]:
+    out = set()
+    for raw in text.split():
+        token = raw.strip(_TOKEN_EDGES)
+        if token:
+            out.add(token if re.fullmatch(r"[A-Z]", token) else token.lower())
+    return out
+
+
+KINDS = ("text", "number", "option")
+
+
+def _of_kind(token: str, kind: str) -> bool:
+    if kind == "number":
+        return bool(re.search(r"\d", token))
+    if kind == "option":
+        return bool(re.fullmatch(r"[A-Z]", token))
+    return True
+
+
+def rival_clause(text: str, golds: Iterable[str] = (), kind: str = "text") -> str | None:
+    """The first clause after a committed value that names a new candidate under a rival cue (step 3), or
+    ``None``. ``golds`` are never split (a gold that holds "or" keeps it). ``kind`` is the kind of answer
+    the task asks for: ``number`` (numbers and expressions: only tokens with a digit are candidates),
+    ``option`` (only option letters), or ``text`` (any candidate)."""
+    masked = text
+    for gold in golds:
+        gold = str(gold).strip()
+        if len(gold) > 1 and _CUES.search(gold):
+            masked = re.sub(re.escape(gold), " Q9gold ", masked, flags=re.I)
+    for start, clause in _clauses(masked):
+        if not _CUES.search(clause):
+            continue
+        before = masked[:start]
+        named = [c for c in _candidates(clause) if _of_kind(c, kind)]
+        if re.search(r"[^\W_]", before):
+            new = set(named) - _tokens(before)
+        elif kind != "text" and len(named) > 1:
+            new = set(named[1:])  # "C. Some sources say B": the value and its rival in one clause
+        else:
+            continue  # the cue is not after a committed value
+        if new:
+            return clause.strip()
+    return None
+
+
+_PAREN = re.compile(r"\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]")
+
+
+def _clauses(text: str) -> list[tuple[int, str]]:
+    """``(start, clause)`` pairs: the text split at sentence ends, newlines, ``;``, dashes and
+    "but"/"though"/"however" (never inside brackets), and every bracketed remark again on its own."""
+    spans = [(m.start(), m.end()) for m in _PAREN.finditer(text)]
+    out = [(a, text[a + 1 : b - 1]) for a, b in spans]
+    start = 0
+    for m in _CLAUSE_SPLIT.finditer(text):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
+        out.append((start, text[start : m.start()]))
+        start = m.end()
+    out.append((start, text[start:]))
+    return sorted((s, c) for s, c in out if c.strip())
+
+
+# ------------------------------------------------------------------ the reader
+@dataclass(frozen=True)
+class Reading:
+    """A final answer as the grammar reads it: ``text`` (presentation stripped, drafts dropped: what the
+    scorer's span reader then reads), ``hedge`` (why it names a rival, ``None`` when it does not) and
+    ``revised`` (whether a self-correction dropped an earlier draft)."""
+
+    text: str
+    hedge: str | None = None
+    revised: bool = False
+
+
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_ANSWER_MARK = re.compile(
+    r"(?im)^[ \t>*_#-]*(?:my\s+|the\s+)?(?:final\s+|correct\s+)?answer\s*[:：]"
+    r"|\b(?:the|my|our)\s+(?:final\s+|correct\s+|best\s+)?answer\s+(?:is|would\s+be|should\s+be|will\s+be)\b"
+    r"|\\(?:boxed|fbox)\s*\{"
+)
+
+
+def _answer_start(text: str) -> int:
+    """Where the answer region starts: at the first explicit answer marker ("Answer:", "the answer is", a
+    box) after the last self-correction, else at the start. Working before it is not read for rivals (the
+    marked answer commits); everything from it on is, so a second marker cannot hide a rival remark."""
+    m = _ANSWER_MARK.search(text)
+    return m.start() if m else 0
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split()).lower().rstrip(".")
+
+
+def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text") -> Reading:
+    """The final answer ``prediction`` read by the grammar (see the module doc); ``kind`` says which
+    candidates a remark can name (see :func:`rival_clause`)."""
+    gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
+    text = normalize_text(prediction)
+    if len(text) > MAX_READ_CHARS:
+        return Reading(text)
+    text = _THINK.sub("", text)
+    tags = list(_ANSWER_TAG.finditer(text))
+    if len({_squeeze(t.group(1)) for t in tags if t.group(1).strip()}) > 1:
+        return Reading(tags[-1].group(1).strip(), "several <answer> tags with different answers")
+    if tags:
+        rest_of_line = text[tags[-1].end() :].split("\n", 1)[0]
+        text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
+    text = strip_presentation(text)
+    text, revised = _drop_drafts(text)
+    rival = rival_clause(text[_answer_start(text) :], gold_list, kind)
+    if rival is not None:
+        return Reading(text, f"a remark names a rival answer ({rival[:60]!r})", revised)
+    return Reading(text, None, revised)

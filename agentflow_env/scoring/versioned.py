@@ -1,0 +1,179 @@
+"""Scorers by answer-grammar version: the ``-v3`` env ids read answers with grammar 3, older ids with grammar 2.
+
+Grammar 2 is the span reader every scorer already applies (:mod:`agentflow_env.scoring.extract` and the
+single-commitment rule); its verdicts are what ``-v2`` results were measured with, so they stay as they are.
+Grammar 3 (:mod:`agentflow_env.scoring.grammar`) reads the final answer first, then hands what it read to
+the same scorer:
+
+- an answer whose remark names a rival scores 0 without reaching the scorer;
+- otherwise the scorer scores the read text (presentation stripped, drafts dropped);
+- for short-answer golds (not options, not Game of 24), a committed span that the scorer's metric did not
+  match is compared by the gold's type (:mod:`agentflow_env.scoring.typed`: dates, names, lists, numbers
+  with units), and only when the span reader finds no hedge in it.
+
+The LLM judge is wrapped the same way, so it is asked about the same text and never about a hedge.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentflow_env.error import ConfigError
+from agentflow_env.scoring.base import Scorer
+from agentflow_env.scoring.grammar import read_answer
+from agentflow_env.types import Task
+
+__all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
+
+GRAMMARS = (2, 3)
+DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 ids pass grammar=3
+
+
+def grammar_version(value: Any) -> int:
+    """``value`` as a grammar version, or a :class:`~agentflow_env.error.ConfigError`."""
+    try:
+        version = int(value)
+    except (TypeError, ValueError):
+        version = -1
+    if version not in GRAMMARS or isinstance(value, bool):
+        raise ConfigError(f"grammar={value!r}; choose one of {', '.join(map(str, GRAMMARS))}")
+    return version
+
+
+def _golds(task: Task) -> list[str]:
+    answer = task.answer
+    if answer is None:
+        return []
+    if isinstance(answer, (list, tuple, set)):
+        return [str(a) for a in answer if a is not None and str(a).strip()]
+    return [str(answer)] if str(answer).strip() else []
+
+
+def _answer_kind(task: Task) -> str:
+    """Which candidates a remark can name: option letters, numbers (and expressions), or any text."""
+    meta = task.metadata or {}
+    if meta.get("options"):
+        return "option"
+    if meta.get("numbers") is not None:
+        return "number"
+    golds = _golds(task)
+    if golds and all(re.fullmatch(r"[-+]?[\d.,/]+|[-+]?\\frac\{\d+\}\{\d+\}", g.strip()) for g in golds):
+        return "number"
+    return "text"
+
+
+def _typed_kind(task: Task) -> bool:
+    """Short-answer tasks (not multiple choice, not Game of 24) get the comparison by type."""
+    meta = task.metadata or {}
+    return not meta.get("options") and meta.get("numbers") is None
+
+
+class GrammarScorer:
+    """``inner`` read through answer grammar 3 (see the module doc). Attributes not set here (``kind``,
+    counters, ``describe``) are the inner scorer's."""
+
+    grammar = 3
+    inner: Scorer
+
+    def __init__(self, inner: Scorer):
+        if isinstance(inner, GrammarScorer):
+            inner = inner.inner
+        self.inner = inner
+        from agentflow_env.scoring.qa import QAScorer
+
+        if isinstance(inner, QAScorer):  # the paper's QA golds hold dates; other families' never do
+            from agentflow_env.scoring.typed import require_dates
+
+            require_dates()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # unpickling: not set yet
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
+        """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
+        reading = read_answer(prediction, _golds(task), _answer_kind(task))
+        numbers = (task.metadata or {}).get("numbers")
+        if reading.hedge is None and numbers is not None and several_solutions(reading.text, numbers):
+            return reading.text, "it writes more than one expression over the given numbers"
+        return reading.text, reading.hedge
+
+    def __call__(self, prediction: str, task: Task) -> float:
+        text, hedge = self.read(str(prediction), task)
+        if hedge is not None:
+            return 0.0
+        score = float(self.inner(text, task))
+        if score >= 1.0 or getattr(self.inner, "kind", None) == "judge" or not _typed_kind(task):
+            return score
+        golds = _golds(task)
+        if not golds:
+            return score
+        from agentflow_env.scoring.commitment import read_commitment
+        from agentflow_env.scoring.typed import typed_equal
+
+        committed = read_commitment(text, golds, task.question)
+        if committed.hedge is None and typed_equal(committed.text, golds):
+            return 1.0
+        return score
+
+    def score_batch(self, predictions: list[str], tasks: list[Task]) -> list[float]:
+        """Many answers at once: a judge gets one batched call on the read texts (hedges score 0 without
+        reaching it); any other scorer scores each answer as :meth:`__call__` does."""
+        batch = getattr(self.inner, "score_batch", None)
+        if getattr(self.inner, "kind", None) != "judge" or not callable(batch):
+            return [self(str(p), t) for p, t in zip(predictions, tasks)]
+        reads = [self.read(str(p), t) for p, t in zip(predictions, tasks)]
+        todo = [i for i, (_text, hedge) in enumerate(reads) if hedge is None]
+        out = [0.0] * len(predictions)
+        for i, score in zip(todo, batch([reads[i][0] for i in todo], [tasks[i] for i in todo])):
+            out[i] = float(score)
+        return out
+
+    def __repr__(self) -> str:  # stored results record it: no memory addresses
+        inner = self.inner
+        return (
+            f"GrammarScorer({inner!r})"
+            if type(inner).__repr__ is not object.__repr__
+            else f"GrammarScorer({type(inner).__name__})"
+        )
+
+
+_EXPRESSION = re.compile(r"[\d(][\d \t()+\-*/×÷·x.]*[\d)]")
+
+
+def several_solutions(text: str, numbers: Any) -> bool:
+    """Whether ``text`` writes two different expressions that each use exactly the given ``numbers`` (two
+    candidate Game-of-24 solutions; ``expr = 24`` and ``expr = 26 - 2 = 24`` write one)."""
+    from collections import Counter
+    from fractions import Fraction
+
+    try:
+        want = Counter(Fraction(str(n)) for n in numbers)
+    except (ValueError, TypeError, ZeroDivisionError):
+        return False
+    seen = set()
+    for m in _EXPRESSION.finditer(text):
+        expr = re.sub(r"\s+", "", m.group(0)).replace("×", "*").replace("·", "*").replace("÷", "/").replace("x", "*")
+        leaves = Counter(Fraction(n) for n in re.findall(r"\d+(?:\.\d+)?", expr))
+        if leaves == want and re.search(r"[-+*/]", expr):
+            seen.add(
+                re.sub(r"[()]", "", expr)
+            )  # brackets aside: a stray one cut off by the match is no second expression
+    return len(seen) > 1
+
+
+def with_grammar(scorer: Scorer, grammar: int) -> Scorer:
+    """``scorer`` as answer grammar ``grammar`` reads (2: unchanged). A scorer whose ``reads_raw_answer``
+    is true (AgentFlow's own judge, which must see what AgentFlow's judge sees) is left as it is."""
+    if grammar_version(grammar) < 3 or getattr(scorer, "reads_raw_answer", False):
+        return scorer
+    return GrammarScorer(scorer)
+
+
+def unwrap_scorer(scorer: Any) -> Any:
+    """The scorer under any grammar wrapper (for code that asks which kind of scorer an env has)."""
+    while isinstance(scorer, GrammarScorer):
+        scorer = scorer.inner
+    return scorer
