@@ -178,7 +178,8 @@ _REVISION = re.compile(
     r"|\bscratch\s+that\b[,.:]?|\bi\s+(?:was\s+wrong|stand\s+corrected|misread|miscalculated)\b[,.:]?"
     r"|\bmy\s+(?:mistake|bad|error)\b[,.:]?|\blet\s+me\s+(?:correct|fix|revise)\s+(?:that|this)\b[,.:]?"
     r"|\b(?:after|upon|on)\s+(?:re-?checking|double-checking|checking|verifying|re-?reading|reconsidering|"
-    r"further\s+(?:checking|review|thought)|a\s+closer\s+look|closer\s+inspection|reflection)\b(?:\s+(?:it|this|that))?[,:]?"
+    r"further\s+(?:checking|review|thought)|a\s+closer\s+look|closer\s+inspection|reflection)\b"
+    r"(?:\s+(?:it|this|that)\b(?![''’]))?[,:]?"  # "on checking it, 33" drops "it"; "on checking it's 33" keeps it
     r"|\bhmm[,.!]*\s*no\b[,.!]?"
     r")"
 )

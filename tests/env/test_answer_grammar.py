@@ -63,6 +63,7 @@ def test_the_last_commitment_is_read_in_every_action_format(env_id, fmt):
     gold, wrong = _gold_and_wrong(env, 1, "Xylophone Quartz")
     right = [
         f"I first thought {wrong}, but after checking, it is {gold}",
+        f"I first thought {wrong}, but on checking it's {gold}",  # the "it" of "it's" is not the remark's
         f"The answer is {wrong}. Wait, actually it's {gold}.",
         f"{wrong}? On second thought, {gold}.",
         f"Answer: {wrong}\nCorrection: the answer is {gold}",
