@@ -12,15 +12,15 @@ paragraph moving from one file to another. A claim fails when its text is found 
 states it disagrees with the output's value formatted by its rule (a minus sign "−" reads as "-", and an
 expected value without thousands separators ignores the text's). A claim registered with ``expect_fail``
 (a reason) documents a known disagreement: it passes while the text still disagrees and fails once it agrees,
-so the entry is cleaned up. Claims measured too slowly for CI to rerun
-(``rerun = "no"``) may name the commit they were measured on (``measured_on``): that commit must then appear
-in the same file as the figure, so the reader is told.
+so the entry is cleaned up. Claims measured too slowly for CI to rerun (``rerun = "no"``) may name the commit
+they were measured on (``measured_on``): that commit must then appear in the same file as the figure, so the
+reader is told.
 
-A value path is dotted keys and list indices (``seeds.0.end.success``); ``[field=value,...]`` keeps the list items whose
-fields read so (more than one is an expansion); ``*`` expands over a list or a dict's values, and a prefix ``min:``, ``max:``, ``mean:``, ``median:``, ``len:``, ``tlo:`` or ``thi:`` (the t-95% interval of the mean)
-reduces the expansion to one number.
-Every output's code version is reported: the ``code_version`` it recorded when it has one, else the commit that
-last changed the file (``git log``).
+A value path is dotted keys and list indices (``seeds.0.end.success``); ``[field=value,...]`` keeps the list
+items whose fields read so (more than one is an expansion); ``*`` expands over a list or a dict's values; a
+prefix ``min:``, ``max:``, ``mean:``, ``median:``, ``len:``, ``tlo:`` or ``thi:`` (the t-95% interval of the
+mean) reduces the expansion to one number. Every output's code version is reported (``--list``): the
+``code_version`` it recorded when it has one, else the commit that last changed the file (``git log``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ def _t_bound(side: str) -> Any:
     def bound(values: list[float]) -> float:
         from experiments.stats_util import t_interval
 
-        return t_interval(values)[side]
+        bound_value = t_interval(values)[side]
+        if bound_value is None:
+            raise ValueError("a t interval needs at least two values")
+        return bound_value
 
     return bound
 
@@ -149,7 +152,7 @@ def resolve(data: Any, path: str) -> Any:
         reducer = REDUCERS[name]
     nodes, expanded = [data], False
     for key in re.findall(r"\[[^\]]*\]|[^.]+", path):
-        nxt = []
+        nxt: list[Any] = []
         for node in nodes:
             if key == "*":
                 nxt.extend(node.values() if isinstance(node, dict) else node)
