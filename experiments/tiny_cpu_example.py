@@ -11,14 +11,14 @@ It runs, from ``--work`` (a folder outside the clone is fine)::
     agentflow-env sft --config tiny-cpu-game24 --output-dir runs/sft-tiny
     agentflow-env train --config tiny-cpu-game24 --init-from runs/sft-tiny --output-dir runs/grpo
 
-then the same ``train`` with each further training seed (``--seeds``; seed 0 is the config's, the README's run).
-Each command's wall time, CPU time and the machine's load at its start and end are recorded, and the sha256 of
-every model it wrote. The start and end policies are compared per task with the learner's own ``evaluate``
-(``eval_samples`` sampled rollouts per validation task at the rollout temperature, the random numbers of
-training seed 0 for every model, so two evaluations differ only by the policy). Per seed: start and end
-success (Wilson 95% over episodes) and the mean per-task gain (paired t-95% over the 29 tasks); over seeds: the
-mean end success and the mean gain with a t-95% interval over seeds (the seed is the unit that repeats).
-Greedy decoding is compared for seed 0 (McNemar exact). The test split is never read.
+then the same ``train`` with each further training seed (``--seeds``; seed 0 is the config's, the README's run;
+``--jobs`` of them at once, each its own process). Each command's wall time, its own CPU time and the machine's
+load at its start and end are recorded, and the sha256 of every model it wrote. Each run's learner validates
+the warm start (step 0) and its final policy on the same random numbers (``eval_samples`` sampled rollouts per
+validation task at the rollout temperature; the numbers depend on the training seed), so per seed the gain is
+paired. Over seeds: the mean end success and the mean gain with a t-95% interval over seeds (the seed is the unit
+that repeats), and the per-seed table. For seed 0 the start and end are also compared per task (paired t-95%
+over the 29 tasks) and greedily (McNemar exact). The test split is never read.
 
 ``--prefix`` stops after ``sft`` and the warm start's validation: the part CI reruns and compares bit for bit
 with the committed result (``tests/agents/test_tiny_cpu_example.py``).
@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -100,20 +99,37 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def timed(argv: list[str], cwd: Path) -> dict[str, Any]:
-    """Run one command to completion; its wall time, its CPU time (user + system), the load before and after."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load = os.getloadavg()
-    started = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    subprocess.run(argv, cwd=cwd, env=env, check=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {
-        "wall_s": round(time.perf_counter() - started, 1),
-        "cpu_s": round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 1),
-        "load_average_at_start": [round(x, 2) for x in load],
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-    }
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def timed_all(commands: dict[str, list[str]], cwd: Path, jobs: int, done: Path) -> dict[str, Any]:
+    """Run ``commands`` to completion, ``jobs`` at a time, each as its own process; per command its wall time,
+    its own CPU time (user + system, from ``wait4``) and the load at its start and end. Each finished command's
+    timing is saved in ``done`` at once, so a rerun skips it."""
+    timings = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
+    waiting = [name for name in commands if name not in timings]
+    running: dict[int, tuple[str, float, list[float]]] = {}
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            name = waiting.pop(0)
+            proc = subprocess.Popen(_cli() + commands[name], cwd=cwd, env=_env())
+            running[proc.pid] = (name, time.perf_counter(), [round(x, 2) for x in os.getloadavg()])
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in running:
+            continue
+        name, started, load = running.pop(pid)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), commands[name])
+        timings[name] = {
+            "wall_s": round(time.perf_counter() - started, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "load_average_at_start": load,
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+            "ran_alongside": sorted(n for n, *_ in running.values()),
+        }
+        done.write_text(json.dumps(timings), encoding="utf-8")
+    return timings
 
 
 def per_task_successes(model: str, work: Path, samples: int, temperature: float) -> list[int]:
@@ -207,7 +223,7 @@ def warm_start(work: Path, samples: int, temperature: float) -> dict[str, Any]:
 def over_seeds(seeds: list[dict[str, Any]]) -> dict[str, Any]:
     """Seed-level summary: the t-95% interval over training seeds of the end success and of the gain."""
     ends = [s["end"]["success"] for s in seeds]
-    gains = [s["end"]["success"] - s["start"]["success"] for s in seeds]
+    gains = [s["gain"] for s in seeds]
     return {
         "seeds": len(seeds),
         "end_success": _rounded(t_interval(ends)),
@@ -222,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULT, help="the JSON written")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="training seeds (0 first)")
     parser.add_argument("--prefix", action="store_true", help="only sft and the warm start's validation")
+    parser.add_argument("--jobs", type=int, default=1, help="training seeds run at once (each its own process)")
     args = parser.parse_args(argv)
     if args.seeds[0] != 0:
         parser.error("--seeds must start with 0, the config's seed (the README's run)")
@@ -237,11 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds[1:]:  # the same command with another training seed (same warm start)
             commands[f"train-seed{seed}"] = [*train, f"runs/grpo-seed{seed}", "--seed", str(seed), *QUIET]
     done = work / "timings.json"  # each finished command's timing: a rerun does not run it again
-    timings = json.loads(done.read_text(encoding="utf-8")) if done.is_file() else {}
-    for name, command in commands.items():
-        if name not in timings:
-            timings[name] = timed(_cli() + command, work)
-            done.write_text(json.dumps(timings), encoding="utf-8")
+    timings = timed_all({"sft": commands["sft"]}, work, 1, done)
+    timings = timed_all(commands, work, args.jobs, done)  # the training seeds, --jobs at a time
 
     from agents.training.config import load_config
 
@@ -251,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "what": f"the README's tiny CPU example (agents/configs/{CONFIG}.toml): SFT warm start, then Flow-GRPO",
         "made_by": "python experiments/tiny_cpu_example.py"
         + (" --prefix" if args.prefix else "")
-        + (" --seeds " + " ".join(map(str, args.seeds)) if not args.prefix else ""),
+        + (f" --seeds {' '.join(map(str, args.seeds))} --jobs {args.jobs}" if not args.prefix else ""),
         "code_version": code_version(),
         "environment": environment(),
         "commands": ["agentflow-env " + " ".join(c) for c in commands.values()],
@@ -263,23 +277,24 @@ def main(argv: list[str] | None = None) -> int:
         start = result["warm_start"]["validation"]["per_task_successes"]
         n = len(start) * samples
         seeds = []
-        for seed in args.seeds:
+        for seed in args.seeds:  # each run's own validation at step 0 and at its end: the same random numbers
             run = work / "runs" / ("grpo" if seed == 0 else f"grpo-seed{seed}")
-            end = per_task_successes(str(run / "final"), work, samples, temperature)
             rows = curve(run / "metrics.jsonl")
+            logged = [{"step": r["step"], "success": r["val_success"]} for r in rows if "val_success" in r]
+            first, last = (round(logged[i]["success"] * n) for i in (0, -1))
             seeds.append(
                 {
                     "seed": seed,
-                    "start": _interval(sum(start), n),
-                    "end": {**_interval(sum(end), n), "per_task_successes": end},
-                    **paired_gain(start, end, samples),
+                    "start": _interval(first, n),
+                    "end": _interval(last, n),
+                    "gain": round((last - first) / n, 4),
                     **reward_summary(rows),
                     "final_model_sha256": sha256(run / "final" / "model.safetensors"),
-                    "logged_validation": [
-                        {"step": r["step"], "success": r["val_success"]} for r in rows if "val_success" in r
-                    ],
+                    "logged_validation": logged,
                 }
             )
+        end = per_task_successes(str(work / "runs" / "grpo" / "final"), work, samples, temperature)
+        assert sum(end) == round(seeds[0]["end"]["success"] * n), "seed 0's end disagrees with its logged validation"
         greedy = [
             per_task_successes(m, work, 1, 0.0)
             for m in (str(work / "runs" / "sft-tiny"), str(work / "runs" / "grpo" / "final"))
@@ -289,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         result.update(
             seeds=seeds,
             over_seeds=over_seeds(seeds),
+            per_task_seed0={"end_per_task_successes": end, **paired_gain(start, end, samples)},
             greedy_seed0={
                 "start": _interval(sum(greedy[0]), len(greedy[0])),
                 "end": _interval(sum(greedy[1]), len(greedy[1])),
