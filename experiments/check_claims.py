@@ -13,8 +13,8 @@ states it disagrees with the output's value formatted by its rule (a minus sign 
 expected value without thousands separators ignores the text's). A claim registered with ``expect_fail``
 (a reason) documents a known disagreement: it passes while the text still disagrees and fails once it agrees,
 so the entry is cleaned up. Claims measured too slowly for CI to rerun (``rerun = "no"``) may name the commit
-they were measured on (``measured_on``): that commit must then appear in the same file as the figure, so the
-reader is told.
+they were measured on (``measured_on``; ``"recorded"``: the first 7 characters of the commit the output
+records in ``code_version``): that commit must then appear in the same file as the figure, so the reader is told.
 
 A value path is dotted keys and list indices (``seeds.0.end.success``); ``[field=value,...]`` keeps the list
 items whose fields read so (more than one is an expansion); ``*`` expands over a list or a dict's values; a
@@ -241,6 +241,9 @@ def check(claim: Claim, docs: dict[str, str], root: Path = ROOT) -> Result:
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         result.status = f"output {claim.output} has no value for it ({exc.__class__.__name__}: {exc})"
         return result
+    marker = claim.measured_on
+    if marker == "recorded":  # the commit the output says produced it
+        marker = str((data.get("code_version") or {}).get("commit") or "")[:7] or "(no recorded commit)"
     wrong = []
     for name, text in docs.items():
         for match in claim.pattern.finditer(text):
@@ -254,8 +257,8 @@ def check(claim: Claim, docs: dict[str, str], root: Path = ROOT) -> Result:
             result.found.append({"file": name, "line": line, "stated": stated})
             if bad:
                 wrong.append(f"{name}:{line} states {bad}, the output gives {result.expected}")
-            if claim.measured_on and claim.measured_on not in text:
-                wrong.append(f"{name}:{line} does not say it was measured on commit {claim.measured_on}")
+            if marker and marker not in text:
+                wrong.append(f"{name}:{line} does not say it was measured on commit {marker}")
     if not result.found:
         result.status = "its text is found nowhere (README.md, docs/**/*.md)"
     elif wrong and claim.expect_fail:
