@@ -17,15 +17,17 @@ they were measured on (``measured_on``; ``"recorded"``: the first 7 characters o
 records in ``code_version``): that commit must then appear in the same file as the figure, so the reader is told.
 
 A value path is dotted keys and list indices (``seeds.0.end.success``); ``[field=value,...]`` keeps the list
-items whose fields read so (more than one is an expansion); ``*`` expands over a list or a dict's values; a
-prefix ``min:``, ``max:``, ``mean:``, ``median:``, ``len:``, ``tlo:`` or ``thi:`` (the t-95% interval of the
-mean) reduces the expansion to one number. Every output's code version is reported (``--list``): the
-``code_version`` it recorded when it has one, else the commit that last changed the file (``git log``).
+items whose fields read so (more than one is an expansion); ``*`` expands over a list or a dict's values, and
+``train*`` over the values of the dict keys it matches; a prefix ``min:``, ``max:``, ``mean:``, ``median:``,
+``len:``, ``tlo:`` or ``thi:`` (the t-95% interval of the mean) reduces the expansion to one number. Every
+output's code version is reported (``--list``): the ``code_version`` it recorded when it has one, else the
+commit that last changed the file (``git log``).
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import math
 import re
@@ -156,6 +158,9 @@ def resolve(data: Any, path: str) -> Any:
         for node in nodes:
             if key == "*":
                 nxt.extend(node.values() if isinstance(node, dict) else node)
+                expanded = True
+            elif "*" in key:  # a glob over a dict's keys: train* is every run named train...
+                nxt.extend(v for k, v in node.items() if fnmatch.fnmatchcase(k, key))
                 expanded = True
             elif key.startswith("["):  # [field=value,...]: the list's items whose fields read so
                 wanted = dict(part.split("=", 1) for part in key[1:-1].split(","))

@@ -116,6 +116,7 @@ def test_rounding_and_value_paths():
     data = {"runs": [{"r": 0.5, "k": "a"}, {"r": 0.7, "k": "b"}], "d": {"0": 1.0}}
     assert cc.resolve(data, "runs.1.r") == 0.7 and cc.resolve(data, "d.0") == 1.0
     assert cc.resolve(data, "max:runs.*.r") == 0.7 and cc.resolve(data, "len:runs.*") == 2
+    assert cc.resolve(data, "len:d.0*") == 1 and cc.resolve(data, "len:d.x*") == 0
     assert cc.resolve(data, "runs.[k=b].r") == 0.7 and cc.resolve(data, "mean:runs.[r=0.5].r") == 0.5
     with pytest.raises(KeyError, match="reducer"):
         cc.resolve(data, "runs.*.r")
