@@ -6,8 +6,9 @@
 
 The registry, ``experiments/claims.toml``, lists claims. Each has an ``id``, a regular expression ``pattern``
 whose named groups capture the figures in the text, the committed ``output`` (a JSON file) and, per group, the
-path to its value there (``values``), and the rounding rule (``scale`` then a Python format ``spec``, per claim
-or per group). The pattern is searched in README.md and every ``docs/**/*.md``, so a claim survives its
+path to its value there (``values``), and the rounding rule (``scale`` then a format ``spec``, per claim or
+per group; half up on the value the JSON shows, and at an exact tie there either way, since that value was
+rounded once already). The pattern is searched in README.md and every ``docs/**/*.md``, so a claim survives its
 paragraph moving from one file to another. A claim fails when its text is found nowhere, or when any place that
 states it disagrees with the output's value formatted by its rule (a minus sign "−" reads as "-", and an
 expected value without thousands separators ignores the text's). A claim registered with ``expect_fail``
@@ -35,7 +36,7 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_DOWN, ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +195,7 @@ def _same(value: Any, text: str) -> bool:
 SPEC = re.compile(r"^(?P<sign>\+)?(?P<comma>,)?(?:\.(?P<places>\d+))?(?P<kind>[fd])$")
 
 
-def formatted(value: Any, scale: float, spec: str) -> str:
+def formatted(value: Any, scale: float, spec: str, rounding: str = ROUND_HALF_UP) -> str:
     """``value`` x ``scale`` rounded half up on its shortest decimal form (0.825 -> "0.83", as a person rounds
     the figure the JSON shows), then written by ``spec``: [+][,][.N](f|d)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -204,7 +205,7 @@ def formatted(value: Any, scale: float, spec: str) -> str:
         raise ValueError(f"spec {spec!r} is not [+][,][.N](f|d)")
     places = 0 if form["kind"] == "d" else int(form["places"] or 6)
     exact = Decimal(repr(float(value))) * Decimal(repr(float(scale)))
-    rounded = exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    rounded = exact.quantize(Decimal(1).scaleb(-places), rounding=rounding)
     if rounded == 0:
         rounded = abs(rounded)  # no "-0.0"
     return format(rounded, f"{form['sign'] or ''}{form['comma'] or ''}.{places}f")
@@ -213,6 +214,11 @@ def formatted(value: Any, scale: float, spec: str) -> str:
 def _normal(text: str, keep_commas: bool) -> str:
     text = text.replace("\u2212", "-").replace("\u2009", "").strip()
     return text if keep_commas else text.replace(",", "")
+
+
+def _agrees(stated: str, group: str, claim: Claim, expected: dict[str, str], ties: dict[str, str]) -> bool:
+    commas = "," in claim.specs[group]
+    return _normal(stated, commas) in {_normal(expected[group], commas), _normal(ties[group], commas)}
 
 
 def code_version(output: Path, data: Any, root: Path = ROOT) -> str:
@@ -246,6 +252,11 @@ def check(claim: Claim, docs: dict[str, str], root: Path = ROOT) -> Result:
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         result.status = f"output {claim.output} has no value for it ({exc.__class__.__name__}: {exc})"
         return result
+    # a tie in the value the JSON shows (0.2425 of 225/928 = 0.24246) was rounded once already: either way reads
+    ties = {
+        g: formatted(resolve(data, p), claim.scales[g], claim.specs[g], ROUND_HALF_DOWN)
+        for g, p in claim.values.items()
+    }
     marker = claim.measured_on
     if marker == "recorded":  # the commit the output says produced it
         marker = str((data.get("code_version") or {}).get("commit") or "")[:7] or "(no recorded commit)"
@@ -254,11 +265,7 @@ def check(claim: Claim, docs: dict[str, str], root: Path = ROOT) -> Result:
         for match in claim.pattern.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             stated = match.groupdict()
-            bad = {
-                g: stated[g]
-                for g in claim.values
-                if _normal(stated[g], "," in claim.specs[g]) != _normal(result.expected[g], "," in claim.specs[g])
-            }
+            bad = {g: stated[g] for g in claim.values if not _agrees(stated[g], g, claim, result.expected, ties)}
             result.found.append({"file": name, "line": line, "stated": stated})
             if bad:
                 wrong.append(f"{name}:{line} states {bad}, the output gives {result.expected}")
