@@ -107,6 +107,19 @@ def test_a_missing_output_and_a_bad_registry_are_clear(copy, tmp_path):
         cc.load_registry(bad)
 
 
+def test_a_tie_in_the_shown_value_reads_either_way(tmp_path):
+    """0.2425 in the JSON is 225/928 = 0.24246 rounded once: 24.2 and 24.3 both agree with it, 24.4 does not."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "out.json").write_text('{"v": 0.2425}')
+    (tmp_path / "experiments" / "claims.toml").write_text(
+        '[[claim]]\nid = "t"\npattern = "rate (?P<v>[0-9.]+)%"\noutput = "out.json"\n'
+        'values = { v = "v" }\nscale = 100\n'
+    )
+    for text, ok in (("24.2", True), ("24.3", True), ("24.4", False)):
+        (tmp_path / "README.md").write_text(f"the rate {text}% here")
+        assert cc.check_all(tmp_path)[0].ok is ok, text
+
+
 def test_rounding_and_value_paths():
     assert cc.formatted(0.825, 1, ".2f") == "0.83"  # half up on the figure the JSON shows
     assert cc.formatted(-0.43348, 100, ".1f") == "-43.3"
