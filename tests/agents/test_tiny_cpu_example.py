@@ -87,7 +87,7 @@ def test_summaries_follow_from_the_recorded_counts(result):
 @pytest.mark.slow
 def test_todays_code_reruns_the_prefix_bit_for_bit(result, tmp_path):
     """sft (500 steps) and the warm start's validation (928 episodes), rerun by today's code and compared with the
-    committed result: the SFT model's sha256 and every task's successes. About 90 s of CPU. Bit for bit only on the
+    committed result: the SFT model's sha256 and every task's successes. About 95 s of CPU. Bit for bit only on the
     machine kind that made the result (same torch build and CPU kernels); elsewhere the test says so and skips."""
     import torch
 
