@@ -5,7 +5,8 @@
     python experiments/check_claims.py --list     # the registry: what each claim reads, and from where
 
 The registry, ``experiments/claims.toml``, lists claims. Each has an ``id``, a regular expression ``pattern``
-whose named groups capture the figures in the text, the committed ``output`` (a JSON file) and, per group, the
+whose named groups capture the figures in the text (a space in it matches any run of whitespace, line breaks
+included, so reflowed text still matches), the committed ``output`` (a JSON file) and, per group, the
 path to its value there (``values``), and the rounding rule (``scale`` then a format ``spec``, per claim or
 per group; half up on the value the JSON shows, and at an exact tie there either way, since that value was
 rounded once already). The pattern is searched in README.md and every ``docs/**/*.md``, so a claim survives its
@@ -113,7 +114,8 @@ def load_registry(path: Path = REGISTRY) -> list[Claim]:
             raise RegistryError(f"{path.name}: {name} is registered twice")
         seen.add(name)
         try:
-            pattern = re.compile(entry["pattern"], re.M)
+            # a space matches any run of whitespace, line breaks included: reflowed text still matches
+            pattern = re.compile(entry["pattern"].replace(" ", r"\s+"), re.M)
         except re.error as exc:
             raise RegistryError(f"{path.name}: {name}: bad pattern ({exc})") from exc
         values = dict(entry["values"])
