@@ -54,14 +54,14 @@ def _status(root: Path, claim_id: str) -> cc.Result:
 
 def test_a_changed_number_in_the_text_fails(copy):
     claim = next(c for c in cc.load_registry(copy / "experiments" / "claims.toml") if not c.expect_fail)
-    readme = (copy / "README.md").read_text(encoding="utf-8")
-    match = claim.pattern.search(readme)
-    assert match, f"{claim.id} is not in the README"
+    docs = cc.documents(copy)  # wherever the text lives now (README.md or a docs page)
+    name, match = next((n, m) for n, text in docs.items() if (m := claim.pattern.search(text)))
     group = next(iter(claim.values))
     start, end = match.span(group)
-    stated = readme[start:end]
+    text = docs[name]
+    stated = text[start:end]
     changed = stated[:-1] + ("1" if stated[-1] != "1" else "2")
-    (copy / "README.md").write_text(readme[:start] + changed + readme[end:], encoding="utf-8")
+    (copy / name).write_text(text[:start] + changed + text[end:], encoding="utf-8")
     result = _status(copy, claim.id)
     assert not result.ok and "states" in result.status
 
@@ -85,17 +85,19 @@ def test_a_changed_output_value_fails(copy):
 
 
 def test_text_moved_into_docs_still_counts_and_text_found_nowhere_fails(copy):
-    readme = (copy / "README.md").read_text(encoding="utf-8")
-    section = readme.index("## Speed")
+    claim_id = "speed.eval-throughput.c64-l500"
+    claim = next(c for c in cc.load_registry(copy / "experiments" / "claims.toml") if c.id == claim_id)
+    name, text = next((n, t) for n, t in cc.documents(copy).items() if claim.pattern.search(t))
+    match = claim.pattern.search(text)
     (copy / "docs").mkdir(exist_ok=True)
-    reflowed = readme[section:].replace(", ", ",\n  ")  # the docs page breaks its lines elsewhere
-    (copy / "docs" / "speed.md").write_text("# Speed\n" + reflowed, encoding="utf-8")
-    (copy / "README.md").write_text(readme[:section], encoding="utf-8")
+    reflowed = match.group(0).replace(", ", ",\n  ")  # the new page breaks its lines elsewhere
+    (copy / "docs" / "moved.md").write_text(f"# Moved\n\nMeasured {reflowed}.\n", encoding="utf-8")
+    (copy / name).write_text(text[: match.start()] + text[match.end() :], encoding="utf-8")
     assert all(r.ok for r in cc.check_all(copy))
-    moved = _status(copy, "speed.eval-throughput.c64-l500")
-    assert moved.ok and {f["file"] for f in moved.found} == {"docs/speed.md"}
-    (copy / "docs" / "speed.md").unlink()
-    gone = _status(copy, "speed.eval-throughput.c64-l500")
+    moved = _status(copy, claim_id)
+    assert moved.ok and {f["file"] for f in moved.found} == {"docs/moved.md"}
+    (copy / "docs" / "moved.md").unlink()
+    gone = _status(copy, claim_id)
     assert not gone.ok and "found nowhere" in gone.status
 
 
