@@ -156,7 +156,7 @@ def make_env(
     ``mcp_servers`` adds the tools of MCP servers (a ``{"mcpServers": ...}`` mapping, a JSON file of one, or a
     list of ``{"command"|"url": ...}`` entries; see :mod:`agentflow_env.tools.mcp_tools`).
 
-    ``grammar`` is the answer grammar the scorer reads with (:mod:`agentflow_env.scoring.grammar`): 2 (the
+    ``grammar`` is the answer grammar the scorer reads with (``agentflow_env.scoring.grammar``): 2 (the
     default, and what the ``-v0``..``-v2`` ids use) or 3 (the ``-v3`` ids); it applies to a given ``scorer=``
     too (a protocol's judge), except AgentFlow's own judge, which reads the raw output as AgentFlow does.
 
