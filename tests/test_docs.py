@@ -74,4 +74,6 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "AgentFlowEnv" in api and "max_action_chars" in api  # classes with their parameters
     training = (site / "training.html").read_text(encoding="utf-8")
     assert "--questions-per-step" in training and "eps_high" in training  # the generated config reference
-    assert "agentflow/Gen-GameOf24-v2" in (site / "benchmarks.html").read_text(encoding="utf-8")
+    from agentflow_env.registration import LATEST_VERSION
+
+    assert f"agentflow/Gen-GameOf24-v{LATEST_VERSION}" in (site / "benchmarks.html").read_text(encoding="utf-8")

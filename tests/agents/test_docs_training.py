@@ -82,11 +82,11 @@ def test_a_missing_config_says_where_the_shipped_ones_are(tmp_path):
     assert "shipped configs (in" in proc.stderr and "tiny-cpu-game24" in proc.stderr and "--list-configs" in proc.stderr
 
 
-def _run_readme_training(work: Path, hash_seed: str) -> None:
-    """The README's sft and train lines on a budget of a few steps, from an empty folder ``work``."""
+def _run_documented_training(work: Path, hash_seed: str) -> None:
+    """The documented sft and train lines on a budget of a few steps, from an empty folder ``work``."""
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "NO_COLOR": "1", "PYTHONHASHSEED": hash_seed}
-    for command in readme_commands():
+    for command in documented_commands():
         if "--list-configs" in command:
             continue
         argv = _cli() + command[1:] + SMALL[command[1]]
@@ -104,12 +104,12 @@ def _fingerprint(work: Path) -> tuple[dict[str, str], list[dict]]:
     return hashes, timeless
 
 
-def test_the_readme_training_lines_repeat_bit_for_bit(tmp_path):
+def test_the_documented_training_lines_repeat_bit_for_bit(tmp_path):
     """The reproducibility statement (docs/reproducibility.md): the same commands, seed, threads and machine give
     the same bits: model files (SFT, checkpoints, final) and metrics, from two separate processes each with its own
     hash seed."""
-    _run_readme_training(tmp_path / "a", "1")
-    _run_readme_training(tmp_path / "b", "2")
+    _run_documented_training(tmp_path / "a", "1")
+    _run_documented_training(tmp_path / "b", "2")
     hashes_a, metrics_a = _fingerprint(tmp_path / "a")
     hashes_b, metrics_b = _fingerprint(tmp_path / "b")
     assert "sft-tiny/model.safetensors" in hashes_a and "grpo/final/model.safetensors" in hashes_a
