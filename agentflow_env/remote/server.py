@@ -11,7 +11,8 @@ JSON over HTTP/1.1 (keep-alive), standard library only:
   episodes (each result is what the single call returns, or ``{"error", "status"}``);
 - ``DELETE /v1/episodes/<id>`` ends it; ``GET /v1/health`` counts what is open.
 
-Serving: one asyncio loop reads requests (``TCP_NODELAY``; each reply is one write) and hands env work to a
+Serving (:mod:`agentflow_env.remote.http_base`, shared with ``retrieval-server``): one asyncio loop reads
+requests (``TCP_NODELAY``; each reply is one write) and hands env work to a
 bounded thread pool (``workers``), one lock per episode. At most ``max_connections`` connections are open
 (more get a 503 and are closed); a request must arrive whole within ``read_timeout_s`` and an idle
 keep-alive connection is closed after ``idle_connection_s``, so slow or idle clients pin no thread. An
@@ -39,17 +40,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import hmac
-import ipaddress
 import json
 import logging
 import os
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -57,6 +54,10 @@ from typing import Any
 import gymnasium as gym
 
 from agentflow_env.error import AgentFlowError, ConfigError
+from agentflow_env.remote.http_base import MAX_BODY_BYTES, JsonHTTPServer, is_loopback, to_jsonable
+from agentflow_env.remote.http_base import HTTPError as _HTTPError
+from agentflow_env.remote.http_base import dumps as _dumps
+from agentflow_env.remote.http_base import json_body as _json_body
 
 __all__ = [
     "CLIENT_KWARGS",
@@ -66,6 +67,7 @@ __all__ = [
     "TOKEN_ENV",
     "EnvServer",
     "configure",
+    "is_loopback",
     "to_jsonable",
     "tune_gc_for_serving",
 ]
@@ -74,8 +76,6 @@ logger = logging.getLogger(__name__)
 
 #: kwargs any client may set, with the type each must have
 CLIENT_KWARGS: dict[str, type] = {"split": str, "max_turns": int, "num_tasks": int}
-MAX_BODY_BYTES = 16 * 1024 * 1024  # an action is capped far below this by the env itself
-MAX_HEADER_BYTES = 64 * 1024
 MAX_BATCH = 4096  # items of one step_many/reset_many request
 #: the environment variable the server and ``RemoteEnv`` read the token from
 TOKEN_ENV = "AGENTFLOW_ENV_SERVER_TOKEN"
@@ -83,21 +83,6 @@ TOKEN_ENV = "AGENTFLOW_ENV_SERVER_TOKEN"
 HIDDEN_INFO_KEYS = ("gold", "task")
 #: the collector's thresholds in a serving process (see :func:`tune_gc_for_serving`)
 SERVING_GC_THRESHOLD = (5000, 20, 100)
-
-
-def to_jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars/arrays, tuples and dataclass-like objects turned into JSON types."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if hasattr(value, "tolist"):  # numpy scalar or array
-        return value.tolist()
-    if hasattr(value, "to_dict"):
-        return to_jsonable(value.to_dict())
-    return str(value)
 
 
 def tune_gc_for_serving() -> None:
@@ -116,22 +101,6 @@ def tune_gc_for_serving() -> None:
     gc.set_threshold(*SERVING_GC_THRESHOLD)
 
 
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on this machine."""
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name that may resolve anywhere: treated as beyond loopback
-
-
-class _HTTPError(Exception):
-    def __init__(self, status: HTTPStatus, message: str):
-        super().__init__(message)
-        self.status = status
-
-
 @dataclass
 class _Episode:
     env: Any
@@ -141,26 +110,11 @@ class _Episode:
     closed: bool = False
 
 
-_REASONS = {s.value: s.phrase for s in HTTPStatus}
-
-
-def _response(status: int, data: bytes, close: bool) -> bytes:
-    """One buffer, headers and body together: two small writes wait out Nagle and delayed ACKs (~40 ms)."""
-    head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(data)}\r\n"
-        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
-    )
-    return head.encode("ascii") + data
-
-
-def _error_body(message: str) -> bytes:
-    return json.dumps({"error": message}).encode("utf-8")
-
-
-class EnvServer:
+class EnvServer(JsonHTTPServer):
     """The episode table and the HTTP server around it (``start()`` in a thread, or ``serve_forever()``)."""
+
+    token_env = TOKEN_ENV
+    server_name = "env-server"
 
     def __init__(
         self,
@@ -181,110 +135,32 @@ class EnvServer:
     ):
         if idle_timeout_s <= 0 or max_episodes <= 0:
             raise ConfigError("idle_timeout_s and max_episodes must be positive")
-        if max_connections <= 0 or read_timeout_s <= 0 or idle_connection_s <= 0:
-            raise ConfigError("max_connections, read_timeout_s and idle_connection_s must be positive")
-        if workers is not None and workers <= 0:
-            raise ConfigError("workers must be positive")
-        if token is not None and len(token) < 16:
-            raise ConfigError(
-                "the token must be at least 16 characters (`python -c 'import secrets; print(secrets.token_hex())'`)"
-            )
-        if token is None and not is_loopback(host):
-            raise ConfigError(
-                f"binding {host!r} exposes the server beyond this machine: give a token "
-                f"(--token or ${TOKEN_ENV}), or bind 127.0.0.1"
-            )
+        super().__init__(
+            host,
+            port,
+            token=token,
+            max_connections=max_connections,
+            workers=workers,
+            read_timeout_s=read_timeout_s,
+            idle_connection_s=idle_connection_s,
+        )
         self.idle_timeout_s = float(idle_timeout_s)
         self.max_episodes = int(max_episodes)
         self.env_kwargs = dict(env_kwargs or {})
         self.allow_client_kwargs = bool(allow_client_kwargs)
         self.env_prefix = env_prefix
         self.reveal_gold = bool(reveal_gold)
-        self.max_connections = int(max_connections)
-        self.read_timeout_s = float(read_timeout_s)
-        self.idle_connection_s = float(idle_connection_s)
-        self.workers = int(workers or min(32, 4 * (os.cpu_count() or 1)))
-        self._token = None if token is None else f"Bearer {token}".encode()
         self._episodes: dict[str, _Episode] = {}
         self._table_lock = threading.Lock()
-        self._stop = threading.Event()
         self.expired = 0  # episodes closed by the idle reaper
-        self.refused_connections = 0  # connections turned away at the cap
-        self._connections = 0
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.socket(family, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self._sock.bind((host, port))
-            self._sock.listen(1024)  # a burst of clients connecting at once is queued, not reset
-        except OSError:
-            self._sock.close()
-            raise
-        self._sock.setblocking(False)
-        self.server_address = self._sock.getsockname()
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="env-server-worker")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: threading.Thread | None = None
         self._reaper: threading.Thread | None = None
-        self._closed = False
-
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host!s}:{port}"
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> EnvServer:
-        """Serve and reap in daemon threads; returns once the server accepts connections."""
-        ready = threading.Event()
-        self._loop_thread = threading.Thread(target=self._run_loop, args=(ready,), name="env-server-loop", daemon=True)
-        self._loop_thread.start()
-        ready.wait(30)
-        self._start_reaper()
-        return self
-
-    def serve_forever(self) -> None:
-        self._start_reaper()
-        try:
-            self._run_loop(threading.Event())
-        finally:
-            self.close()
-
-    def _start_reaper(self) -> None:
+    def on_start(self) -> None:
         self._reaper = threading.Thread(target=self._reap_loop, name="env-server-reaper", daemon=True)
         self._reaper.start()
 
-    def _run_loop(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        server = loop.run_until_complete(
-            asyncio.start_server(self._serve_connection, sock=self._sock, limit=MAX_HEADER_BYTES)
-        )
-        ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            server.close()
-            tasks = asyncio.all_tasks(loop)
-            for task in tasks:
-                task.cancel()
-            if tasks:
-                loop.run_until_complete(asyncio.wait(tasks, timeout=5))
-            loop.close()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            loop.call_soon_threadsafe(loop.stop)
-        if self._loop_thread is not None and self._loop_thread is not threading.current_thread():
-            self._loop_thread.join(30)
-        self._sock.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def on_close(self) -> None:
         with self._table_lock:
             episodes, self._episodes = list(self._episodes.values()), {}
         for ep in episodes:
@@ -464,135 +340,7 @@ class EnvServer:
         results = await asyncio.gather(*(loop.run_in_executor(self._pool, self._one, fn, item) for item in items))
         return {"results": list(results)}
 
-    # ------------------------------------------------------------------ HTTP
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._connections >= self.max_connections:
-            self.refused_connections += 1
-            writer.write(
-                _response(503, _error_body(f"the server has its maximum of {self.max_connections} connections"), True)
-            )
-            await self._close_writer(reader, writer)
-            return
-        self._connections += 1
-        sock = writer.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            while True:
-                close = await self._serve_request(reader, writer)
-                if close:
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
-            pass
-        except Exception:
-            logger.exception("env server: a connection failed")
-        finally:
-            self._connections -= 1
-            await self._close_writer(reader, writer)
-
-    @staticmethod
-    async def _close_writer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Send what is written, then close. Unread bytes (a refused body) are drained for a moment first:
-        closing over them sends a reset, which can destroy the error reply before the client reads it."""
-        try:
-            await asyncio.wait_for(writer.drain(), 5)
-            if writer.can_write_eof():
-                writer.write_eof()
-            deadline = time.monotonic() + 1.0
-            drained = 0
-            while drained < MAX_BODY_BYTES and (left := deadline - time.monotonic()) > 0:
-                chunk = await asyncio.wait_for(reader.read(65536), left)
-                if not chunk:
-                    break
-                drained += len(chunk)
-        except Exception:
-            pass
-        writer.close()
-
-    async def _serve_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Read, answer and write one request; True when the connection is to be closed.
-
-        Timeouts are timers on the loop (no task per read): an idle connection is closed after
-        ``idle_connection_s``; once a request has begun it must arrive whole within ``read_timeout_s``.
-        """
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(self.idle_connection_s, writer.transport.abort)
-        try:
-            first = await reader.read(1)
-        finally:
-            timer.cancel()
-        if not first:
-            return True  # the client closed it, or it idled out
-        timer = loop.call_later(self.read_timeout_s, self._too_slow, writer)
-        try:
-            head = first + await reader.readuntil(b"\r\n\r\n")
-            method, path, close, length = self._parse_head(head)
-            raw = await reader.readexactly(length) if length else b""
-        except (asyncio.LimitOverrunError, ValueError):
-            writer.write(_response(431, _error_body(f"request headers over {MAX_HEADER_BYTES} bytes"), True))
-            return True
-        except _HTTPError as exc:
-            writer.write(_response(int(exc.status), _error_body(str(exc)), True))
-            return True
-        finally:
-            timer.cancel()
-        try:
-            status, data = 200, await self._route(method, path, raw)
-        except _HTTPError as exc:
-            status, data = int(exc.status), _error_body(str(exc))
-        except Exception as exc:  # an env bug answers 500 and leaves the server up
-            logger.exception("env server: %s %s failed", method, path)
-            status, data = 500, _error_body(f"{type(exc).__name__}: {exc}")
-        close = close or 400 <= status < 500  # after a 4xx the rest of the stream cannot be trusted
-        writer.write(_response(status, data, close))
-        if writer.transport.get_write_buffer_size():
-            await writer.drain()
-        return close
-
-    def _too_slow(self, writer: asyncio.StreamWriter) -> None:
-        if not writer.transport.is_closing():
-            writer.write(
-                _response(408, _error_body(f"the request did not arrive within {self.read_timeout_s:g} s"), True)
-            )
-            writer.transport.close()  # the pending read ends; the reply is flushed first
-
-    def _parse_head(self, head: bytes) -> tuple[str, str, bool, int]:
-        try:
-            text = head.decode("latin-1")
-            request_line, *lines = text[:-4].split("\r\n")
-            method, path, version = request_line.split(" ")
-        except ValueError:
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "malformed request line") from None
-        if version not in ("HTTP/1.1", "HTTP/1.0") or not path.startswith("/"):
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, "malformed request line")
-        headers: dict[str, str] = {}
-        for line in lines:
-            name, sep, value = line.partition(":")
-            if not sep or not name or name != name.strip():
-                raise _HTTPError(HTTPStatus.BAD_REQUEST, "malformed header line")
-            key = name.lower()
-            if key in headers and key in ("content-length", "authorization", "transfer-encoding"):
-                raise _HTTPError(HTTPStatus.BAD_REQUEST, f"repeated {name} header")
-            headers[key] = value.strip()
-        if "transfer-encoding" in headers:
-            raise _HTTPError(HTTPStatus.LENGTH_REQUIRED, "chunked bodies are not accepted; send a Content-Length")
-        raw_length = headers.get("content-length", "0")
-        if not raw_length.isdigit() or not raw_length.isascii() or len(raw_length) > 12:
-            raise _HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw_length[:20]!r}")
-        length = int(raw_length)
-        if length > MAX_BODY_BYTES:
-            raise _HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"request body over {MAX_BODY_BYTES} bytes")
-        if self._token is not None:
-            given = headers.get("authorization", "").encode("latin-1")
-            if not hmac.compare_digest(given, self._token):
-                raise _HTTPError(
-                    HTTPStatus.UNAUTHORIZED, f"this server needs `Authorization: Bearer <token>` (${TOKEN_ENV})"
-                )
-        connection = headers.get("connection", "").lower()
-        close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
-        return method, path, close, length
-
-    async def _route(self, method: str, path: str, raw: bytes) -> bytes:
+    async def route(self, method: str, path: str, raw: bytes) -> bytes:
         """The reply body of one request; env work (and JSON) runs on the pool, never on the loop."""
         parts = [p for p in path.split("?")[0].split("/") if p]
         if parts[:1] != ["v1"]:
@@ -616,35 +364,6 @@ class EnvServer:
             if method == "DELETE" and len(rest) == 2:
                 return await loop.run_in_executor(pool, lambda: _dumps(self.delete(rest[1])))
         raise _HTTPError(HTTPStatus.NOT_FOUND, f"no route {method[:20]} {path[:200]}")
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):  # numpy scalar or array
-        return value.tolist()
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    return str(value)
-
-
-_ENCODE = json.JSONEncoder(default=_json_default).encode  # json.dumps(default=) builds an encoder per call
-
-
-def _dumps(payload: Any) -> bytes:
-    """JSON of a reply: numpy values, tuples and ``to_dict`` objects as :func:`to_jsonable` gives them."""
-    try:
-        return _ENCODE(payload).encode("utf-8")
-    except (TypeError, ValueError):  # e.g. keys that JSON cannot take: the slow walk makes them strings
-        return json.dumps(to_jsonable(payload)).encode("utf-8")
-
-
-def _json_body(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw.decode("utf-8")) if raw else {}
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _HTTPError(HTTPStatus.BAD_REQUEST, "the request body is not valid UTF-8 JSON") from None
-    if not isinstance(body, dict):
-        raise _HTTPError(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object")
-    return body
 
 
 # ------------------------------------------------------------------ CLI
@@ -708,7 +427,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     if not args.no_gc_tuning:
         tune_gc_for_serving()
-    auth = "token required" if server._token else "no token"
+    auth = "token required" if server.needs_token else "no token"
     print(f"agentflow env server on {server.url} (idle timeout {server.idle_timeout_s:g} s, {auth})", flush=True)
     try:
         server.serve_forever()

@@ -1,0 +1,385 @@
+"""The HTTP/1.1 + JSON serving core shared by ``agentflow-env env-server`` and ``agentflow-env retrieval-server``.
+
+Standard library only. One asyncio loop reads requests (``TCP_NODELAY``; each reply is one write); the work of a
+request runs on a bounded thread pool. At most ``max_connections`` connections are open (more get a 503 and are
+closed); a request must arrive whole within ``read_timeout_s``, and an idle keep-alive connection is closed after
+``idle_connection_s``. A ``Content-Length`` that is not a plain number, or over :data:`MAX_BODY_BYTES`, is refused
+without reading the body, and after any 4xx the connection is closed. With a ``token`` every request must carry
+``Authorization: Bearer <token>``; binding beyond loopback requires one. A subclass gives :meth:`JsonHTTPServer.route`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
+from typing import Any
+
+from agentflow_env.error import ConfigError
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_HEADER_BYTES",
+    "HTTPError",
+    "JsonHTTPServer",
+    "dumps",
+    "is_loopback",
+    "json_body",
+    "to_jsonable",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays, tuples and dataclass-like objects turned into JSON types."""
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return value.tolist()
+    if hasattr(value, "to_dict"):
+        return to_jsonable(value.to_dict())
+    return str(value)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server on this machine."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere: treated as beyond loopback
+
+
+class HTTPError(Exception):
+    def __init__(self, status: HTTPStatus, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
+
+
+def _response(status: int, data: bytes, close: bool) -> bytes:
+    """One buffer, headers and body together: two small writes wait out Nagle and delayed ACKs (~40 ms)."""
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n"
+        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
+    )
+    return head.encode("ascii") + data
+
+
+def _error_body(message: str) -> bytes:
+    return json.dumps({"error": message}).encode("utf-8")
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return value.tolist()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return str(value)
+
+
+_ENCODE = json.JSONEncoder(default=_json_default).encode  # json.dumps(default=) builds an encoder per call
+
+
+def dumps(payload: Any) -> bytes:
+    """JSON of a reply: numpy values, tuples and ``to_dict`` objects as :func:`to_jsonable` gives them."""
+    try:
+        return _ENCODE(payload).encode("utf-8")
+    except (TypeError, ValueError):  # e.g. keys that JSON cannot take: the slow walk makes them strings
+        return json.dumps(to_jsonable(payload)).encode("utf-8")
+
+
+def json_body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw.decode("utf-8")) if raw else {}
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "the request body is not valid UTF-8 JSON") from None
+    if not isinstance(body, dict):
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object")
+    return body
+
+
+class JsonHTTPServer:
+    """A JSON-over-HTTP server on one asyncio loop and a thread pool; subclasses answer :meth:`route`.
+
+    ``start()`` serves in a daemon thread and returns once connections are accepted; ``serve_forever()`` serves
+    in the calling thread. :meth:`on_start` and :meth:`on_close` are hooks for a subclass's own threads and state.
+    """
+
+    #: the environment variable named in the "token required" error
+    token_env = "AGENTFLOW_TOKEN"
+    #: the name of the server's threads and log lines
+    server_name = "server"
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        token: str | None = None,
+        max_connections: int = 256,
+        workers: int | None = None,
+        read_timeout_s: float = 30.0,
+        idle_connection_s: float = 120.0,
+    ):
+        if max_connections <= 0 or read_timeout_s <= 0 or idle_connection_s <= 0:
+            raise ConfigError("max_connections, read_timeout_s and idle_connection_s must be positive")
+        if workers is not None and workers <= 0:
+            raise ConfigError("workers must be positive")
+        if token is not None and len(token) < 16:
+            raise ConfigError(
+                "the token must be at least 16 characters (`python -c 'import secrets; print(secrets.token_hex())'`)"
+            )
+        if token is None and not is_loopback(host):
+            raise ConfigError(
+                f"binding {host!r} exposes the server beyond this machine: give a token "
+                f"(--token or ${self.token_env}), or bind 127.0.0.1"
+            )
+        self.max_connections = int(max_connections)
+        self.read_timeout_s = float(read_timeout_s)
+        self.idle_connection_s = float(idle_connection_s)
+        self.workers = int(workers or min(32, 4 * (os.cpu_count() or 1)))
+        self._token = None if token is None else f"Bearer {token}".encode()
+        self._stop = threading.Event()
+        self.refused_connections = 0  # connections turned away at the cap
+        self._connections = 0
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._sock.bind((host, port))
+            self._sock.listen(1024)  # a burst of clients connecting at once is queued, not reset
+        except OSError:
+            self._sock.close()
+            raise
+        self._sock.setblocking(False)
+        self.server_address = self._sock.getsockname()
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"{self.server_name}-worker")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        host = f"[{host}]" if ":" in str(host) else host
+        return f"http://{host!s}:{port}"
+
+    @property
+    def needs_token(self) -> bool:
+        return self._token is not None
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_start(self) -> None:
+        """Called once serving begins (a subclass starts its own threads here)."""
+
+    def on_close(self) -> None:
+        """Called once on :meth:`close`, after the loop stopped (a subclass frees its state here)."""
+
+    def start(self) -> JsonHTTPServer:
+        """Serve in a daemon thread; returns once the server accepts connections."""
+        ready = threading.Event()
+        self._loop_thread = threading.Thread(
+            target=self._run_loop, args=(ready,), name=f"{self.server_name}-loop", daemon=True
+        )
+        self._loop_thread.start()
+        ready.wait(30)
+        self.on_start()
+        return self
+
+    def serve_forever(self) -> None:
+        self.on_start()
+        try:
+            self._run_loop(threading.Event())
+        finally:
+            self.close()
+
+    def _run_loop(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        server = loop.run_until_complete(
+            asyncio.start_server(self._serve_connection, sock=self._sock, limit=MAX_HEADER_BYTES)
+        )
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            server.close()
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=5))
+            loop.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(loop.stop)
+        if self._loop_thread is not None and self._loop_thread is not threading.current_thread():
+            self._loop_thread.join(30)
+        self._sock.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.on_close()
+
+    # ------------------------------------------------------------------ requests
+    async def route(self, method: str, path: str, raw: bytes) -> bytes:
+        """The reply body of one request (raise :class:`HTTPError` for a 4xx/5xx); work belongs on the pool."""
+        raise HTTPError(HTTPStatus.NOT_FOUND, f"no route {method[:20]} {path[:200]}")
+
+    async def in_pool(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on the server's thread pool, awaited."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    # ------------------------------------------------------------------ HTTP
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._connections >= self.max_connections:
+            self.refused_connections += 1
+            writer.write(
+                _response(503, _error_body(f"the server has its maximum of {self.max_connections} connections"), True)
+            )
+            await self._close_writer(reader, writer)
+            return
+        self._connections += 1
+        sock = writer.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                close = await self._serve_request(reader, writer)
+                if close:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError, asyncio.CancelledError):
+            pass
+        except Exception:
+            logger.exception("%s: a connection failed", self.server_name)
+        finally:
+            self._connections -= 1
+            await self._close_writer(reader, writer)
+
+    @staticmethod
+    async def _close_writer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Send what is written, then close. Unread bytes (a refused body) are drained for a moment first:
+        closing over them sends a reset, which can destroy the error reply before the client reads it."""
+        try:
+            await asyncio.wait_for(writer.drain(), 5)
+            if writer.can_write_eof():
+                writer.write_eof()
+            deadline = time.monotonic() + 1.0
+            drained = 0
+            while drained < MAX_BODY_BYTES and (left := deadline - time.monotonic()) > 0:
+                chunk = await asyncio.wait_for(reader.read(65536), left)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except Exception:
+            pass
+        writer.close()
+
+    async def _serve_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Read, answer and write one request; True when the connection is to be closed.
+
+        Timeouts are timers on the loop (no task per read): an idle connection is closed after
+        ``idle_connection_s``; once a request has begun it must arrive whole within ``read_timeout_s``.
+        """
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self.idle_connection_s, writer.transport.abort)
+        try:
+            first = await reader.read(1)
+        finally:
+            timer.cancel()
+        if not first:
+            return True  # the client closed it, or it idled out
+        timer = loop.call_later(self.read_timeout_s, self._too_slow, writer)
+        try:
+            head = first + await reader.readuntil(b"\r\n\r\n")
+            method, path, close, length = self._parse_head(head)
+            raw = await reader.readexactly(length) if length else b""
+        except (asyncio.LimitOverrunError, ValueError):
+            writer.write(_response(431, _error_body(f"request headers over {MAX_HEADER_BYTES} bytes"), True))
+            return True
+        except HTTPError as exc:
+            writer.write(_response(int(exc.status), _error_body(str(exc)), True))
+            return True
+        finally:
+            timer.cancel()
+        try:
+            status, data = 200, await self.route(method, path, raw)
+        except HTTPError as exc:
+            status, data = int(exc.status), _error_body(str(exc))
+        except Exception as exc:  # an env bug answers 500 and leaves the server up
+            logger.exception("%s: %s %s failed", self.server_name, method, path)
+            status, data = 500, _error_body(f"{type(exc).__name__}: {exc}")
+        close = close or 400 <= status < 500  # after a 4xx the rest of the stream cannot be trusted
+        writer.write(_response(status, data, close))
+        if writer.transport.get_write_buffer_size():
+            await writer.drain()
+        return close
+
+    def _too_slow(self, writer: asyncio.StreamWriter) -> None:
+        if not writer.transport.is_closing():
+            writer.write(
+                _response(408, _error_body(f"the request did not arrive within {self.read_timeout_s:g} s"), True)
+            )
+            writer.transport.close()  # the pending read ends; the reply is flushed first
+
+    def _parse_head(self, head: bytes) -> tuple[str, str, bool, int]:
+        try:
+            text = head.decode("latin-1")
+            request_line, *lines = text[:-4].split("\r\n")
+            method, path, version = request_line.split(" ")
+        except ValueError:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "malformed request line") from None
+        if version not in ("HTTP/1.1", "HTTP/1.0") or not path.startswith("/"):
+            raise HTTPError(HTTPStatus.BAD_REQUEST, "malformed request line")
+        headers: dict[str, str] = {}
+        for line in lines:
+            name, sep, value = line.partition(":")
+            if not sep or not name or name != name.strip():
+                raise HTTPError(HTTPStatus.BAD_REQUEST, "malformed header line")
+            key = name.lower()
+            if key in headers and key in ("content-length", "authorization", "transfer-encoding"):
+                raise HTTPError(HTTPStatus.BAD_REQUEST, f"repeated {name} header")
+            headers[key] = value.strip()
+        if "transfer-encoding" in headers:
+            raise HTTPError(HTTPStatus.LENGTH_REQUIRED, "chunked bodies are not accepted; send a Content-Length")
+        raw_length = headers.get("content-length", "0")
+        if not raw_length.isdigit() or not raw_length.isascii() or len(raw_length) > 12:
+            raise HTTPError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw_length[:20]!r}")
+        length = int(raw_length)
+        if length > MAX_BODY_BYTES:
+            raise HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"request body over {MAX_BODY_BYTES} bytes")
+        if self._token is not None:
+            given = headers.get("authorization", "").encode("latin-1")
+            if not hmac.compare_digest(given, self._token):
+                raise HTTPError(
+                    HTTPStatus.UNAUTHORIZED, f"this server needs `Authorization: Bearer <token>` (${self.token_env})"
+                )
+        connection = headers.get("connection", "").lower()
+        close = connection == "close" or (version == "HTTP/1.0" and connection != "keep-alive")
+        return method, path, close, length
