@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tiny-lm": ("agents.tiny_lm_cli:configure", "build the tiny offline LM or print its folder (hf:tiny)"),
     "serve": ("agentflow_env.engines.server:configure", "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API"),
     "env-server": ("agentflow_env.remote.server:configure", "serve reset/step of any agentflow/* id over HTTP"),
+    "retrieval-server": (
+        "agentflow_env.remote.retrieval_server:configure",
+        "serve an index folder in Search-R1's /retrieve format (BM25 or dense)",
+    ),
     "mcp-server": ("agentflow_env.mcp_server:configure", "serve the env's tools (Python, search, calculator) over MCP"),
 }
 
