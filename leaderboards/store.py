@@ -202,6 +202,8 @@ class TaskOutcome:
     trajectory: dict[str, Any] | None = None  # {"file", "offset", "length"} in trajectories.jsonl
     error: str | None = None
     episode_seed: int | None = None  # the env.reset seed (derived from key, so resumes replay it exactly)
+    # search benchmarks: {"searches", "gold_retrieved", "query_copies_question"} (leaderboards.leaks)
+    leak: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -251,6 +253,8 @@ class RunRecord:
     comparability: str | None = None
     # the AgentFlow checkout, prompt and judge fingerprints of such a run
     agentflow: dict[str, Any] | None = None
+    # the search tools' backends and retrieval fingerprint (leaderboards.retrieval.collect_retrieval)
+    retrieval: dict[str, Any] | None = None
 
     @property
     def scoring(self) -> str:
