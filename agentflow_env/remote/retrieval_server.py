@@ -104,6 +104,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-connections", type=int, default=256, help="connections open at once (more get 503)")
     parser.add_argument("--workers", type=int, default=None, help="threads answering requests (default: 4 per CPU)")
+    parser.add_argument("--encoder", default=None, help="a dense index's encoder folder (default: where it was built)")
     parser.add_argument("--no-verify", action="store_true", help="skip the index's checksums on opening")
     parser.set_defaults(func=_run)
 
@@ -111,7 +112,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.index):
         raise ConfigError(f"--index {args.index}: no such folder; build one with `agentflow-env build-index`")
-    index = open_index(args.index, verify=not args.no_verify)
+    index = open_index(args.index, verify=not args.no_verify, encoder=args.encoder)
     server = RetrievalServer(
         index,
         args.host,

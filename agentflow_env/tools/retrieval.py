@@ -78,8 +78,9 @@ def hit_from_document(doc: Any, rank: int, score: float | None) -> SearchHit:
 # --------------------------------------------------------------------------------------------- local indexes
 
 
-def open_index(path: str | os.PathLike[str], *, verify: bool = True) -> Any:
-    """Open an index folder by its metadata: a BM25 index or a dense (FAISS) one."""
+def open_index(path: str | os.PathLike[str], *, verify: bool = True, encoder: str | None = None) -> Any:
+    """Open an index folder by its metadata: a BM25 index or a dense (FAISS) one (``encoder``: its encoder's
+    folder, when not where the build found it)."""
     folder = Path(path)
     meta_path = folder / META_FILE
     fmt = None
@@ -91,7 +92,7 @@ def open_index(path: str | os.PathLike[str], *, verify: bool = True) -> Any:
     if fmt == "agentflow-dense":
         from agentflow_env.tools.dense import DenseIndex
 
-        return DenseIndex.load(folder)
+        return DenseIndex.load(folder, encoder_path=encoder)
     return BM25Index.load(folder, verify=verify)
 
 
