@@ -292,7 +292,7 @@ class DenseIndex:
         scores, ids = self.faiss_index.search(self.encoder.encode(list(queries), "query"), k)
         out = []
         for row_ids, row_scores in zip(ids.tolist(), scores.tolist(), strict=True):
-            hits = []
+            hits: list[SearchHit] = []
             for doc, score in zip(row_ids, row_scores, strict=True):
                 if doc < 0:
                     continue
