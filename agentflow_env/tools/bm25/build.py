@@ -35,6 +35,9 @@ from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
 # --------------------------------------------------------------------------------------------- streaming builder
 
+# raw words (whitespace-separated) whose term ids a build remembers; more are tokenized each time they appear
+_RAW_WORDS_KEPT = 4_000_000
+
 
 @dataclass
 class _Spool:
@@ -73,6 +76,7 @@ class _IndexWriter:
         self.tokenizer = _Tokenizer(stopwords, stem)
         self.settings = {"stopwords": stopwords, "stem": stem}
         self.vocab: dict[str, int] = {}
+        self._raw_words: dict[str, int | tuple[int, ...]] = {}  # raw word -> its term id, -1 (none) or ids
         self.df = np.zeros(1 << 12, dtype=np.int64)
         self.doc_lens: list[np.ndarray] = []
         self.n_docs = 0
@@ -83,18 +87,74 @@ class _IndexWriter:
         self._fh = open(out_dir / PASSAGES_FILE, "wb") if out_dir is not None else None
 
     def add_chunk(self, passages: Sequence[dict[str, Any]]) -> None:
-        vocab, tok = self.vocab, self.tokenizer
-        flat: list[int] = []
-        lens = np.empty(len(passages), dtype=np.int64)
-        for i, p in enumerate(passages):
-            rec = self._record(p, self.n_docs + i)
-            ids = [vocab.setdefault(t, len(vocab)) for t in tok(f"{rec['title']} {rec['text']}")]
-            flat.extend(ids)
-            lens[i] = len(ids)
+        records = [self._record(p, self.n_docs + i) for i, p in enumerate(passages)]
+        for rec in records:
             self._keep(rec)
-        n_vocab = max(len(vocab), 1)
-        local = np.repeat(np.arange(len(passages), dtype=np.int64), lens)
-        keys, tfs = np.unique(local * n_vocab + np.asarray(flat, dtype=np.int64), return_counts=True)
+        texts = [f"{r['title']} {r['text']}" for r in records]
+        local, terms = self._tokenize_chunk(texts)
+        # a capital sigma lowercases by its context (final or not), which a raw word alone does not show: such
+        # passages are tokenized whole, as a query is
+        whole = [i for i, text in enumerate(texts) if "\u03a3" in text]
+        if whole:
+            keep = ~np.isin(local, whole)
+            ids = [self._term_ids(texts[i]) for i in whole]
+            local = np.concatenate([local[keep], np.repeat(np.asarray(whole, dtype=np.int64), [len(x) for x in ids])])
+            terms = np.concatenate([terms[keep], np.asarray([t for x in ids for t in x], dtype=np.int64)])
+        self._add_postings(len(records), local, terms)
+
+    def _tokenize_chunk(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(passage in the chunk, term id) of every token of ``texts``.
+
+        Arrow's C++ kernels split the texts at whitespace and number the distinct raw words of the chunk; only
+        raw words not seen before go through the Python tokenizer (a raw word such as ``don't`` or ``Paris,``
+        gives 0, 1 or more tokens), so the tokens are the ones tokenizing each text whole gives, at a cost that
+        follows the new words, not the tokens.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string()))
+        parents = pc.list_parent_indices(lists).to_numpy()
+        encoded = pc.dictionary_encode(pc.list_flatten(lists))
+        word_of_token = encoded.indices.to_numpy()
+        words = encoded.dictionary.to_pylist()
+        known = self._raw_words
+        per_word = [known.get(w) for w in words]
+        for i, ids in enumerate(per_word):
+            if ids is None:
+                terms = self._term_ids(words[i])
+                ids = terms[0] if len(terms) == 1 else -1 if not terms else tuple(terms)
+                if len(known) < _RAW_WORDS_KEPT:
+                    known[words[i]] = ids
+                per_word[i] = ids
+        multi = [i for i, ids in enumerate(per_word) if isinstance(ids, tuple)]
+        single = np.fromiter((-1 if isinstance(x, tuple) else x for x in per_word), dtype=np.int64, count=len(words))
+        if not multi:  # the usual chunk: every raw word is one token or none
+            ids = single[word_of_token]
+            keep = ids >= 0
+            return parents[keep], ids[keep]
+        counts = (single >= 0).astype(np.int64)
+        for i in multi:
+            counts[i] = len(per_word[i])
+        flat_ids = np.fromiter(
+            (t for x in per_word if x != -1 for t in (x if isinstance(x, tuple) else (x,))),
+            dtype=np.int64,
+            count=int(counts.sum()),
+        )
+        per_token = counts[word_of_token]
+        starts = (np.cumsum(counts) - counts)[word_of_token]
+        ends = np.cumsum(per_token)
+        within = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - per_token, per_token)
+        return np.repeat(parents, per_token), flat_ids[np.repeat(starts, per_token) + within]
+
+    def _term_ids(self, word: str) -> list[int]:
+        vocab = self.vocab
+        return [vocab.setdefault(t, len(vocab)) for t in self.tokenizer(word)]
+
+    def _add_postings(self, n_passages: int, local: np.ndarray, term_ids: np.ndarray) -> None:
+        n_vocab = max(len(self.vocab), 1)
+        lens = np.bincount(local, minlength=n_passages).astype(np.int64)
+        keys, tfs = np.unique(local.astype(np.int64) * n_vocab + term_ids, return_counts=True)
         docs, terms = np.divmod(keys, n_vocab)
         order = np.argsort(terms, kind="stable")  # term-major, docs stay ascending within a term
         if len(self.df) < n_vocab:
@@ -104,7 +164,7 @@ class _IndexWriter:
             (docs[order] + self.n_docs).astype(np.int32), terms[order].astype(np.int32), tfs[order].astype(np.float32)
         )
         self.doc_lens.append(lens.astype(np.int32))
-        self.n_docs += len(passages)
+        self.n_docs += n_passages
 
     def _record(self, p: dict[str, Any], row: int) -> dict[str, str]:
         if not isinstance(p, dict) or "text" not in p:
