@@ -36,7 +36,9 @@ from agentflow_env.tools.bm25.tokenize import _Tokenizer
 # --------------------------------------------------------------------------------------------- streaming builder
 
 # raw words (whitespace-separated) whose term ids a build remembers; more are tokenized each time they appear
-_RAW_WORDS_KEPT = 4_000_000
+_RAW_WORDS_KEPT = 1_000_000
+# postings per block of the score matrix when writing it (8 bytes each: 128 MB a block)
+_BLOCK_POSTINGS = 16_000_000
 
 
 @dataclass
@@ -50,17 +52,28 @@ class _Spool:
         if self.folder is None:
             self.chunks.append((docs, terms, tfs))
             return
-        stem = self.folder / f"chunk{len(self.chunks):06d}.npz"
-        np.savez(stem, docs=docs, terms=terms, tfs=tfs)
+        stem = self.folder / f"chunk{len(self.chunks):06d}"
+        for name, arr in (("docs", docs), ("terms", terms), ("tfs", tfs)):
+            np.save(f"{stem}.{name}.npy", arr)
         self.chunks.append(stem)
 
-    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def term_range(self, lo: int, hi: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Each chunk's postings of the terms ``lo <= term < hi``; on disk only that slice is read (mmap)."""
         for chunk in self.chunks:
             if isinstance(chunk, Path):
-                with np.load(chunk) as z:
-                    yield z["docs"], z["terms"], z["tfs"]
+                terms = np.load(f"{chunk}.terms.npy", mmap_mode="r")
+                a, b = np.searchsorted(terms, [lo, hi])
+                if a == b:
+                    continue
+                docs = np.load(f"{chunk}.docs.npy", mmap_mode="r")
+                tfs = np.load(f"{chunk}.tfs.npy", mmap_mode="r")
+                yield np.array(docs[a:b]), np.array(terms[a:b]), np.array(tfs[a:b])
+                del docs, terms, tfs
             else:
-                yield chunk
+                docs, terms, tfs = chunk
+                a, b = np.searchsorted(terms, [lo, hi])
+                if a < b:
+                    yield docs[a:b], terms[a:b], tfs[a:b]
 
 
 class _IndexWriter:
@@ -198,10 +211,25 @@ class _IndexWriter:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
-    def _alloc(self, name: str, dtype: Any, n: int) -> np.ndarray:
-        if self.out_dir is None:
-            return np.zeros(n, dtype=dtype)
-        return np.lib.format.open_memmap(self.out_dir / name, mode="w+", dtype=dtype, shape=(n,))
+    def _fill(
+        self,
+        lo: int,
+        hi: int,
+        indptr: np.ndarray,
+        idf: np.ndarray,
+        norm: np.ndarray,
+        data: np.ndarray,
+        indices: np.ndarray,
+    ) -> None:
+        """Scores and doc ids of the terms ``lo <= term < hi`` into ``data``/``indices`` (that block's postings)."""
+        base = indptr[lo]
+        cursor = indptr[lo:hi] - base
+        for docs, terms, tfs in self.spool.term_range(lo, hi):
+            uniq, starts, counts = np.unique(terms, return_index=True, return_counts=True)
+            pos = cursor[terms - lo] + (np.arange(len(terms)) - np.repeat(starts, counts))
+            data[pos] = idf[terms] * tfs / (tfs + norm[docs])
+            indices[pos] = docs
+            cursor[uniq - lo] += counts
 
     def _finish(self) -> BM25Index:
         if self.n_docs == 0:
@@ -213,18 +241,26 @@ class _IndexWriter:
         idf = np.log1p((self.n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)  # Lucene's idf
         indptr = np.zeros(n_vocab + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
-        data = self._alloc(DATA_FILE, np.float32, int(indptr[-1]))
-        indices = self._alloc(INDICES_FILE, np.int32, int(indptr[-1]))
-        cursor = indptr[:-1].copy()
         norm = (self.k1 * (1 - self.b + self.b * doc_lens / avgdl)).astype(np.float32)
-        for docs, terms, tfs in self.spool:
-            if len(terms) == 0:
-                continue
-            uniq, starts, counts = np.unique(terms, return_index=True, return_counts=True)
-            pos = cursor[terms] + (np.arange(len(terms)) - np.repeat(starts, counts))
-            data[pos] = idf[terms] * tfs / (tfs + norm[docs])
-            indices[pos] = docs
-            cursor[uniq] += counts
+        total = int(indptr[-1])
+        if self.out_dir is None:
+            data, indices = np.empty(total, np.float32), np.empty(total, np.int32)
+            self._fill(0, n_vocab, indptr, idf, norm, data, indices)
+        else:  # term blocks of bounded size, each written out in order: memory holds one block, not the matrix
+            with open(self.out_dir / DATA_FILE, "wb") as fd, open(self.out_dir / INDICES_FILE, "wb") as fi:
+                for fh, dtype in ((fd, np.float32), (fi, np.int32)):
+                    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
+                    np.lib.format.write_array_header_1_0(fh, {**header, "shape": (total,)})
+                lo = 0
+                while lo < n_vocab:
+                    hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
+                    hi = min(hi, n_vocab)
+                    size = int(indptr[hi] - indptr[lo])
+                    block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
+                    self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
+                    fd.write(block_data.tobytes())
+                    fi.write(block_indices.tobytes())
+                    lo = hi
         params = {"k1": self.k1, "b": self.b, "n_docs": self.n_docs, "avgdl": avgdl, **self.settings}
         if self.out_dir is None:
             return BM25Index(data, indices, indptr, self.vocab, _PassageStore(self.records), params)
@@ -232,11 +268,7 @@ class _IndexWriter:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-        for arr in (data, indices):
-            if isinstance(arr, np.memmap):
-                arr.flush()
         np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
-        del data, indices
         _write_meta(self.out_dir, self.vocab, params)
         return BM25Index.load(self.out_dir, mmap=True)
 
