@@ -98,13 +98,16 @@ def child(name: str, corpus: str, out: str) -> dict[str, object]:
     raise SystemExit(f"unknown library {name}")
 
 
-def run_child(name: str, corpus: Path, workdir: Path, timeout: float) -> dict[str, object]:
+def start_child(name: str, corpus: Path, workdir: Path) -> tuple[subprocess.Popen, float, Path]:
     out = workdir / f"index-{name}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cmd = [sys.executable, __file__, "--child", name, "--corpus", str(corpus), "--out", str(out)]
-    start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    return proc, time.perf_counter(), out
+
+
+def finish_child(proc: subprocess.Popen, start: float, out: Path, timeout: float) -> dict[str, object]:
     try:
         stdout, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -130,6 +133,7 @@ def main() -> int:
     parser.add_argument("--only", default="ours,tantivy,bm25s")
     parser.add_argument("--workdir", default=None, help="folder for the corpus and indexes (default: a temp dir)")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--parallel", action="store_true", help="run the libraries at once (compare CPU, memory)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -160,9 +164,16 @@ def main() -> int:
             "python": platform.python_version(),
             "load_average_1m_before": round(os.getloadavg()[0], 2),
         }
-        for name in args.only.split(","):
-            out[name] = run_child(name, corpus, work, args.timeout)
-            out[name]["load_average_1m_after"] = round(os.getloadavg()[0], 2)  # type: ignore[index]
+        names = args.only.split(",")
+        if args.parallel:  # every library at once: CPU time and peak memory stay per process, wall times overlap
+            started = {name: start_child(name, corpus, work) for name in names}
+            for name in names:
+                out[name] = finish_child(*started[name], args.timeout)
+        else:
+            for name in names:
+                out[name] = finish_child(*start_child(name, corpus, work), args.timeout)
+                out[name]["load_average_1m_after"] = round(os.getloadavg()[0], 2)  # type: ignore[index]
+        out["parallel"] = args.parallel
     sys.stdout.write(json.dumps(out, indent=2) + "\n")
     return 0
 
