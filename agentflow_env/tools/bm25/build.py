@@ -148,7 +148,9 @@ class _IndexWriter:
             return parents[keep], ids[keep]
         counts = (single >= 0).astype(np.int64)
         for i in multi:
-            counts[i] = len(per_word[i])
+            word_ids = per_word[i]
+            assert isinstance(word_ids, tuple)  # multi lists the raw words of several tokens
+            counts[i] = len(word_ids)
         flat_ids = np.fromiter(
             (t for x in per_word if x != -1 for t in (x if isinstance(x, tuple) else (x,))),
             dtype=np.int64,
