@@ -91,6 +91,7 @@ REQUIRED = {
     ("play",): [GEN24],
     ("build-index",): ["--format", "dpr", "--input", "x.tsv", "--output-dir", "idx"],
     ("serve",): ["hf:tiny"],
+    ("retrieval-server",): ["--index", "idx"],
 }
 
 
