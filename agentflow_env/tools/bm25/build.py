@@ -35,6 +35,9 @@ from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
 # --------------------------------------------------------------------------------------------- streaming builder
 
+# a str as a JSON string, non-ASCII kept (json.dumps(..., ensure_ascii=False) of a str)
+_json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
 # raw words (whitespace-separated) whose term ids a build remembers; more are tokenized each time they appear
 _RAW_WORDS_KEPT = 1_000_000
 # postings per block of the score matrix when writing it (8 bytes each: 128 MB a block)
@@ -140,8 +143,11 @@ class _IndexWriter:
                 if len(known) < _RAW_WORDS_KEPT:
                     known[words[i]] = ids
                 per_word[i] = ids
-        multi = [i for i, ids in enumerate(per_word) if isinstance(ids, tuple)]
-        single = np.fromiter((-1 if isinstance(x, tuple) else x for x in per_word), dtype=np.int64, count=len(words))
+        multi = [i for i, ids in enumerate(per_word) if type(ids) is tuple]
+        if multi:
+            single = np.fromiter((-1 if type(x) is tuple else x for x in per_word), dtype=np.int64, count=len(words))
+        else:
+            single = np.fromiter(per_word, dtype=np.int64, count=len(words))  # type: ignore[arg-type]
         if not multi:  # the usual chunk: every raw word is one token or none
             ids = single[word_of_token]
             keep = ids >= 0
@@ -195,7 +201,9 @@ class _IndexWriter:
         if self._fh is None:
             self.records.append(rec)
         else:
-            self._fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
+            # the bytes of json.dumps(rec, ensure_ascii=False), without its generic encoder per passage
+            pid, title, text = _json_str(rec["id"]), _json_str(rec["title"]), _json_str(rec["text"])
+            self._fh.write(f'{{"id": {pid}, "title": {title}, "text": {text}}}\n'.encode())
             self._offsets.append(self._fh.tell())
 
     def finish(self) -> BM25Index:
