@@ -39,7 +39,7 @@ from agentflow_env.tools.bm25.tokenize import _Tokenizer
 _json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 # raw words (whitespace-separated) whose term ids a build remembers; more are tokenized each time they appear
-_RAW_WORDS_KEPT = 1_000_000
+_RAW_WORDS_KEPT = 300_000
 # postings per block of the score matrix when writing it (8 bytes each: 128 MB a block)
 _BLOCK_POSTINGS = 16_000_000
 
@@ -89,7 +89,7 @@ class _IndexWriter:
     def __init__(self, out_dir: Path | None, *, k1: float, b: float, stopwords: bool, stem: bool):
         self.out_dir = out_dir
         self.k1, self.b = k1, b
-        self.tokenizer = _Tokenizer(stopwords, stem)
+        self.tokenizer = _Tokenizer(stopwords, stem, cache_size=0)  # raw words are remembered here instead
         self.settings = {"stopwords": stopwords, "stem": stem}
         self.vocab: dict[str, int] = {}
         self._raw_words: dict[str, int | tuple[int, ...]] = {}  # raw word -> its term id, -1 (none) or ids
@@ -280,7 +280,7 @@ class _IndexWriter:
             self._fh = None
         np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
         _write_meta(self.out_dir, self.vocab, params)
-        return BM25Index.load(self.out_dir, mmap=True)
+        return BM25Index.load(self.out_dir, mmap=True, verify=False, _just_built=True)
 
 
 def _write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None:
