@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from agentflow_env.error import DataError
+from agentflow_env.error import DataError, DependencyNotInstalled
 from agentflow_env.tools.bm25.check import (
     DATA_FILE,
     FORMAT_NAME,
@@ -126,8 +126,11 @@ class _IndexWriter:
         gives 0, 1 or more tokens), so the tokens are the ones tokenizing each text whole gives, at a cost that
         follows the new words, not the tokens.
         """
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+        except ImportError:  # pragma: no cover - depends on the install
+            raise DependencyNotInstalled("pyarrow", "search") from None
 
         lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string()))
         parents = pc.list_parent_indices(lists).to_numpy()
