@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agentflow_env.remote.sandbox_server:configure",
         "serve the Python sandbox over SandboxFusion's /run_code API (for hosts that forbid namespaces)",
     ),
+    "retrieval-server": (
+        "agentflow_env.remote.retrieval_server:configure",
+        "serve an index folder in Search-R1's /retrieve format (BM25 or dense)",
+    ),
     "mcp-server": ("agentflow_env.mcp_server:configure", "serve the env's tools (Python, search, calculator) over MCP"),
 }
 

@@ -173,6 +173,9 @@ def make_env(
     flow = kwargs.pop("flow", "modes")
     mcp_servers = kwargs.pop("mcp_servers", None)
     grammar = grammar_version(kwargs.pop("grammar", DEFAULT_GRAMMAR))
+    retriever = kwargs.pop("retriever", None)  # a Search-R1-style URL for every search tool
+    if retriever is not None and flow == "paper":
+        kwargs["wikipedia"] = make_tool("wikipedia", retriever=retriever)  # the Wikipedia tools' backend
     if flow not in FLOWS:
         raise ConfigError(f"flow={flow!r}; choose 'modes' (the env's own modules) or 'paper' (AgentFlow's solver)")
     spec = get_spec(benchmark)
@@ -188,9 +191,11 @@ def make_env(
     if tools is not None:
         env_tools = list(tools)
     elif spec.make_tools is not None:  # a family whose corpus depends on the split gets the split too
+        if retriever is not None:
+            raise ConfigError(f"{benchmark} searches its own generated corpus; retriever= applies to corpus searches")
         env_tools = spec.make_tools(**spec.tool_kwargs({**kwargs, "split": split}))
     else:
-        env_tools = [make_tool(name) for name in spec.tools]
+        env_tools = [_make_tool(name, retriever) for name in spec.tools]
     if mcp_servers is not None:  # tools of MCP servers, added to the benchmark's (see agentflow_env.tools.mcp_tools)
         from agentflow_env.tools.mcp_tools import load_mcp_tools
 
@@ -216,6 +221,7 @@ def _make_paper_env(
 ) -> PaperFlowEnv:
     from agentflow_env.paper_flow import PaperFlowEnv
 
+    wikipedia = kwargs.pop("wikipedia", None)
     misplaced = sorted(k for k in kwargs if k in EnvConfig.names() - PaperConfig.names())
     if misplaced:
         raise ConfigError(
@@ -257,10 +263,18 @@ def _make_paper_env(
         task_source,
         env_scorer,
         tools=runnable,
+        wikipedia=wikipedia,
         name=f"{spec.name}-paper",
         extra_settings={"questions": questions},
         **{**config.kwargs(), "engine": engine},
     )
+
+
+def _make_tool(name: str, retriever: Any) -> Tool:
+    """A built-in tool; the search tools get ``retriever`` (a retrieval server's URL) when one is given."""
+    if retriever is not None and name in ("search", "wikipedia"):
+        return make_tool(name, retriever=retriever)
+    return make_tool(name)
 
 
 def _check_options(benchmark: str, kwargs: dict[str, Any], known: frozenset[str]) -> None:

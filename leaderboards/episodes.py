@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentflow_env.error import ConfigError, EngineError, MalformedReplyError
+from leaderboards.leaks import episode_leaks
 from leaderboards.ledger import enter_benchmark, observation_tokens, record_planner
 from leaderboards.protocol import WorkUnit
 from leaderboards.store import TRAJECTORIES_FILE, JsonlAppender, TaskOutcome
@@ -434,5 +435,8 @@ def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, t
         trajectory={"file": TRAJECTORIES_FILE, "offset": offset, "length": length},
         error=info.get("score_error") or ("; ".join(unread) if unread else None),
         episode_seed=unit.episode_seed(),
+        leak=episode_leaks(task.get("question"), info.get("gold"), info.get("memory_steps") or [])
+        if info.get("family") == "search"
+        else None,
     )
     tasks.append(outcome.to_dict())

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from leaderboards.leaks import leak_rates
 from leaderboards.protocol import CATEGORIES, COMPARABLE, NOT_COMPARABLE, load_protocol
+from leaderboards.retrieval import TOOL_LABELS, leak_mark, retrieval_marks
 from leaderboards.store import RESULTS_DIR, EvalResult, iter_runs
 from leaderboards.viewer import viewer_href, write_viewers
 
@@ -91,6 +93,9 @@ class BoardRow:
     scoring: str = "unknown"  # RunRecord.scoring: judge, rule, mixed, unknown, or paper (reported rows)
     comparable: bool = True  # False: a row not scored as the reported rows were (marked wherever it shows)
     comparability: str | None = None  # RunRecord.comparability (protocols reading AgentFlow's own text)
+    # search backends and retrieval fingerprint marks, and leak rates (leaderboards.retrieval, leaderboards.leaks)
+    retrieval_marks: list[tuple[str, str]] = field(default_factory=list)
+    leaks: dict[str, Any] | None = None
 
 
 @dataclass
@@ -154,11 +159,14 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
     board = Board(protocol=name, protocol_hash=phash, columns=columns, summary=summary)
     for run in runs:
         board.rows.append(_row(run, phash))
+    marks = retrieval_marks(run.record for run in runs)
+    for r in board.rows:
+        r.retrieval_marks = marks.get(r.name, [])
     # the paper's numbers are LLM-judged: a row scored any other way never sits beside them unmarked
     paper_board = any(r.kind == "reported" for r in board.rows) or _is_paper(name)
     for r in board.rows:
         r.comparable = not paper_board or r.kind == "reported" or r.scoring == "judge"
-        r.comparable = r.comparable and r.comparability != NOT_COMPARABLE
+        r.comparable = r.comparable and r.comparability not in (NOT_COMPARABLE, *TOOL_LABELS)
     board.rows.sort(key=lambda r: (-(r.overall if r.overall is not None else -1.0), r.name))
     from leaderboards.ledger import judge_warning
 
@@ -231,6 +239,7 @@ def _row(run: EvalResult, phash: str | None) -> BoardRow:
         comparability=rec.comparability,
         tokens_split=tokens,
         views=views,
+        leaks=leak_rates(run.outcomes),
     )
 
 
@@ -259,7 +268,12 @@ def _marks(row: BoardRow) -> list[tuple[str, str]]:
         marks.append(("comparable", "AgentFlow's own prompts and judge: comparable with the reported rows"))
     elif row.comparability == NOT_COMPARABLE:
         marks.append(("own wording, not comparable", NOT_COMPARABLE))
-    if not row.comparable and row.comparability != NOT_COMPARABLE:
+    elif row.comparability in TOOL_LABELS:
+        marks.append((TOOL_LABELS[row.comparability], row.comparability))
+    marks.extend(row.retrieval_marks)
+    if row.leaks:
+        marks.append(leak_mark(row.leaks))
+    if not row.comparable and row.comparability not in (NOT_COMPARABLE, *TOOL_LABELS):
         how = {"rule": "exact-match/rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
         short = {"rule": "rule scored", "mixed": "partly rule scored"}.get(row.scoring, "scorer unknown")
         marks.append((f"{short}, not comparable", f"{how}, not comparable with the paper's LLM-judged numbers"))

@@ -32,6 +32,7 @@ from agentflow_env.scoring.fingerprint import judge_fingerprint
 from leaderboards.control import apply_control, control_record
 from leaderboards.episodes import normalize_actions, run_units
 from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
+from leaderboards.retrieval import check_search_backends, collect_retrieval, tools_comparability
 from leaderboards.store import (
     RUN_FILE,
     TASKS_FILE,
@@ -120,6 +121,12 @@ class EvalConfig:
     # whose git state the record names (default: agentflow-env's own checkout); not a flag
     code_dir: Path | None = doc_field("", cli=False, default=None)
     overwrite: bool = doc_field("discard a stored run of the same name first", switch=True, default=False)
+    allow_missing_tools: bool = doc_field(
+        "run a protocol such as paper-v2 even when its search tools have no backend (the run is marked on the board "
+        "and never labelled comparable)",
+        switch=True,
+        default=False,
+    )
     progress: bool = doc_field("hide the progress bar", flag="--no-progress", switch=True, default=True)
     notes: str = doc_field("free text kept in the result record", default="")
     # env_id -> policy (tests); not a flag
@@ -359,7 +366,9 @@ def _policy_source(config: EvalConfig) -> dict[str, str] | None:
     return policy_source(config.policy)
 
 
-def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord, RunRecord | None]:
+def _prepare_run_dir(
+    config: EvalConfig, plan: RunPlan, retrieval: dict[str, Any] | None = None
+) -> tuple[Path, RunRecord, RunRecord | None]:
     """The run folder, the record this session will write, and the stored record when resuming."""
     from agentflow_env import __version__
 
@@ -390,8 +399,9 @@ def _prepare_run_dir(config: EvalConfig, plan: RunPlan) -> tuple[Path, RunRecord
         notes=config.notes,
         judge_engine=plan.judge_engine,
         trial_seed_option=protocol.trial_seed_option,
-        comparability=protocol.comparability,
+        comparability=tools_comparability(protocol.comparability, retrieval),
         control=control_record(plan, config.control_engine) if config.control_engine else None,
+        retrieval=retrieval,
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -452,6 +462,20 @@ def _units(plan: RunPlan, pool: _EnvPool, record: RunRecord) -> list[WorkUnit]:
     if plan.protocol.wants_agentflow_src:
         record.agentflow = _agentflow_fingerprints(plan.protocol, record, pool)
     return units
+
+
+def _retrieval(plan: RunPlan, pool: _EnvPool) -> dict[str, Any] | None:
+    """What answers each benchmark's search tools (:func:`leaderboards.retrieval.collect_retrieval`)."""
+    seed = plan.protocol.seeds[0]
+    envs = []
+    for entry in (b.entry for b in plan.benchmarks):
+        env = pool.local(entry.env_id, seed)
+        envs.append((entry.env_id, env))
+    try:
+        return collect_retrieval(envs)
+    finally:
+        for env_id, env in envs:
+            pool.give_back(env_id, env, seed)
 
 
 def _agentflow_fingerprints(protocol: Protocol, record: RunRecord, pool: _EnvPool) -> dict[str, Any]:
@@ -538,14 +562,16 @@ def dry_run(config: EvalConfig, latency_s: float) -> str:
 
 
 def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]) -> EvalResult:
-    run_dir, record, stored = _prepare_run_dir(config, plan)
     pool = _EnvPool(plan)
     pool.judge_concurrency = config.judge_concurrency
     pool.concurrency = config.concurrency
     pool.ray, pool.ray_workers = config.ray, config.ray_workers
     pool.tool_calling = config.tool_calling
-    pool.ledger = Ledger.from_dict(record.ledger)
     try:
+        retrieval = _retrieval(plan, pool)
+        check_search_backends(plan.protocol, retrieval, config.allow_missing_tools)  # before anything is written
+        run_dir, record, stored = _prepare_run_dir(config, plan, retrieval)
+        pool.ledger = Ledger.from_dict(record.ledger)
         units = _units(plan, pool, record)
         if record.paper_settings is not None:
             record.paper_settings["planner_sends"] = _planner_sends(policies, plan.planner)

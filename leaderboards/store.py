@@ -202,6 +202,8 @@ class TaskOutcome:
     trajectory: dict[str, Any] | None = None  # {"file", "offset", "length"} in trajectories.jsonl
     error: str | None = None
     episode_seed: int | None = None  # the env.reset seed (derived from key, so resumes replay it exactly)
+    # search benchmarks: {"searches", "gold_retrieved", "query_copies_question"} (leaderboards.leaks)
+    leak: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -257,6 +259,8 @@ class RunRecord:
     control: dict[str, Any] | None = None
     # env_id -> the judge's fingerprint (engine spec, model, prompt hash) for judged benchmarks
     judges: dict[str, Any] = field(default_factory=dict)
+    # the search tools' backends and retrieval fingerprint (leaderboards.retrieval.collect_retrieval)
+    retrieval: dict[str, Any] | None = None
 
     @property
     def scoring(self) -> str:

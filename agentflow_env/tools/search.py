@@ -1,4 +1,5 @@
-"""``BM25SearchTool``: search over a local BM25 index folder (:mod:`agentflow_env.tools.bm25`), as a tool."""
+"""``BM25SearchTool``: search over a local index folder (:mod:`agentflow_env.tools.bm25`, dense) or a retrieval
+server in Search-R1's format (``retriever="http://HOST:PORT/retrieve"``), as a tool."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.error import ToolError
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.tools.bm25 import BM25Index, SearchHit
+from agentflow_env.tools.retrieval import RETRIEVER_ENV, RemoteRetriever, index_fingerprint, open_index
 from agentflow_env.types import ToolResult
 
 __all__ = ["BM25SearchTool", "format_hits"]
@@ -57,6 +60,7 @@ class BM25SearchTool(BaseTool):
         name: str | None = None,
         description: str | None = None,
         verify: bool = True,
+        retriever: str | RemoteRetriever | None = None,
     ):
         if name is not None:
             self.name = name
@@ -70,9 +74,10 @@ class BM25SearchTool(BaseTool):
         self._passages = passages
         self._verify = verify  # check an index folder's checksums on opening (its structure is always checked)
         self._load_error: str | None = None
+        self._retriever = RemoteRetriever(retriever) if isinstance(retriever, str) else retriever
 
     @property
-    def index(self) -> BM25Index | None:
+    def index(self) -> Any:
         """The index, built or opened on first use."""
         if self._index is None and self._load_error is None:
             try:
@@ -88,12 +93,32 @@ class BM25SearchTool(BaseTool):
         env = os.environ.get(self.env_var)
         return Path(env) if env else None
 
-    def _open(self) -> BM25Index | None:
+    def _open(self) -> Any:
         if self._passages is not None:
             passages, self._passages = self._passages, None
             return BM25Index.build(passages)
+        if self._retriever is not None and self._index_path is None:
+            return self._retriever
         path = self._default_path()
-        return BM25Index.load(path, verify=self._verify) if path is not None else None
+        if path is not None:
+            return open_index(path, verify=self._verify)
+        url = os.environ.get(RETRIEVER_ENV)
+        return RemoteRetriever(url) if url else None
+
+    def backend(self) -> dict[str, Any]:
+        """What answers this tool's searches: ``{"backend": "local"|"remote"|"missing", "fingerprint": {...}}``.
+
+        The fingerprint holds the corpus hash, retriever kind and model, index type and this tool's top-k.
+        """
+        index = self.index
+        if index is None:
+            return {"backend": "missing", "error": self._load_error or "no index and no retriever", "fingerprint": None}
+        try:
+            fingerprint = index_fingerprint(index)
+        except Exception as exc:  # an unreachable server still states what it is
+            fingerprint = {"retriever": "remote", "error": f"{type(exc).__name__}: {exc}"}
+        kind = "remote" if isinstance(index, RemoteRetriever) else "local"
+        return {"backend": kind, "fingerprint": {**fingerprint, "top_k": self.top_k}}
 
     def _missing_message(self) -> str:
         return (
@@ -112,13 +137,17 @@ class BM25SearchTool(BaseTool):
         query = " ".join(command.split())
         if not query:
             return ToolResult(text="Error: empty query; give keywords to search for.", ok=False, error="empty query")
-        if not index.tokenize(query):
+        tokenize = getattr(index, "tokenize", None)
+        if tokenize is not None and not tokenize(query):
             return ToolResult(
                 text="Error: the query has no searchable words (only stopwords or symbols).",
                 ok=False,
                 error="no searchable words",
             )
-        hits = index.search(query, k=self.top_k)
+        try:
+            hits = index.search(query, k=self.top_k)
+        except ToolError as exc:  # a retrieval server down or answering garbage: the turn reports it
+            return ToolResult(text=f"Error: {self.name}: {exc}", ok=False, error=str(exc))
         return ToolResult(text=format_hits(hits, self.max_chars), ok=True)
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentflow_env.error import DataError
 from agentflow_env.tools.bm25 import BM25Index, iter_dataset_rows, jsonl_rows, parquet_rows
+from agentflow_env.tools.dense_cli import add_dense_arguments, run_dense_build
 from agentflow_env.tools.search import BM25SearchTool
 
 __all__ = [
@@ -225,6 +226,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite an existing index folder")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_dense_arguments(parser)
     parser.set_defaults(func=_run_build_index)
 
 
@@ -237,6 +239,8 @@ def _run_build_index(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {out} exists and is not empty; choose another --output-dir or pass --force\n")
         return 2
     start = time.perf_counter()
+    if args.retriever == "dense":
+        return run_dense_build(args, iter_dump, out, start)
     try:
         index = build_wiki_index(
             args.format,

@@ -93,6 +93,7 @@ REQUIRED = {
     ("serve",): ["hf:tiny"],
     ("judge-check",): ["--judge-engine", "scripted:echo"],
     ("leaderboard", "compare"): ["run-a", "run-b"],
+    ("retrieval-server",): ["--index", "idx"],
 }
 
 

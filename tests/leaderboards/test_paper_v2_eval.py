@@ -1,6 +1,8 @@
 """paper-v2 end to end on a scripted loopback server: `eval --protocol paper-v2 --agentflow-src SRC --fast` runs
-AgentFlow's own prompts and judge (read from the checkout), records their fingerprints, and its board row says
-"comparable"; the same run without a checkout uses this project's wording and is labelled "not comparable".
+AgentFlow's own prompts and judge (read from the checkout) and records their fingerprints; with no search
+backends it refuses to start unless `--allow-missing-tools` is given, and then its board row says so and is never
+"comparable"; the same run without a checkout uses this project's wording and is labelled "not comparable", and
+with a local Wikipedia index its run.json and board row carry the retrieval fingerprint.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 
 from agentflow_env.paper_flow.agentflow_judge import AgentFlowScoring
 from leaderboards.protocol import COMPARABLE, NOT_COMPARABLE, PROTOCOL_DIR, load_protocol
+from leaderboards.retrieval import MISSING_TOOLS
 from tests.helpers import LoopbackServer, chat_server
 
 SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[3] / "shared" / "data" / "agentflow-src")
@@ -48,7 +51,9 @@ def server() -> Iterator[LoopbackServer]:
         yield srv
 
 
-def _run(tmp_path: Path, server: LoopbackServer, testsets: Path, name: str, extra: list[str]) -> dict[str, Any]:
+def _run(
+    tmp_path: Path, server: LoopbackServer, testsets: Path, name: str, extra: list[str], rc: int = 0
+) -> dict[str, Any]:
     from agentflow_env.cli import main
 
     small = tmp_path / "paper-v2.toml"  # paper-v2 itself, one trial, one task per benchmark
@@ -66,8 +71,11 @@ def _run(tmp_path: Path, server: LoopbackServer, testsets: Path, name: str, extr
     ]
     args += ["--engine", f"openai:qwen@{server.url}", "--judge-engine", f"openai:judge@{server.url}"]
     args += ["--data-dir", str(testsets), "--out", str(tmp_path / "runs"), "--no-progress", "--name", name, *extra]
-    assert main(args) == 0
+    assert main(args) == rc
     run_dir = tmp_path / "runs" / "paper-v2" / name
+    if rc:
+        assert not run_dir.exists()  # refused before anything is written
+        return {}
     return json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
 
 
@@ -77,14 +85,26 @@ def _board_label(tmp_path: Path) -> list[str]:
     return [_row_label(r) for r in board_rows(group_by_protocol(tmp_path / "runs")["paper-v2"]).rows]
 
 
-def test_paper_v2_with_agentflow_src_is_comparable_and_without_it_is_not(
-    tmp_path: Path, testsets_dir: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+def test_paper_v2_needs_search_backends_and_reads_agentflow_src(
+    tmp_path: Path, testsets_dir: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     from agentflow_env.paper_flow import planner_system_prompt
+    from agentflow_env.tools.bm25 import BM25Index
 
     monkeypatch.delenv("AGENTFLOW_SRC", raising=False)
-    stored = _run(tmp_path, server, testsets_dir, "with-src", ["--agentflow-src", str(SRC)])
-    assert stored["comparability"] == COMPARABLE
+    for var in (
+        "AGENTFLOW_WIKI_INDEX",
+        "AGENTFLOW_RETRIEVER_URL",
+        "SERPER_API_KEY",
+        "TAVILY_API_KEY",
+        "GOOGLE_API_KEY",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    _run(tmp_path, server, testsets_dir, "refused", ["--agentflow-src", str(SRC)], rc=2)
+    assert "Wikipedia_RAG_Search_Tool" in capsys.readouterr().err
+    stored = _run(tmp_path, server, testsets_dir, "with-src", ["--agentflow-src", str(SRC), "--allow-missing-tools"])
+    assert stored["comparability"] == MISSING_TOOLS != COMPARABLE
+    assert "Ground_Google_Search_Tool" in stored["retrieval"]["missing"]
     used = stored["agentflow"]
     assert used["source"] == str(SRC.resolve()) and used["judge_fingerprint"] == AgentFlowScoring(SRC).fingerprint
     assert used["prompt_fingerprint"] == stored["paper_settings"]["prompt_fingerprint"]
@@ -100,17 +120,29 @@ def test_paper_v2_with_agentflow_src_is_comparable_and_without_it_is_not(
     with_src = json.loads((tmp_path / "runs" / "paper-v2" / "with-src" / "tasks.jsonl").read_text().splitlines()[0])
     assert with_src["score"] == 1.0
 
+    search = [json.loads(x) for x in (tmp_path / "runs" / "paper-v2" / "with-src" / "tasks.jsonl").open()]
+    leaks = [t["leak"] for t in search if t["env_id"] == "agentflow/Bamboogle-v2"]
+    assert leaks and all(x == {"searches": 0, "gold_retrieved": False, "query_copies_question": False} for x in leaks)
+    assert all(t["leak"] is None for t in search if t["env_id"] == "agentflow/AIME24-v2")
+
     server.log.clear()
+    BM25Index.build([{"title": "Paris", "text": "Paris is the capital of France."}], out_dir=tmp_path / "wiki")
+    monkeypatch.setenv("AGENTFLOW_WIKI_INDEX", str(tmp_path / "wiki"))
+    monkeypatch.setenv("SERPER_API_KEY", "not-a-real-key")  # stated, never called: the planner asks no search
     bare = _run(tmp_path, server, testsets_dir, "without-src", [])
     assert bare["comparability"] == NOT_COMPARABLE and bare["paper_settings"]["prompts"] == "builtin"
+    retrieval = bare["retrieval"]
+    assert retrieval["missing"] == [] and retrieval["kinds"] == ["local", "online"]
+    [fingerprint] = retrieval["fingerprints"]
+    assert fingerprint["retriever"] == "bm25" and fingerprint["corpus_hash"].startswith("crc32:")
     assert not any("response_format" in b for b in server.bodies)  # this project's judge
     assert bare["agentflow"]["source"] is None
 
     labels = _board_label(tmp_path)
-    [comparable] = [x for x in labels if x.startswith("with-src")]
+    [missing] = [x for x in labels if x.startswith("with-src")]
     [not_comparable] = [x for x in labels if x.startswith("without-src")]
-    assert "comparable" in comparable and "not comparable" not in comparable
-    assert NOT_COMPARABLE in not_comparable
+    assert MISSING_TOOLS in missing and "leak meter over" in missing
+    assert NOT_COMPARABLE in not_comparable and f"retrieval {retrieval['fingerprint_id']}" in not_comparable
 
 
 def test_agentflow_src_comes_from_the_environment_too(monkeypatch: pytest.MonkeyPatch) -> None:

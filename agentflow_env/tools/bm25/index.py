@@ -240,7 +240,9 @@ class BM25Index:
         return out
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], mmap: bool = True, verify: bool = True) -> BM25Index:
+    def load(
+        cls, path: str | os.PathLike[str], mmap: bool = True, verify: bool = True, _just_built: bool = False
+    ) -> BM25Index:
         """Open an index folder written by :meth:`save` or ``build(out_dir=...)``; arrays are memory-mapped.
 
         The folder is checked before use: with ``verify`` every file against the checksum written when it was
@@ -261,7 +263,8 @@ class BM25Index:
         if not passages.is_file():
             raise corrupted(folder, f"the file {PASSAGES_FILE} is missing")
         names = {**ARRAY_FILES, "vocab": VOCAB_FILE}
-        check_structure(folder, meta, arrays, vocab, passages.stat().st_size, names)
+        if not _just_built:  # the builder that wrote the folder a moment ago skips reading it all back
+            check_structure(folder, meta, arrays, vocab, passages.stat().st_size, names)
         params = {k: v for k, v in meta.items() if k != "checksums"}
         store = _PassageStore(path=folder, offsets=arrays["offsets"])
         return cls(arrays["data"], arrays["indices"], arrays["indptr"], vocab, store, params, path=folder)

@@ -35,9 +35,10 @@ def _light_stem(word: str) -> str:
 class _Tokenizer:
     """Lowercase words (letters and digits), stopwords dropped, plurals folded; memoised per word."""
 
-    def __init__(self, stopwords: bool = True, stem: bool = True):
+    def __init__(self, stopwords: bool = True, stem: bool = True, cache_size: int = 2_000_000):
         self.stopwords = stopwords
         self.stem = stem
+        self.cache_size = cache_size
         self._cache: dict[str, str | None] = {}
 
     def _norm(self, word: str) -> str | None:
@@ -52,7 +53,7 @@ class _Tokenizer:
             tok = cache.get(word, "")
             if tok == "":
                 tok = self._norm(word)
-                if len(cache) < 2_000_000:  # bound the memo on huge corpora
+                if len(cache) < self.cache_size:  # bound the memo on huge corpora
                     cache[word] = tok
             if tok is not None:
                 out.append(tok)
