@@ -75,10 +75,15 @@ def _raw(result: EvalResult) -> dict[str, Any]:
 
 
 def _retrieval(raw: dict[str, Any]) -> Any:
-    """Whatever retrieval fingerprint a record carries (a field named retrieval*, top level or in paper_settings)."""
-    found = {k: v for k, v in raw.items() if k.startswith("retrieval")}
+    """The retrieval fingerprint a record carries: ``run.json["retrieval"]["fingerprint_id"]`` (the search tools'
+    backends, leaderboards/retrieval.py), else any other non-empty field named retrieval*, top level or in
+    paper_settings."""
+    record = raw.get("retrieval")
+    if isinstance(record, dict) and record.get("fingerprint_id"):
+        return record["fingerprint_id"]
+    found = {k: v for k, v in raw.items() if k.startswith("retrieval") and v is not None and k != "retrieval"}
     settings = raw.get("paper_settings") or {}
-    found.update({k: v for k, v in settings.items() if isinstance(k, str) and k.startswith("retrieval")})
+    found.update({k: v for k, v in settings.items() if isinstance(k, str) and k.startswith("retrieval") and v})
     return found or None
 
 

@@ -141,6 +141,13 @@ def test_compare_warns_when_protocol_judge_or_retrieval_differ(
     assert "warning: protocol hashes differ" in out
     assert "warning: judges differ on agentflow/Gen-Math-v2" in out
     assert "warning: retrieval fingerprints differ: A None; B {'retrieval_fingerprint': 'bm25-index-123'}" in out
+    # the search tools' record (leaderboards/retrieval.py) is compared by its fingerprint id
+    for run, fid in ((run_a, "aaaa"), (run_b, "bbbb")):
+        raw = json.loads((run / RUN_FILE).read_text())
+        raw["retrieval"] = {"fingerprint_id": fid, "backends": {}}
+        (run / RUN_FILE).write_text(json.dumps(raw))
+    assert main(["leaderboard", "compare", str(run_a), str(run_b)]) == 0
+    assert "warning: retrieval fingerprints differ: A aaaa; B bbbb" in capsys.readouterr().out
 
 
 def test_compare_refuses_runs_without_shared_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
