@@ -17,6 +17,8 @@ expected value without thousands separators ignores the text's). A claim registe
 so the entry is cleaned up. Claims measured too slowly for CI to rerun (``rerun = "no"``) may name the commit
 they were measured on (``measured_on``; ``"recorded"``: the first 7 characters of the commit the output
 records in ``code_version``): that commit must then appear in the same file as the figure, so the reader is told.
+``rerun`` is one of ``ci`` (a test reruns the measurement), ``recompute`` (a test recomputes the statistics),
+``smoke`` (a test reruns the perf script's ``--smoke`` mode and checks the value paths still give numbers) or ``no``.
 
 A value path is dotted keys and list indices (``seeds.0.end.success``); ``[field=value,...]`` keeps the list
 items whose fields read so (more than one is an expansion); ``*`` expands over a list or a dict's values, and
@@ -73,6 +75,9 @@ REDUCERS = {
     "tlo": _t_bound("lo"),  # the 95% Student-t interval of the mean over the expansion (seeds, runs)
     "thi": _t_bound("hi"),
 }
+
+
+RERUN = ("ci", "recompute", "smoke", "no")  # how CI reruns a claim's measurement (see the module's doc)
 
 
 class RegistryError(ValueError):
@@ -133,12 +138,18 @@ def load_registry(path: Path = REGISTRY) -> list[Claim]:
                 values=values,
                 specs={g: entry.get("specs", {}).get(g, spec) for g in values},
                 scales={g: float(entry.get("scales", {}).get(g, scale)) for g in values},
-                rerun=entry.get("rerun", "no"),
+                rerun=_rerun(path, name, entry.get("rerun", "no")),
                 measured_on=entry.get("measured_on"),
                 expect_fail=entry.get("expect_fail", ""),
             )
         )
     return claims
+
+
+def _rerun(path: Path, name: str, rerun: str) -> str:
+    if rerun not in RERUN:
+        raise RegistryError(f"{path.name}: {name}: rerun = {rerun!r} is not one of {', '.join(RERUN)}")
+    return rerun
 
 
 def documents(root: Path = ROOT) -> dict[str, str]:

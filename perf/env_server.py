@@ -16,6 +16,7 @@
 
     python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--parts one,many,creation]
         [--compare-gc]   (the many-client load also against a server with Python's GC defaults)
+    python perf/env_server.py --smoke   # CI: two tiny runs in the shape of perf/results/env_server.json
 
 Each server runs in its own process (``--port 0``, loopback only).
 """
@@ -667,7 +668,21 @@ def main() -> None:
         help="also run the many-client load against a server started with --no-gc-tuning (Python's GC defaults)",
     )
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--smoke", action="store_true", help="two runs of tiny counts (one and many clients), as the results file"
+    )
     args = ap.parse_args()
+    if args.smoke:
+        from smoke_runs import runs_in_fresh_processes, smoke_envelope
+
+        tiny = "--clients 4 --seconds 0.5 --rounds 1 --many-rounds 1 --async-procs 1 --client-procs 1 --parts one,many"
+        runs = runs_in_fresh_processes(__file__, [*tiny.split(), "--env", args.env])
+        text = json.dumps(smoke_envelope("env_server", "python perf/env_server.py --smoke", runs), indent=2)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(text + "\n")
+        return
 
     result: dict[str, Any] = {"benchmark": "env_server", "env_id": args.env, "load_average_1m_at_start": _load()}
     parts = set(args.parts.split(","))

@@ -16,7 +16,8 @@ Four measurements, on one core:
   action, call the tool, append to memory, join the prompt) and of GEM's tool env (``gem-llm``; install it
   with ``pip install --no-deps gem-llm``, the column is left out without it), in interleaved rounds, CPU time.
 
-Usage: ``python perf/env_step.py [--quick] [--paired-only] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``.
+Usage: ``python perf/env_step.py [--quick] [--paired-only] [--max-chars 1000000] [--turns 20000] [--num-envs 8]``;
+``--smoke`` (CI) prints three tiny paired comparisons in the shape of ``perf/results/env_step_paired.json``.
 """
 
 from __future__ import annotations
@@ -328,9 +329,20 @@ def main() -> None:
     parser.add_argument("--max-episode", type=int, default=5_000, help="the longest episode timed")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and turns")
     parser.add_argument("--paired-only", action="store_true", help="only the paired tool-turn comparison")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="three tiny paired comparisons in the shape of perf/results/env_step_paired.json (its runs)",
+    )
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    if args.smoke:
+        from smoke_runs import smoke_envelope
+
+        runs = [bench_paired(rounds=2, episodes=40) for _ in range(3)]  # in-process: nothing in it outlives a run
+        print(json.dumps(smoke_envelope("env_step_paired", "python perf/env_step.py --smoke", runs), indent=2))
+        return
     turns = 2_000 if args.quick else args.turns
     reps = 3 if args.quick else 7
     paired = bench_paired(rounds=3 if args.quick else 9, episodes=300 if args.quick else 1000)

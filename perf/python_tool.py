@@ -9,6 +9,7 @@ ratio new/old (the goal is at most 2), the time of ``reset()`` plus a first call
 
 Usage: python perf/python_tool.py [--calls 200] [--rounds 5] [--resets 10] [--episode-ms 200] [--before REV]
        [--sandbox auto]
+       python perf/python_tool.py --smoke   # CI: two tiny runs in the shape of perf/results/python_tool.json
 """
 
 from __future__ import annotations
@@ -107,7 +108,18 @@ def main() -> None:
     )
     parser.add_argument("--before", default=BEFORE_REV, help="git revision of the earlier version ('' to skip)")
     parser.add_argument("--sandbox", default="auto", help="sandbox mode of the current version")
+    parser.add_argument(
+        "--smoke", action="store_true", help="two runs of tiny counts, each a fresh process, as the results file"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        from smoke_runs import runs_in_fresh_processes, smoke_envelope
+
+        tiny = ["--calls", "3", "--rounds", "1", "--resets", "2", "--subprocess-calls", "1", "--episode-ms", "0"]
+        runs = runs_in_fresh_processes(__file__, [*tiny, "--before", args.before, "--sandbox", args.sandbox])
+        json.dump(smoke_envelope("python_tool", "python perf/python_tool.py --smoke", runs), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
 
     tools: dict[str, Any] = {"new": PythonCoderTool(sandbox=args.sandbox)}
     with tempfile.TemporaryDirectory(prefix="agentflow-perf-") as tmp:

@@ -7,6 +7,7 @@ shape vLLM takes for every column.
 
     python perf/rollout.py --num-envs 32 --max-turns 2 --max-tokens 48
     .venv-vllm/bin/python perf/rollout.py --vllm --skip-sequential
+    python perf/rollout.py --smoke      # CI: tiny counts, the shape of perf/results/rollout.json
 """
 
 from __future__ import annotations
@@ -129,7 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="{}",
         help="JSON kwargs for vllm.LLM on top of the backend's, e.g. '{\"enforce_eager\": false}'",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="4 envs, 1 turn, 8 tokens: the same report in a few seconds (CI)"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.num_envs, args.episodes, args.max_turns, args.max_tokens, args.rounds = 4, None, 1, 8, 1
 
     import torch
 

@@ -138,3 +138,12 @@ def test_rounding_and_value_paths():
     with pytest.raises(KeyError, match="reducer"):
         cc.resolve(data, "runs.*.r")
     assert cc.resolve(data, "tlo:runs.*.r") < 0.6 < cc.resolve(data, "thi:runs.*.r")
+
+
+def test_an_unknown_rerun_word_is_a_registry_error(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[[claim]]\nid = "x"\npattern = "(?P<a>1)"\noutput = "o.json"\nvalues = { a = "k" }\nrerun = "yes"\n'
+    )
+    with pytest.raises(cc.RegistryError, match="rerun"):
+        cc.load_registry(bad)
