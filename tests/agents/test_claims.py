@@ -91,7 +91,8 @@ def test_text_moved_into_docs_still_counts_and_text_found_nowhere_fails(copy):
     match = claim.pattern.search(text)
     (copy / "docs").mkdir(exist_ok=True)
     reflowed = match.group(0).replace(", ", ",\n  ")  # the new page breaks its lines elsewhere
-    (copy / "docs" / "moved.md").write_text(f"# Moved\n\nMeasured {reflowed}.\n", encoding="utf-8")
+    marker = f" (committed in {claim.measured_on})" if claim.measured_on else ""  # the commit moves with it
+    (copy / "docs" / "moved.md").write_text(f"# Moved\n\nMeasured{marker} {reflowed}.\n", encoding="utf-8")
     (copy / name).write_text(text[: match.start()] + text[match.end() :], encoding="utf-8")
     assert all(r.ok for r in cc.check_all(copy))
     moved = _status(copy, claim_id)
