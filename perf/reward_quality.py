@@ -47,7 +47,7 @@ from tests.answer_styles import FORMATS, HALVES, action, task_styles  # noqa: E4
 from tests.reward_cases import golds_of, kind_of, spread  # noqa: E402
 
 DEFAULT_TESTSETS = Path(
-    os.environ.get("AGENTFLOW_TESTSETS", ROOT.parent.parent / "shared" / "data" / "agentflow-testsets")
+    os.environ.get("AGENTFLOW_TESTSETS", ROOT.parent / "shared" / "data" / "agentflow-testsets")  # beside the checkout
 )
 HEDGE_TARGET, ZERO_TARGET, MEDIAN_MS_TARGET = 0.005, 0.02, 1.0
 
