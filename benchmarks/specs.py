@@ -266,6 +266,7 @@ def _make_paper_env(
         wikipedia=wikipedia,
         name=f"{spec.name}-paper",
         extra_settings={"questions": questions},
+        command_operators="all" if grammar >= 3 else "arithmetic",  # the -v0..-v2 ids keep their evaluator
         **{**config.kwargs(), "engine": engine},
     )
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentflow_env.paper_flow.command_bounds import MAX_BLOCK_CHARS, MAX_ITEMS, Budget, CommandError
 
-__all__ = ["MAX_TEXT", "CommandError", "run_block"]
+__all__ = ["MAX_TEXT", "OPERATORS", "CommandError", "run_block"]
 
 MAX_TEXT = MAX_ITEMS  # the largest string or list a block may build (``"x" * 10**12`` is refused)
 
@@ -46,6 +46,10 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.BitXor: operator.xor,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+# the -v0..-v2 paper envs' evaluator ran arithmetic only (powers, shifts and bit operations were refused); their
+# scores stay comparable by keeping that set, and the -v3 ids run every operator AgentFlow's exec runs
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd)
+OPERATORS = ("all", "arithmetic")
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "str": str,
     "int": int,
@@ -64,8 +68,13 @@ _PLAIN = (str, int, float, bool, type(None), list, tuple, dict, set)
 
 
 class _Block:
-    def __init__(self, execute: Callable[..., Any]):
+    def __init__(self, execute: Callable[..., Any], operators: str = "all"):
+        if operators not in OPERATORS:
+            raise ValueError(f"operators={operators!r}; choose one of {', '.join(OPERATORS)}")
         self.execute = execute
+        keep = (lambda op: True) if operators == "all" else (lambda op: op in _ARITHMETIC)
+        self.binops = {op: fn for op, fn in _BINOPS.items() if keep(op)}
+        self.unary = {op: fn for op, fn in _UNARY.items() if keep(op)}
         self.names: dict[str, Any] = {}
         self.budget = Budget()
 
@@ -81,7 +90,7 @@ class _Block:
             for target in stmt.targets:
                 self.bind(target, value)
         elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            if type(stmt.op) not in _BINOPS:
+            if type(stmt.op) not in self.binops:
                 raise CommandError(f"unsupported operator in {ast.unparse(stmt)[:80]!r}")
             self.names[stmt.target.id] = self.binop(stmt.op, self.name(stmt.target.id), self.expr(stmt.value))
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
@@ -123,7 +132,7 @@ class _Block:
     def binop(self, op: ast.operator, left: Any, right: Any) -> Any:
         """``left <op> right``, refused before it runs when its result would be over a bound."""
         self.budget.before_binop(type(op).__name__, left, right)
-        return self.budget.checked(_BINOPS[type(op)](left, right))
+        return self.budget.checked(self.binops[type(op)](left, right))
 
     def expr(self, node: ast.expr) -> Any:
         budget = self.budget
@@ -140,10 +149,10 @@ class _Block:
         if isinstance(node, ast.Dict) and None not in node.keys:
             pairs = [(self.expr(k), self.expr(v)) for k, v in zip(node.keys, node.values)]  # type: ignore[arg-type]
             return budget.checked(dict(pairs))
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        if isinstance(node, ast.BinOp) and type(node.op) in self.binops:
             return self.binop(node.op, self.expr(node.left), self.expr(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](self.expr(node.operand))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in self.unary:
+            return self.unary[type(node.op)](self.expr(node.operand))
         if isinstance(node, ast.Subscript):
             return self.expr(node.value)[self.index(node.slice)]  # a part of a value: no larger than it
         if isinstance(node, ast.Call):
@@ -226,9 +235,11 @@ class _Block:
         return args, kwargs
 
 
-def run_block(block: str, execute: Callable[..., Any]) -> Any:
+def run_block(block: str, execute: Callable[..., Any], *, operators: str = "all") -> Any:
     """The value ``execution`` holds after the block, as ``exec(block, {}, {"tool": tool})`` would leave it;
     ``execute`` is called for each ``tool.execute(...)``. ``None`` when the block never sets ``execution``.
+    ``operators``: ``"all"`` (AgentFlow's exec: arithmetic, powers, shifts, bit operations) or ``"arithmetic"``
+    (``+ - * / // %`` and signs: what the ``-v0``..``-v2`` paper envs ran, kept so their scores stay comparable).
 
     Raises what the block raises (``NameError`` for an unbound name, the tool's own exceptions, ``SyntaxError``
     for a block that does not parse) and :class:`CommandError` for forms outside the evaluator or over a bound.
@@ -237,7 +248,7 @@ def run_block(block: str, execute: Callable[..., Any]) -> Any:
         raise CommandError(f"the block is {len(block):,} characters long, over the limit of {MAX_BLOCK_CHARS:,}")
     try:
         tree = ast.parse(block, filename="<string>")  # exec's file name: the same SyntaxError text
-        runner = _Block(execute)
+        runner = _Block(execute, operators)
         runner.run(tree)
     except (RecursionError, MemoryError):
         raise CommandError("the block nests too deeply to evaluate; write it flat") from None

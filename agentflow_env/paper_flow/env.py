@@ -41,7 +41,7 @@ from agentflow_env.engines.base import Engine
 from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError
 from agentflow_env.memory import shorten
-from agentflow_env.paper_flow.commands import run_block
+from agentflow_env.paper_flow.commands import OPERATORS, run_block
 from agentflow_env.paper_flow.memory import RESULT_LIMIT, ActionMemory, cut_result
 from agentflow_env.paper_flow.replies import (
     read_command,
@@ -168,6 +168,9 @@ class PaperFlowEnv(TaskEnv):
     - ``python_sandbox``: where the Python coder's code runs: ``"auto"`` (the local sandbox, or
       ``$AGENTFLOW_SANDBOX``), ``"bwrap"``, ``"namespaces"``, or ``"remote:http://HOST:PORT"`` (a
       SandboxFusion-compatible service such as ``agentflow-env sandbox-server``, for machines that forbid namespaces).
+    - ``command_operators``: what the executor's command blocks may compute: ``"all"`` (as AgentFlow's exec:
+      arithmetic, powers, shifts, bit operations; the ``-v3`` ids) or ``"arithmetic"`` (the ``-v0``..``-v2`` ids'
+      evaluator, kept so their scores stay comparable).
     """
 
     def __init__(
@@ -194,7 +197,11 @@ class PaperFlowEnv(TaskEnv):
         extra_settings: Mapping[str, Any] | None = None,
         reading: str = "as_coded",
         python_sandbox: str = "auto",
+        command_operators: str = "all",
     ):
+        if command_operators not in OPERATORS:
+            raise ConfigError(f"command_operators={command_operators!r}; choose one of {', '.join(OPERATORS)}")
+        self.command_operators = command_operators  # "arithmetic": the -v0..-v2 ids' evaluator (comparability)
         config = PaperConfig(
             max_turns=max_turns,
             time_budget_s=time_budget_s,
@@ -470,7 +477,8 @@ class PaperFlowEnv(TaskEnv):
                     executions.append(f"Not run: {self._no_time(f'the last {len(blocks) - index} block(s)')}.")
                     break
                 tool.timeout = min(self.tool_timeout_s, remaining)
-                out = run_block(block, tool.execute)  # AgentFlow exec()s the block; this evaluates it
+                # AgentFlow exec()s the block; this evaluates it
+                out = run_block(block, tool.execute, operators=self.command_operators)
                 executions.append(out if out is not None else self.prompt_source.no_result(block))
             result = executions
         except Exception as exc:  # a bad command costs the step, as in AgentFlow

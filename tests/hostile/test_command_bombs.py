@@ -170,3 +170,29 @@ def test_bomb_through_paper_flow_step_is_that_steps_error(name: str) -> None:
     assert "CommandError" in out["result"] and "limit" in out["result"], out
     assert out["rss_mb"] < RSS_BOUND_MB, out
     assert out["cpu_s"] < 10.0, out  # within the time budget: a bound that catches a hang, not a timing
+
+
+def test_powers_shifts_and_bit_operations_run_on_v3_and_stay_refused_for_the_older_ids():
+    """The -v0..-v2 paper envs' evaluator ran arithmetic only: their ids keep it, so their scores stay comparable."""
+    from agentflow_env.paper_flow.commands import CommandError, run_block
+
+    for block in ("execution = 2 ** 10", "x = 3\nx <<= 2\nexecution = x", "execution = ~5 & 7 | 1 ^ 2"):
+        assert run_block(block, lambda **kw: None) is not None
+        with pytest.raises(CommandError):
+            run_block(block, lambda **kw: None, operators="arithmetic")
+    assert run_block("execution = -(7 // 2) % 5 + 1.5 * 2 - 3 / 4", lambda **kw: None, operators="arithmetic") == 4.25
+    with pytest.raises(ValueError, match="operators"):
+        run_block("execution = 1", lambda **kw: None, operators="python")
+
+
+def test_the_paper_ids_choose_their_evaluator_by_version():
+    from agentflow_env.engines.scripted import ScriptedEngine
+    from benchmarks.specs import make_env
+
+    engine = ScriptedEngine(lambda prompt: "")
+    for grammar, operators in ((2, "arithmetic"), (3, "all")):
+        env = make_env("Gen-GameOf24", flow="paper", engine=engine, grammar=grammar)
+        try:
+            assert env.unwrapped.command_operators == operators
+        finally:
+            env.close()
