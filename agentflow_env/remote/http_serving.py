@@ -42,6 +42,7 @@ __all__ = [
     "error_body",
     "is_loopback",
     "json_body",
+    "serving_kwargs",
     "to_jsonable",
 ]
 
@@ -72,6 +73,17 @@ def add_serving_arguments(
     parser.add_argument(
         "--idle-connection", type=float, default=120.0, help="seconds an idle keep-alive connection stays open"
     )
+
+
+def serving_kwargs(args: argparse.Namespace, token_env: str) -> dict[str, Any]:
+    """The server keyword arguments of the options :func:`add_serving_arguments` added (the token from the flag
+    or ``$token_env``)."""
+    return {
+        "token": args.token or os.environ.get(token_env) or None,
+        "max_connections": args.max_connections,
+        "read_timeout_s": args.read_timeout,
+        "idle_connection_s": args.idle_connection,
+    }
 
 
 def to_jsonable(value: Any) -> Any:
@@ -180,6 +192,11 @@ class JsonHttpServer:
         self._table_lock = threading.Lock()
         self.expired = 0  # held things ended by the idle reaper
         self._reaper: threading.Thread | None = None
+
+    @property
+    def needs_token(self) -> bool:
+        """Whether requests must carry ``Authorization: Bearer <token>``."""
+        return self._token is not None
 
     @property
     def url(self) -> str:

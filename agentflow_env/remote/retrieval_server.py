@@ -21,7 +21,14 @@ from http import HTTPStatus
 from typing import Any
 
 from agentflow_env.error import ConfigError
-from agentflow_env.remote.http_serving import HTTPError, JsonHttpServer, add_serving_arguments, dumps, json_body
+from agentflow_env.remote.http_serving import (
+    HTTPError,
+    JsonHttpServer,
+    add_serving_arguments,
+    dumps,
+    json_body,
+    serving_kwargs,
+)
 from agentflow_env.tools.retrieval import RETRIEVER_TOKEN_ENV, index_fingerprint, open_index, search_r1_document
 
 __all__ = ["MAX_QUERIES", "MAX_TOPK", "RetrievalServer", "configure"]
@@ -76,10 +83,6 @@ class RetrievalServer(JsonHttpServer):
     def fingerprint(self) -> dict[str, Any]:
         return dict(self._fingerprint)
 
-    @property
-    def needs_token(self) -> bool:
-        return self._token is not None
-
     async def _route(self, method: str, path: str, raw: bytes) -> bytes:
         route = path.split("?")[0].rstrip("/")
         if method == "POST" and route == "/retrieve":
@@ -120,11 +123,8 @@ def _run(args: argparse.Namespace) -> int:
         index,
         args.host,
         args.port,
-        token=args.token or os.environ.get(RETRIEVER_TOKEN_ENV) or None,
-        max_connections=args.max_connections,
         workers=args.workers,
-        read_timeout_s=args.read_timeout,
-        idle_connection_s=args.idle_connection,
+        **serving_kwargs(args, RETRIEVER_TOKEN_ENV),
     )
     auth = "token required" if server.needs_token else "no token"
     print(f"agentflow retrieval server on {server.url}/retrieve ({len(index)} passages, {auth})", flush=True)

@@ -52,6 +52,7 @@ from agentflow_env.remote.http_serving import (
     add_serving_arguments,
     dumps,
     json_body,
+    serving_kwargs,
 )
 from agentflow_env.tools.python.outcome import CellOutcome
 from agentflow_env.tools.python.remote import TOKEN_ENV
@@ -462,7 +463,6 @@ def _run(args: argparse.Namespace) -> int:
     server = SandboxServer(
         args.host,
         args.port,
-        token=args.token or os.environ.get(TOKEN_ENV) or None,
         sandbox=args.sandbox,
         concurrency=args.concurrency,
         queue=args.queue,
@@ -473,9 +473,7 @@ def _run(args: argparse.Namespace) -> int:
         default_memory_mb=args.memory,
         max_output_chars=args.max_output,
         preload=tuple(p for p in args.preload.split(",") if p),
-        max_connections=args.max_connections,
-        read_timeout_s=args.read_timeout,
-        idle_connection_s=args.idle_connection,
+        **serving_kwargs(args, TOKEN_ENV),
     )
 
     def stop(signum: int, frame: Any) -> None:  # SIGTERM (a pod stopping) or Ctrl-C: end sessions, stop the sandbox
@@ -483,7 +481,7 @@ def _run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    auth = "token required" if server._token else "no token"
+    auth = "token required" if server.needs_token else "no token"
     print(
         f"agentflow sandbox server on {server.url} ({server.sandbox_info.mode}, {server.concurrency} cells at once, "
         f"{server.queue} queued, {auth})",

@@ -41,7 +41,6 @@ import asyncio
 import gc
 import json
 import logging
-import os
 import secrets
 import time
 from collections.abc import Callable
@@ -60,6 +59,7 @@ from agentflow_env.remote.http_serving import (
     add_serving_arguments,
     dumps,
     json_body,
+    serving_kwargs,
     to_jsonable,
 )
 
@@ -366,16 +366,13 @@ def _run(args: argparse.Namespace) -> int:
         max_episodes=args.max_episodes,
         env_kwargs=env_kwargs,
         allow_client_kwargs=args.allow_client_kwargs,
-        token=args.token or os.environ.get(TOKEN_ENV) or None,
         reveal_gold=args.reveal_gold,
-        max_connections=args.max_connections,
         workers=args.workers,
-        read_timeout_s=args.read_timeout,
-        idle_connection_s=args.idle_connection,
+        **serving_kwargs(args, TOKEN_ENV),
     )
     if not args.no_gc_tuning:
         tune_gc_for_serving()
-    auth = "token required" if server._token else "no token"
+    auth = "token required" if server.needs_token else "no token"
     print(f"agentflow env server on {server.url} (idle timeout {server.idle_timeout_s:g} s, {auth})", flush=True)
     try:
         server.serve_forever()
