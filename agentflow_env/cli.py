@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("leaderboards.cli:configure_eval", "evaluate a policy on a leaderboard protocol (resumable)"),
     "leaderboard": ("leaderboards.cli:configure_leaderboard", "render or show the leaderboard from stored results"),
     "judge-check": ("leaderboards.judge_check:configure", "check an LLM judge on a labelled set of answers"),
-    "play": ("agentflow_env.play:configure", "play an env in the terminal: you are the planner"),
+    "play": ("agentflow_env.terminal.play:configure", "play an env in the terminal: you are the planner"),
     "train": ("agents.training.train_cli:configure_train", "train the planner with Flow-GRPO from a config file"),
     "build-index": ("agentflow_env.tools.wikipedia:configure", "build a BM25 index folder from a Wikipedia dump"),
     "sft": (
@@ -48,7 +48,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "agentflow_env.remote.retrieval_server:configure",
         "serve an index folder in Search-R1's /retrieve format (BM25 or dense)",
     ),
-    "mcp-server": ("agentflow_env.mcp_server:configure", "serve the env's tools (Python, search, calculator) over MCP"),
+    "mcp-server": (
+        "agentflow_env.remote.mcp_server:configure",
+        "serve the env's tools (Python, search, calculator) over MCP",
+    ),
 }
 
 # the top-level packages whose commands need agentflow-env's own ``agents`` package

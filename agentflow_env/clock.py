@@ -4,7 +4,7 @@ An env starts its clock at ``reset`` and reads it before each module, tool or ve
 the clock simply runs (wall time since the start). A runner that keeps many episodes in flight pauses an
 episode's clock while the episode waits its turn (for a free worker, for a planner batch to fill) and
 charges it the planner's own call time instead, so an episode's budget does not depend on how many other
-episodes run beside it (see :mod:`agentflow_env.scheduler`).
+episodes run beside it (see :mod:`agentflow_env.vector.scheduler`).
 """
 
 from __future__ import annotations

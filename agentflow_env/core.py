@@ -9,15 +9,15 @@ from typing import Any
 
 from agentflow_env.base import TaskEnv
 from agentflow_env.config import EnvConfig
-from agentflow_env.memory import Memory, shorten
-from agentflow_env.modes import DirectExecutor, RuleVerifier, build_modes
-from agentflow_env.parsing import _CANONICAL_RE, ParsedAction, parse_action
-from agentflow_env.prompts import PlannerPrompt
-from agentflow_env.readable import readable_action, safe_repr
 from agentflow_env.scoring.base import Scorer
-from agentflow_env.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
-from agentflow_env.turn_rewards import TurnSignals
+from agentflow_env.turn.memory import Memory, shorten
+from agentflow_env.turn.modes import DirectExecutor, RuleVerifier, build_modes
+from agentflow_env.turn.parsing import _CANONICAL_RE, ParsedAction, parse_action
+from agentflow_env.turn.prompts import PlannerPrompt
+from agentflow_env.turn.readable import readable_action, safe_repr
+from agentflow_env.turn.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
+from agentflow_env.turn.turn_rewards import TurnSignals
 from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 
 __all__ = ["AgentFlowEnv"]
@@ -60,7 +60,7 @@ class AgentFlowEnv(TaskEnv):
     ## Action
     One string: ``Justification:/Context:/Sub-Goal:/Tool Name:/Command:`` or ``Final Answer:``
     (or the same keys as JSON). A malformed action costs the turn and is explained in memory.
-    Native tool calls work too (see :mod:`agentflow_env.tool_calls`): an OpenAI assistant message (a dict
+    Native tool calls work too (see :mod:`agentflow_env.turn.tool_calls`): an OpenAI assistant message (a dict
     or its JSON) with ``tool_calls``, Hermes/Qwen ``<tool_call>`` blocks, a ``final_answer`` call, or plain
     content as the final answer (from the first turn with ``reset(options={"tool_calling": True})``, else once
     the episode has called a tool natively). ``info["tools"]`` holds the OpenAI function schemas (one object per env,
@@ -77,7 +77,7 @@ class AgentFlowEnv(TaskEnv):
     0 on every step but the last, then the scorer's value of the final answer, in [0, 1].
     ``info["turn_signals"]`` says on every step whether the turn was an invalid action, a tool error or a
     repeated call, and gives the verifier's verdict; ``turn_rewards={"invalid_action": -0.1, ...}`` (opt-in)
-    adds those penalties to the step reward, capped per episode (see :mod:`agentflow_env.turn_rewards`).
+    adds those penalties to the step reward, capped per episode (see :mod:`agentflow_env.turn.turn_rewards`).
 
     ## LLM modes
     ``executor``/``verifier``/``generator`` = ``"llm"`` call ``engine`` (an Engine or a spec string

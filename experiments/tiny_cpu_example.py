@@ -21,7 +21,7 @@ that repeats), and the per-seed table. For seed 0 the start and end are also com
 over the 29 tasks) and greedily (McNemar exact). The test split is never read.
 
 ``--prefix`` stops after ``sft`` and the warm start's validation: the part CI reruns and compares bit for bit
-with the committed result (``tests/agents/test_tiny_cpu_example.py``).
+with the committed result (``tests/agents/training/test_tiny_cpu_example.py``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The episodes of an eval: ``concurrency`` in flight on the scheduler, or lock-step turns for a stateful policy.
 
 :func:`run_units` plays a run's remaining units and appends each finished episode (trajectory, then outcome)
-as it ends. An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.scheduler.run_episodes`: each
+as it ends. An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each
 episode on its own, the planner's batches gathered within ``batch_window_s``. Any other policy plays lock-step
 turns (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
 Either way each episode's clock counts only its own work.
@@ -161,7 +161,7 @@ def run_turns(
     episode's clock is paused between its steps and charged the batch's ``act`` time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from agentflow_env.scheduler import pause_clock
+    from agentflow_env.vector.scheduler import pause_clock
 
     remaining = _start_session(todo, total, initial, policies, pool)
     active: list[_Episode] = []
@@ -230,7 +230,7 @@ def _turn(active: list[_Episode], policies: dict[str, Any], steps: Any) -> list[
 
 def _batchers(policies: dict[str, Any], config: EvalConfig, stats: Any) -> dict[int, Any]:
     """One planner batcher per distinct policy object."""
-    from agentflow_env.scheduler import PlannerBatcher
+    from agentflow_env.vector.scheduler import PlannerBatcher
 
     batchers: dict[int, Any] = {}
     for policy in policies.values():
@@ -262,7 +262,7 @@ def _show_progress(bar: Any, stats: Any, meter0: dict[str, float], mean_score: f
 
 
 def _step_pair(seconds: float, pair: tuple[_Episode, str]) -> Any:
-    from agentflow_env.scheduler import timed_step
+    from agentflow_env.vector.scheduler import timed_step
 
     enter_benchmark(pair[0].ledger, pair[0].unit.env_id)  # a pool thread: its engine calls count for this episode
     return timed_step(pair[0].env, pair[1], seconds)
@@ -299,7 +299,7 @@ def run_units(
     traj: JsonlAppender,
     tasks: JsonlAppender,
 ) -> None:
-    """Every unit of ``todo``, ``config.concurrency`` episodes in flight (:func:`agentflow_env.scheduler.run_episodes`).
+    """Every unit of ``todo``, ``config.concurrency`` episodes in flight (``vector.scheduler.run_episodes``).
 
     A policy that cannot take concurrent ``act`` calls (not ``concurrent_act``) plays in lock-step turns instead
     (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
@@ -308,7 +308,7 @@ def run_units(
         return run_turns(todo, total, initial, policies, pool, config, traj, tasks)
 
     from agentflow_env.engines.meter import METER
-    from agentflow_env.scheduler import SchedulerStats, run_episodes
+    from agentflow_env.vector.scheduler import SchedulerStats, run_episodes
 
     remaining = _start_session(todo, total, initial, policies, pool)
     stats = SchedulerStats()
@@ -395,7 +395,7 @@ def _check_judged(unit: WorkUnit, env: Any, info: dict[str, Any], plan_scorer: s
 
 
 def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, tasks: JsonlAppender) -> None:
-    """Append a finished episode (an :class:`agentflow_env.scheduler.Episode` of a unit): trajectory, then outcome."""
+    """Append a finished episode (a ``vector.scheduler.Episode`` of a unit): trajectory, then outcome."""
     task = info.get("task") or {}
     unit = ep.job
     counts = [item[1] for item in ep.acts]

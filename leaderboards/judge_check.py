@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError, EngineError
-from agentflow_env.intervals import wilson_interval
+from agentflow_env.scoring.intervals import wilson_interval
 from leaderboards.judge_labels import MUST_PASS, LabelledAnswer, build_labelled_set, read_labelled_set
 
 __all__ = ["check_judge", "configure", "format_report"]

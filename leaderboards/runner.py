@@ -1,5 +1,5 @@
 """Runs a policy over a protocol: the protocol resolves once into a :class:`~leaderboards.protocol.RunPlan`, then
-``concurrency`` episodes run in flight, each on its own (:mod:`agentflow_env.scheduler`), resumable.
+``concurrency`` episodes run in flight, each on its own (:mod:`agentflow_env.vector.scheduler`), resumable.
 
 An HTTP planner (``concurrent_act``) gets its observations in batches gathered within ``batch_window_s``, never
 a barrier; a local or stateful policy plays lock-step turns so a seeded run repeats. Each episode's

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agentflow_env.intervals import Z95, wilson_interval
+from agentflow_env.scoring.intervals import Z95, wilson_interval
 
 __all__ = [
     "Z95",

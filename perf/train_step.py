@@ -96,8 +96,8 @@ def _model_path(args: argparse.Namespace, work: Path) -> Path:
 
 def _game24_reward(completions: list[Any], numbers: list[list[int]], **_: Any) -> list[float]:
     """The env's own verification of a single-turn answer (TRL side)."""
-    from agentflow_env.parsing import parse_action
     from agentflow_env.scoring.game24 import Game24Scorer
+    from agentflow_env.turn.parsing import parse_action
     from agentflow_env.types import Task
 
     scorer = Game24Scorer()

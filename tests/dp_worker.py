@@ -1,4 +1,4 @@
-"""One Flow-GRPO step on fixed rollouts; run by tests/agents/test_data_parallel.py in one process and under torchrun.
+"""One Flow-GRPO step on fixed rollouts; run by test_data_parallel.py in one process and under torchrun.
 
 ``python tests/dp_worker.py CONFIG.json BANK.pt OUT_DIR`` (under torchrun: one process per rank) plays no
 episode: ``collect`` returns the rollouts of the bank (real tiny-LM rollouts, per question), so a single

@@ -1,7 +1,7 @@
 """Adversarial answers generated from gold answers: hedges (a careful human grader marks each wrong) and
 committed correct answers (each marked right), in many templates, for every kind of registered env.
 
-Used by ``tests/env/test_reward_quality.py`` (a deterministic sample, >= 10k of each) and
+Used by ``tests/env/scoring/test_reward_quality.py`` (a deterministic sample, >= 10k of each) and
 ``perf/reward_quality.py`` (both error rates per env id, as JSON). The templates cover the classes of
 issue 25: two-candidate LaTeX answers (``\\text{ ou }``, ``\\mbox{ oder }``, ``\\text{?}``, inside
 ``\\boxed{}``, five candidates), ``\\lor``/``‖``/``|``/Cyrillic "оr", lists, lines, sentences; and correct

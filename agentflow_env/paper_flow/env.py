@@ -40,7 +40,6 @@ from agentflow_env.config import PaperConfig
 from agentflow_env.engines.base import Engine
 from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError
-from agentflow_env.memory import shorten
 from agentflow_env.paper_flow.commands import OPERATORS, run_block
 from agentflow_env.paper_flow.memory import RESULT_LIMIT, ActionMemory, cut_result
 from agentflow_env.paper_flow.replies import (
@@ -53,9 +52,10 @@ from agentflow_env.paper_flow.replies import (
 from agentflow_env.paper_flow.sampling import MODULE_SAMPLING, TOOL_SAMPLING, ModuleSampling, planner_sampling
 from agentflow_env.paper_flow.templates import BuiltinPrompts, PromptSource
 from agentflow_env.paper_flow.toolbox import STAND_INS, STATED_TOOLS, PaperTool, build_toolbox
-from agentflow_env.readable import safe_repr
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool
+from agentflow_env.turn.memory import shorten
+from agentflow_env.turn.readable import safe_repr
 from agentflow_env.types import Task, TaskSource
 
 __all__ = [
@@ -508,7 +508,7 @@ class PaperFlowEnv(TaskEnv):
         """The memory for a module prompt, and a note to put before the prompt (both as coded: as is, none)."""
         if self.reading != "hardened":
             return self.action_memory, ""
-        from agentflow_env.llm_modes import DATA_NOTE
+        from agentflow_env.turn.llm_modes import DATA_NOTE
 
         nonce = hashlib.sha256(self.action_memory.text().encode("utf-8", "replace")).hexdigest()[:16]
         return _FencedMemory(self.action_memory, nonce), DATA_NOTE.format(nonce=nonce) + "\n\n"
@@ -517,7 +517,7 @@ class PaperFlowEnv(TaskEnv):
         """The planner's context and sub-goal for the executor's prompt, and a note to put before it."""
         if self.reading != "hardened":
             return context, sub_goal, ""
-        from agentflow_env.llm_modes import fenced
+        from agentflow_env.turn.llm_modes import fenced
 
         data, note = fenced(context=context, sub_goal=sub_goal)
         return "\n" + data["context"], "\n" + data["sub_goal"], note + "\n\n"

@@ -218,9 +218,9 @@ def _python_blocks(reply: str) -> list[str]:
 
 def read_verdict_hardened(reply: Any) -> str:
     """``reading="hardened"``: a JSON reply's ``stop_signal`` as AgentFlow reads it, else the reply's last line
-    only (``Conclusion: STOP``, see :func:`agentflow_env.llm_modes.parse_verdict`). A "stop" anywhere else (in
+    only (``Conclusion: STOP``, see :func:`agentflow_env.turn.llm_modes.parse_verdict`). A "stop" anywhere else (in
     quoted tool output, in the reasoning) is no verdict, and no verdict means CONTINUE."""
-    from agentflow_env.llm_modes import parse_verdict
+    from agentflow_env.turn.llm_modes import parse_verdict
 
     if not isinstance(reply, str):
         return "CONTINUE"

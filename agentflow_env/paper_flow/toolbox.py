@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from agentflow_env.engines.base import Engine, SamplingParams
-from agentflow_env.memory import shorten
 from agentflow_env.tools.base import BaseTool, Tool
+from agentflow_env.turn.memory import shorten
 from agentflow_env.types import ToolResult
 
 __all__ = [

@@ -29,7 +29,7 @@ from http import HTTPStatus
 from typing import Any
 
 from agentflow_env.error import ConfigError
-from agentflow_env.exposure import authorized, check_exposure, expected_header, is_loopback
+from agentflow_env.remote.exposure import authorized, check_exposure, expected_header, is_loopback
 
 __all__ = [
     "MAX_BODY_BYTES",

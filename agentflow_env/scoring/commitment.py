@@ -56,7 +56,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from agentflow_env.arith import ArithmeticError_, evaluate
+from agentflow_env.scoring.arith import ArithmeticError_, evaluate
 from agentflow_env.scoring.extract import UNITS, AnswerSpan, extract_answer, normalize_text
 
 __all__ = [

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 
-from agentflow_env.arith import ArithmeticError_, evaluate, parse_numbers_and_ops
+from agentflow_env.scoring.arith import ArithmeticError_, evaluate, parse_numbers_and_ops
 from agentflow_env.scoring.commitment import alternative_marker
 from agentflow_env.scoring.extract import extract_answer
 from agentflow_env.types import Task

@@ -48,12 +48,12 @@ class _EnvHost:
 
     def step_timed(self, j: int, action: Any, planner_s: float) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """A step with the episode clock charged the planner's time and running only during the step."""
-        from agentflow_env.scheduler import timed_step
+        from agentflow_env.vector.scheduler import timed_step
 
         return timed_step(self.envs[j], action, planner_s)
 
     def pause_clock(self, j: int) -> None:
-        from agentflow_env.scheduler import pause_clock
+        from agentflow_env.vector.scheduler import pause_clock
 
         pause_clock(self.envs[j])
 
@@ -126,7 +126,7 @@ class _EnvProxy:
         return self._step("step", action)
 
     def step_timed(self, action: Any, planner_s: float) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """``step`` with the remote env's episode clock handled there (see :mod:`agentflow_env.scheduler`)."""
+        """``step`` with the remote env's episode clock handled there (see :mod:`agentflow_env.vector.scheduler`)."""
         return self._step("step_timed", action, planner_s)
 
     def pause_clock(self) -> None:

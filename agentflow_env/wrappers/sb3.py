@@ -15,8 +15,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from agentflow_env.parsing import parse_action
 from agentflow_env.tools.base import normalize_tool_name
+from agentflow_env.turn.parsing import parse_action
 
 __all__ = ["CandidateActionWrapper", "Proposer", "ToolChoiceWrapper", "TurnFeatures"]
 

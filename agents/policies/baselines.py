@@ -156,7 +156,7 @@ class ScriptedGameOf24Planner:
         """A wrong first guess in the shape ``(a o b) o (c o d)`` for ``retry_share`` of the questions."""
         import zlib
 
-        from agentflow_env.arith import evaluate
+        from agentflow_env.scoring.arith import evaluate
 
         rng = np.random.default_rng(zlib.crc32(question.encode("utf-8")))
         if len(nums) != 4 or rng.random() >= self.retry_share:

@@ -138,7 +138,7 @@ class HFPlanner:
     far and the turns left), rendered with the env's tools as OpenAI function schemas by :func:`format_chat` (the
     model's own template with ``tools=`` when it knows tools); the model answers with Hermes ``<tool_call>``
     blocks, or plain content as the final answer (play the env in tool mode: ``reset(options={"tool_calling": True})``).
-    The tools come from the observation's tool cards (``agentflow_env.tool_calls.schemas_from_cards``).
+    The tools come from the observation's tool cards (``agentflow_env.turn.tool_calls.schemas_from_cards``).
     """
 
     model: Any

@@ -24,7 +24,7 @@ from typing import Any
 
 from agentflow_env.engines.base import Engine, Message, SamplingParams
 from agentflow_env.error import ConfigError
-from agentflow_env.tool_calls import SYSTEM_PROMPT, schemas_from_cards
+from agentflow_env.turn.tool_calls import SYSTEM_PROMPT, schemas_from_cards
 from agents.policies.policy import Observation, as_obs_list
 
 __all__ = ["LLMPlanner", "card_schemas", "tool_system_prompt", "tool_user_content"]
@@ -154,7 +154,7 @@ class LLMPlanner:
             return self._tool_messages(obs)
         prompt = str(obs.get("prompt", ""))
         if self.max_prompt_chars is not None:
-            from agentflow_env.memory import shorten
+            from agentflow_env.turn.memory import shorten
 
             prompt = shorten(prompt, self.max_prompt_chars)
         chat: list[Message] = [{"role": "user", "content": prompt}]
@@ -166,7 +166,7 @@ class LLMPlanner:
         """Tool-calling chat: the system prompt, then the question, the memory so far and the turns left."""
         user = tool_user_content(obs)
         if self.max_prompt_chars is not None:
-            from agentflow_env.memory import shorten
+            from agentflow_env.turn.memory import shorten
 
             user = shorten(user, self.max_prompt_chars)
         system = tool_system_prompt(self.system_prompt)

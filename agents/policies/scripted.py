@@ -113,7 +113,7 @@ def _compute(obs: Observation, expression: str | None, program: str | None, goal
 
 def _own_arithmetic(expression: str | None, program: str | None) -> str:
     """Last resort when no tool could compute (e.g. no Python tool for a modular power): exact arithmetic here."""
-    from agentflow_env.arith import ArithmeticError_, evaluate
+    from agentflow_env.scoring.arith import ArithmeticError_, evaluate
     from benchmarks.synthetic.mathgen import format_number
 
     if expression:

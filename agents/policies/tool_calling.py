@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentflow_env.error import ConfigError
-from agentflow_env.parsing import parse_action
-from agentflow_env.tool_calls import FINAL_ANSWER, function_name
+from agentflow_env.turn.parsing import parse_action
+from agentflow_env.turn.tool_calls import FINAL_ANSWER, function_name
 from agents.policies.policy import Observation, Policy, as_obs_list
 
 __all__ = ["ToolCalling", "as_tool_call", "set_tool_mode"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentflow_env.engines.base import SamplingParams
-from agentflow_env.intervals import wilson_interval
+from agentflow_env.scoring.intervals import wilson_interval
 from agents.policies.tool_calling import set_tool_mode
 from agents.training.backends import make_backend
 from agents.training.config import FlowGRPOConfig, load_callable

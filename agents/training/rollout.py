@@ -1,7 +1,7 @@
 """Rollout collection: a policy plays a vector of envs; ``Turn``/``Trajectory`` records.
 
 Two schedules (``scheduler=``): ``"episodes"`` runs each episode on its own (one env per worker thread, the
-policy's batches gather the episodes ready within ``window_s``, :mod:`agentflow_env.scheduler`): nothing waits
+policy's batches gather the episodes ready within ``window_s``, :mod:`agentflow_env.vector.scheduler`): nothing waits
 for the slowest env of a turn or for a reset. ``"turns"`` plays lock-step turns, one batched ``act`` over every
 running episode per turn. ``"auto"`` (default) picks episodes for a policy that takes concurrent ``act`` calls
 (an HTTP planner) and turns otherwise (a local model: full batches, and seeded runs repeat exactly).
@@ -406,7 +406,7 @@ def collect_group_rollouts(
 
 
 class _Scheduled:
-    """Plays episode specs with :func:`agentflow_env.scheduler.run_episodes`: env ``i`` of the vector belongs to
+    """Plays episode specs with :func:`agentflow_env.vector.scheduler.run_episodes`: env ``i`` of the vector belongs to
     worker ``i``, each episode runs on its own, and the policy's batches gather the episodes ready within
     ``window_s`` (several calls in flight for a ``concurrent_act`` policy). No turn waits for the slowest env and
     no reset waits for other episodes."""
@@ -475,7 +475,7 @@ class _Scheduled:
             self.progress(traj)
 
     def run(self) -> list[Trajectory]:
-        from agentflow_env.scheduler import PlannerBatcher, SchedulerStats, run_episodes
+        from agentflow_env.vector.scheduler import PlannerBatcher, SchedulerStats, run_episodes
 
         sched = SchedulerStats()
         n = len(self.envs)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentflow_env.parsing import parse_action
-from agentflow_env.tool_calls import hermes_tool_calls
+from agentflow_env.turn.parsing import parse_action
+from agentflow_env.turn.tool_calls import hermes_tool_calls
 from agents.policies.policy import Observation, Policy, as_obs_list
 
 __all__ = ["ObservationRecorder", "tokenize_tool_demonstrations", "tool_action", "well_formed"]

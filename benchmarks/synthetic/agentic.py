@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from agentflow_env.arith import evaluate
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.arith import evaluate
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
 from benchmarks.specs import BenchmarkSpec

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from agentflow_env.arith import ArithmeticError_, evaluate
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.arith import ArithmeticError_, evaluate
 from agentflow_env.scoring.commitment import read_commitment
 from agentflow_env.scoring.extract import number_with_unit
 from agentflow_env.tools.base import Tool

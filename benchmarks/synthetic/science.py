@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from agentflow_env.arith import evaluate
 from agentflow_env.error import ConfigError
+from agentflow_env.scoring.arith import evaluate
 from agentflow_env.scoring.choice import ChoiceScorer, option_letters, render_options
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 import agentflow_env
 from agentflow_env import AgentFlowEnv, Task
 from agentflow_env.error import ConfigError
-from agentflow_env.memory import Memory
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.tools.calculator.tool import CalculatorTool
+from agentflow_env.turn.memory import Memory
 from agentflow_env.types import MemoryStep, ToolResult
 from agents.policies.baselines import RandomPlanner, ScriptedGameOf24Planner, final_answer, tool_call
 from tests.conftest import TESTSETS
@@ -476,7 +476,7 @@ def test_a_step_with_a_real_hung_tool_ends_at_the_budget():
 
 def _reference_render(steps, budget):
     """Memory.render as first written: every step's block rebuilt on every call."""
-    from agentflow_env.memory import _header, shorten
+    from agentflow_env.turn.memory import _header, shorten
 
     if not steps:
         return "(no steps yet)"

@@ -6,8 +6,8 @@ import json
 import random
 
 from agentflow_env import AgentFlowEnv, Task
-from agentflow_env.memory import Memory
 from agentflow_env.tools.base import BaseTool
+from agentflow_env.turn.memory import Memory
 from agentflow_env.types import MemoryStep, ToolResult
 
 

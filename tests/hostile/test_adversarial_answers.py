@@ -108,7 +108,7 @@ def value_hedges(gold: str, wrong: str) -> list[str]:
         f"[{wrong}, {gold}]",
         f"The answer is {gold}, or maybe {wrong}.",
         # "The answer is {gold}, not {wrong}." commits to the gold since v2 (a negated alternative is not a
-        # candidate); tests/env/test_reward_quality.py scores it as a correct answer
+        # candidate); tests/env/scoring/test_reward_quality.py scores it as a correct answer
     ]
     value, other = _numeric(gold), _numeric(wrong)
     if value is not None and other is not None:

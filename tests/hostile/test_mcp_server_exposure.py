@@ -1,5 +1,5 @@
 """``agentflow-env mcp-server`` follows env-server's rules: loopback by default, a token required for any other
-bind, and with a token every request must carry it (``agentflow_env.exposure``, shared by both servers)."""
+bind, and with a token every request must carry it (``agentflow_env.remote.exposure``, shared by both servers)."""
 
 from __future__ import annotations
 

@@ -329,4 +329,5 @@ def test_paper_v1_runs_the_paper_flow_with_the_judge_on_every_benchmark(
     # (the echoed template's "**Answer:** ..." line, its rival lines), so most echoes are settled without one
     assert 1 <= len(prompts) <= sum(1 for o in result.outcomes if o.answer.strip())
     assert all("⟦BEGIN CANDIDATE" in p and "⟦BEGIN REFERENCE" in p for p in prompts)
-    # (that the judge is told any valid 24 expression counts: tests/env/test_judge.py; the echo here is settled first)
+    # (that the judge is told any valid 24 expression counts: tests/env/scoring/test_judge.py;
+    # the echo here is settled first)

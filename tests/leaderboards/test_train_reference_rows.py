@@ -68,7 +68,7 @@ def test_shipped_checkpoints_are_small_planners_that_act_well_formed():
     import gymnasium as gym
 
     from agentflow_env.engines.base import SamplingParams
-    from agentflow_env.parsing import parse_action
+    from agentflow_env.turn.parsing import parse_action
     from agents.policies.hf_policy import HFPlanner
 
     env = gym.make("agentflow/Gen-Science-v1", split="test")

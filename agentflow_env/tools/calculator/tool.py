@@ -1,6 +1,6 @@
 """The calculator tool: exact rational arithmetic without ``eval``; sympy, in a killable helper, for the rest.
 
-Plain arithmetic is evaluated in this process by :mod:`agentflow_env.arith`, whose sizes are bounded before
+Plain arithmetic is evaluated in this process by :mod:`agentflow_env.scoring.arith`, whose sizes are bounded before
 each operation. Anything symbolic goes to a helper process (:mod:`agentflow_env.tools.calculator.symbolic`) that bounds
 every size before evaluating and is killed when it overruns, so no input can hold this process's CPU or GIL:
 a call never runs much past its ``timeout``.
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentflow_env.arith import ArithmeticError_, evaluate, format_fraction
+from agentflow_env.scoring.arith import ArithmeticError_, evaluate, format_fraction
 from agentflow_env.tools.base import BaseTool
 from agentflow_env.tools.calculator.symbolic import prepare
 from agentflow_env.types import ToolResult

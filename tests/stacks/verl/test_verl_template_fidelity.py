@@ -1,5 +1,5 @@
 """Template fidelity of verl's trajectory mode, run by verl 0.9's own ``AgentLoopBase`` machinery: for every
-template family of tests/integrations/chat_families.py, the ``AgentLoopOutput`` of a recorded tool-calling episode
+template family of the tests' chat_families.py, the ``AgentLoopOutput`` of a recorded tool-calling episode
 (two tool results in a row, a tool error, a final answer) is the inference template's render, turn by turn, and the
 check fails when the loop merges consecutive tool turns or strips the model's think block.
 
@@ -24,7 +24,7 @@ from agents.integrations.chat import env_reply
 from agents.integrations.template_fidelity import check_fidelity
 from agents.integrations.verl_agent_loop import AgentFlowAgentLoop
 from agents.integrations.verl_data import verl_rows
-from tests.integrations.chat_families import (
+from tests.agents.integrations.chat_families import (
     ENV_ID,
     FAMILIES,
     MAX_TURNS,

@@ -1,0 +1,1 @@
+"""Front ends for a person at a terminal (``agentflow-env play``)."""
