@@ -17,10 +17,10 @@ from agentflow_env.scoring.arith import evaluate
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
 from benchmarks.specs import BenchmarkSpec
-from benchmarks.synthetic.common import GeneratedTasks
+from benchmarks.synthetic.common import GeneratedTasks, options_as_keywords
 from benchmarks.synthetic.mathgen import ExactNumberScorer, format_number
 from benchmarks.synthetic.multihop import Lookup, hop_choices, random_lookup
-from benchmarks.synthetic.world import World, build_world, make_world_tools, parse_chain, world_split, world_task
+from benchmarks.synthetic.world import World, WorldOptions, parse_chain
 
 __all__ = ["SPEC", "TEMPLATES", "AgenticTemplate", "load_tasks", "make_tools", "parse_agentic_question"]
 
@@ -153,22 +153,22 @@ def _draw(
     return text, format_number(value), sum(lk.hops for lk in lookups)
 
 
+@options_as_keywords("world_options", WorldOptions)
 def load_tasks(
     split: str = "test",
-    seed: int = 0,
     num_tasks: int = 500,
     hops: int | Sequence[int] = (2, 4),
     magnitude: int = 10,
-    world_size: int = 300,
-    distractors: int = 2,
     templates: Sequence[str] | None = None,
-    world: str = "per-split",
+    *,
+    world_options: WorldOptions,
 ) -> GeneratedTasks:
-    """Retrieval-plus-arithmetic questions over the world of ``seed`` and ``split``.
+    """Retrieval-plus-arithmetic questions over the world of ``split`` (the
+    :class:`~benchmarks.synthetic.world.WorldOptions` keywords ``seed``, ``world_size``, ``distractors`` and
+    ``world`` choose it).
 
-    Knobs: ``hops`` (passages to read, at least one per operand), ``magnitude`` (size of the constants),
-    ``world_size``, ``distractors``, ``templates`` (a subset of ``TEMPLATES``) and ``world``
-    (``"per-split"``: each split its own world, the default; ``"shared"``: one world for all splits).
+    Knobs: ``hops`` (passages to read, at least one per operand), ``magnitude`` (size of the constants) and
+    ``templates`` (a subset of ``TEMPLATES``).
     """
     choices = hop_choices(hops)
     if not 1 <= magnitude <= 100_000:
@@ -176,9 +176,8 @@ def load_tasks(
     names = list(templates) if templates is not None else list(TEMPLATES)
     if not names or any(n not in TEMPLATES for n in names):
         raise ConfigError(f"templates={templates!r}; choose from {', '.join(TEMPLATES)}")
-    part = world_split(world, split)
-    settings = (int(seed), int(world_size), int(distractors))
-    the_world = build_world(*settings, split=part)
+    part = world_options.split_world(split)
+    the_world = world_options.build(split)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(200):
@@ -188,24 +187,17 @@ def load_tasks(
                 continue
             text, answer, n_hops = drawn
             meta = {"hops": n_hops, "template": template.name}
-            return text, world_task("genag", "agentic", text, answer, settings, meta, split=part)
+            return text, world_options.task("genag", "agentic", text, answer, meta, part)
         raise ConfigError(f"{FAMILY}: no question fits hops={hops} in this world; raise world_size or hops")
 
-    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed, by_content_hash=part is None)
+    return world_options.tasks(FAMILY, split, make, num_tasks)
 
 
-def make_tools(
-    seed: int = 0,
-    world_size: int = 300,
-    distractors: int = 2,
-    top_k: int = 3,
-    split: str = "test",
-    world: str = "per-split",
-) -> list[Tool]:
+@options_as_keywords("world_options", WorldOptions)
+def make_tools(split: str = "test", top_k: int = 3, *, world_options: WorldOptions) -> list[Tool]:
     """BM25 search over the passages of the world ``split``'s questions use (index cached), the calculator
     and the Python coder."""
-    part = world_split(world, split)
-    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator", "python"), split=part)
+    return world_options.tools(split, top_k, extra_tools=("calculator", "python"))
 
 
 SPEC = BenchmarkSpec(

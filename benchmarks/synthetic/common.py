@@ -1,4 +1,5 @@
-"""Shared machinery of the generated families: content-hash splits and lazily generated task sources.
+"""Shared machinery of the generated families: content-hash splits, lazily generated task sources, and
+parameter objects (``WorldOptions``) offered as keyword options.
 
 A task belongs to a split by a hash of its *content* (never of its index), so train, validation
 and test are disjoint by construction, whatever the seed or size. Families whose splits draw from
@@ -8,10 +9,12 @@ material instead, and skip the hash filter.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
+import inspect
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
@@ -47,6 +50,50 @@ def built_once(maxsize: int | None = 16) -> Callable[[_F], _F]:
 
         wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
         wrapper.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def options_as_keywords(
+    param: str, options: type, names: Sequence[str] | None = None, defaults: Mapping[str, Any] | None = None
+) -> Callable[[_F], _F]:
+    """Let ``fn(..., <param>: options)`` be called with the fields of the dataclass ``options`` (or ``names`` of
+    them) as keyword-only options, with the dataclass's defaults (or ``defaults``).
+
+    The wrapper's signature lists those fields in place of ``param``, so ``BenchmarkSpec`` (which reads the
+    options a loader takes from its signature), ``make_env``, protocols and ``help()`` see plain keywords,
+    while the body receives one parameter object.
+    """
+    fields = {f.name: f for f in dataclasses.fields(options)}
+    picked = list(fields) if names is None else list(names)
+    unknown = set(picked) - set(fields) or set(defaults or {}) - set(picked)
+    if unknown:
+        raise TypeError(f"{options.__name__} has no keyword option {', '.join(sorted(unknown))} to expose")
+    keywords = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=(defaults or {}).get(name, fields[name].default),
+            annotation=fields[name].type,
+        )
+        for name in picked
+    ]
+
+    def decorate(fn: _F) -> _F:
+        own = inspect.signature(fn)
+        if param not in own.parameters:
+            raise TypeError(f"{fn.__qualname__} takes no {param!r} to build from keyword options")
+        signature = own.replace(parameters=[p for p in own.parameters.values() if p.name != param] + keywords)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = {name: bound.arguments.pop(name) for name in picked}
+            return fn(*bound.args, **bound.kwargs, **{param: options(**values)})
+
+        wrapper.__signature__ = signature  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate

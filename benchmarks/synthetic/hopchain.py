@@ -29,8 +29,8 @@ from agentflow_env.error import ConfigError
 from agentflow_env.tools.base import BaseTool, Tool
 from agentflow_env.types import Task, ToolResult
 from benchmarks.specs import BenchmarkSpec
-from benchmarks.synthetic.common import SPLITS, GeneratedTasks, built_once, check_split
-from benchmarks.synthetic.world import WorldAnswerScorer
+from benchmarks.synthetic.common import SPLITS, GeneratedTasks, built_once, check_split, options_as_keywords
+from benchmarks.synthetic.world import WorldAnswerScorer, WorldOptions
 
 __all__ = [
     "LINKS",
@@ -144,17 +144,25 @@ def _scorer() -> HopChainScorer:
     return HopChainScorer()
 
 
+# the world options a registry reads: its seed and its number of people
+_registry_options = options_as_keywords(
+    "world_options", WorldOptions, names=("seed", "world_size"), defaults={"world_size": PEOPLE}
+)
+
+
+@_registry_options
 def load_tasks(
     split: str = "test",
-    seed: int = 0,
     num_tasks: int | None = None,
     hops: tuple[int, int] | list[int] = (1, 3),
-    world_size: int = PEOPLE,
     links: Sequence[str] | None = None,
+    *,
+    world_options: WorldOptions,
 ) -> GeneratedTasks:
-    """Questions over the world of ``seed`` and ``split`` with a uniform number of links in ``hops``
-    (``(lo, hi)`` inclusive, or a list); the reached person is never the start nor on the way. ``num_tasks``
-    defaults to 4000 for train and 600 for validation and test (about half of the distinct test questions).
+    """Questions over the world of ``split`` (keywords ``seed`` and ``world_size``) with a uniform number of
+    links in ``hops`` (``(lo, hi)`` inclusive, or a list); the reached person is never the start nor on the way.
+    ``num_tasks`` defaults to 4000 for train and 600 for validation and test (about half of the distinct test
+    questions).
     ``links`` limits the chains to some link kinds (e.g. ``["mentor"]``: the question's only variable is then
     its length; the registry still answers every kind)."""
     kinds = tuple(LINKS if links is None else links)
@@ -166,7 +174,8 @@ def load_tasks(
     if not choices or any(not 1 <= h <= 6 for h in choices):
         raise ConfigError(f"hops={hops!r}; give a (lo, hi) range or a list within 1..6")
     # one source per setting, shared by every env of the process (it is thread-safe and grows lazily)
-    return _source(check_split(split), int(seed), int(num_tasks), tuple(choices), int(world_size), kinds)
+    seed, people = world_options.seed, world_options.world_size
+    return _source(check_split(split), seed, int(num_tasks), tuple(choices), people, kinds)
 
 
 @built_once(maxsize=32)
@@ -192,8 +201,9 @@ def _source(
     return GeneratedTasks(FAMILY, part, make, num_tasks=num_tasks, seed=seed)  # question texts split by hash
 
 
-def make_tools(seed: int = 0, split: str = "test", world_size: int = PEOPLE) -> list[Tool]:
-    return [RegistryTool(seed, split, world_size)]
+@_registry_options
+def make_tools(split: str = "test", *, world_options: WorldOptions) -> list[Tool]:
+    return [RegistryTool(world_options.seed, split, world_options.world_size)]
 
 
 INSTRUCTIONS = (

@@ -15,18 +15,8 @@ from agentflow_env.error import ConfigError
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
 from benchmarks.specs import BenchmarkSpec
-from benchmarks.synthetic.common import GeneratedTasks
-from benchmarks.synthetic.world import (
-    ATTRIBUTES,
-    World,
-    WorldAnswerScorer,
-    build_world,
-    make_world_tools,
-    parse_chain,
-    render_chain,
-    world_split,
-    world_task,
-)
+from benchmarks.synthetic.common import GeneratedTasks, options_as_keywords
+from benchmarks.synthetic.world import ATTRIBUTES, World, WorldAnswerScorer, WorldOptions, parse_chain, render_chain
 
 __all__ = [
     "SPEC",
@@ -206,31 +196,26 @@ def draw_question(
     return q, text, answer
 
 
+@options_as_keywords("world_options", WorldOptions)
 def load_tasks(
     split: str = "test",
-    seed: int = 0,
     num_tasks: int = 500,
     hops: int | Sequence[int] = (2, 4),
     comparison: float = 0.3,
-    world_size: int = 300,
-    distractors: int = 2,
-    world: str = "per-split",
+    *,
+    world_options: WorldOptions,
 ) -> GeneratedTasks:
-    """Questions over the world of ``seed`` and ``split``.
+    """Questions over the world of ``split`` (the :class:`~benchmarks.synthetic.world.WorldOptions` keywords
+    ``seed``, ``world_size``, ``distractors`` and ``world`` choose it).
 
-    Knobs: ``hops`` (passages to read per question), ``comparison`` (share of comparison questions
-    among those with 4 or more hops), ``world_size`` (people; places and firms scale with it),
-    ``distractors`` (event passages per person that mention names without stating relations, and
-    near-namesake people) and ``world``: ``"per-split"`` (default) gives each split its own world with
-    its own entity names, so no entity, fact or chain of a test question occurs in train;
-    ``"shared"`` is the one world of earlier versions, split by question text only.
+    Knobs: ``hops`` (passages to read per question) and ``comparison`` (share of comparison questions
+    among those with 4 or more hops).
     """
     choices = hop_choices(hops)
     if not 0.0 <= comparison <= 1.0:
         raise ConfigError(f"comparison={comparison}; give a share in [0, 1]")
-    part = world_split(world, split)
-    settings = (int(seed), int(world_size), int(distractors))
-    the_world = build_world(*settings, split=part)
+    part = world_options.split_world(split)
+    the_world = world_options.build(split)
 
     def make(rng: np.random.Generator) -> tuple[str, Task]:
         for _ in range(200):
@@ -239,23 +224,16 @@ def load_tasks(
                 continue
             q, text, answer = drawn
             meta = {"hops": sum(lk.hops for lk in q.lookups), "kind": q.kind, **q.metadata}
-            return text, world_task("genmh", "search", text, answer, settings, meta, split=part)
+            return text, world_options.task("genmh", "search", text, answer, meta, part)
         raise ConfigError(f"{FAMILY}: no question with hops={hops} fits this world; raise world_size")
 
-    return GeneratedTasks(FAMILY, split, make, num_tasks=num_tasks, seed=seed, by_content_hash=part is None)
+    return world_options.tasks(FAMILY, split, make, num_tasks)
 
 
-def make_tools(
-    seed: int = 0,
-    world_size: int = 300,
-    distractors: int = 2,
-    top_k: int = 3,
-    split: str = "test",
-    world: str = "per-split",
-) -> list[Tool]:
+@options_as_keywords("world_options", WorldOptions)
+def make_tools(split: str = "test", top_k: int = 3, *, world_options: WorldOptions) -> list[Tool]:
     """BM25 search over the passages of the world ``split``'s questions use (index cached) and the calculator."""
-    part = world_split(world, split)
-    return make_world_tools(seed, world_size, distractors, top_k, extra_tools=("calculator",), split=part)
+    return world_options.tools(split, top_k, extra_tools=("calculator",))
 
 
 INSTRUCTIONS = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, cast
@@ -26,7 +26,7 @@ from agentflow_env.scoring.extract import number_with_unit, same_unit
 from agentflow_env.tools import make_tool
 from agentflow_env.tools.base import Tool
 from agentflow_env.types import Task
-from benchmarks.synthetic.common import SPLITS, _stable_int, built_once, check_split
+from benchmarks.synthetic.common import SPLITS, GeneratedTasks, _stable_int, built_once, check_split
 
 __all__ = [
     "ATTRIBUTES",
@@ -36,6 +36,7 @@ __all__ = [
     "Entity",
     "World",
     "WorldAnswerScorer",
+    "WorldOptions",
     "build_world",
     "find_attribute",
     "find_relation",
@@ -46,7 +47,6 @@ __all__ = [
     "task_world",
     "world_index",
     "world_split",
-    "world_task",
 ]
 
 # Syllable pools for made-up but pronounceable names (no real person, place or firm to recall).
@@ -517,28 +517,64 @@ def optional_tool(name: str) -> Tool | None:
         return None
 
 
-def world_task(
-    prefix: str,
-    family: str,
-    text: str,
-    answer: str,
-    settings: tuple[int, int, int],
-    metadata: dict[str, Any],
-    split: str | None = None,
-) -> Task:
-    """A task over the world of ``settings`` = ``(seed, world_size, distractors)`` and ``split`` (``None``: the
-    shared world), id'd by content and world; ``metadata["world"]`` names the world's split or ``"shared"``."""
-    seed, world_size, distractors = settings
-    meta = {"world_seed": seed, "world_size": world_size, "distractors": distractors, "world": split or "shared"}
-    meta.update(metadata)
-    world_key = (seed, world_size, distractors) if split is None else (seed, world_size, distractors, split)
-    return Task(
-        id=f"{prefix}-{Task.content_id(*world_key, text)}",
-        question=text,
-        answer=answer,
-        family=family,
-        metadata=meta,
-    )
+@dataclass(frozen=True)
+class WorldOptions:
+    """Which generated world a family's questions and tools read: the options the world families share.
+
+    ``seed``, ``world_size`` (people; places and firms scale with it) and ``distractors`` (event passages per
+    person that mention names without stating relations, and near-namesake people) make the world. ``world``
+    says whose it is: ``"per-split"`` (the default) gives each split its own world with its own entity names,
+    so no entity, fact or chain of a test question occurs in train; ``"shared"`` is the one world of earlier
+    versions, split by question text only. Families take it as keyword options
+    (:func:`benchmarks.synthetic.common.options_as_keywords`); Gen-HopChain reads ``seed`` and ``world_size``
+    (the people of its registry).
+    """
+
+    seed: int = 0
+    world_size: int = 300
+    distractors: int = 2
+    world: str = "per-split"
+
+    def __post_init__(self) -> None:
+        for name in ("seed", "world_size", "distractors"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        if self.world not in WORLDS:
+            raise ConfigError(f"world={self.world!r}; choose one of {', '.join(WORLDS)}")
+
+    def split_world(self, split: str) -> str | None:
+        """The split whose own world ``split``'s questions use (``None``: the shared world)."""
+        return world_split(self.world, split)
+
+    def build(self, split: str) -> World:
+        """The world ``split``'s questions use (cached per settings)."""
+        return build_world(self.seed, self.world_size, self.distractors, self.split_world(split))
+
+    def tools(self, split: str, top_k: int, extra_tools: Sequence[str]) -> list[Tool]:
+        """BM25 search over the world ``split``'s questions use (index cached) plus ``extra_tools``."""
+        part = self.split_world(split)
+        return make_world_tools(self.seed, self.world_size, self.distractors, top_k, extra_tools, split=part)
+
+    def tasks(
+        self, family: str, split: str, make: Callable[[np.random.Generator], tuple[str, Task]], num_tasks: int
+    ) -> GeneratedTasks:
+        """The task source of ``split`` drawing with ``make``: per-split worlds are disjoint by their own material,
+        so only the shared world splits its questions by a content hash."""
+        by_hash = self.split_world(split) is None
+        return GeneratedTasks(family, split, make, num_tasks=num_tasks, seed=self.seed, by_content_hash=by_hash)
+
+    def task(
+        self, prefix: str, family: str, text: str, answer: str, metadata: dict[str, Any], part: str | None
+    ) -> Task:
+        """A task over the world of ``part`` (``split_world(split)``; ``None``: the shared world), id'd by content
+        and world; ``metadata["world"]`` names the world's split or ``"shared"``."""
+        settings = (self.seed, self.world_size, self.distractors)
+        meta = {"world_seed": self.seed, "world_size": self.world_size, "distractors": self.distractors}
+        meta["world"] = part or "shared"
+        meta.update(metadata)
+        key = settings if part is None else (*settings, part)
+        return Task(
+            id=f"{prefix}-{Task.content_id(*key, text)}", question=text, answer=answer, family=family, metadata=meta
+        )
 
 
 def task_world(task: Task) -> World:

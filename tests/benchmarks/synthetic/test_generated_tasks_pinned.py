@@ -16,8 +16,11 @@ import gymnasium as gym
 import pytest
 
 import agentflow_env  # noqa: F401  (registers the env ids)
+from agentflow_env.error import ConfigError
 from agentflow_env.registration import LATEST_VERSION
 from benchmarks.specs import get_spec
+from benchmarks.synthetic import hopchain, multihop
+from benchmarks.synthetic.world import WorldOptions
 
 OPTION_SETS = {
     "Gen-MultiHop": ({}, {"seed": 3, "world_size": 120, "distractors": 5, "hops": (3, 6)}, {"world": "shared"}),
@@ -93,3 +96,19 @@ PINNED: dict[str, str] = {
     "Gen-HopChain/test/1": "294013bd315e0b09",
     "Gen-HopChain/test/2": "2ea8ee7af31dc179",
 }
+
+
+def test_the_families_take_the_world_options_as_keywords():
+    """WorldOptions reaches make_env as the keywords it always took; Gen-HopChain takes only seed and world_size."""
+    world = {"seed", "world_size", "distractors", "world"}
+    assert get_spec("Gen-MultiHop").loader_options == {"split", "num_tasks", "hops", "comparison", *world}
+    assert get_spec("Gen-Agentic").loader_options == {"split", "num_tasks", "hops", "magnitude", "templates", *world}
+    assert get_spec("Gen-HopChain").loader_options == {"split", "num_tasks", "hops", "links", "seed", "world_size"}
+    for family in ("Gen-MultiHop", "Gen-Agentic"):
+        assert get_spec(family).tool_options == {"split", "top_k", *world}
+    assert get_spec("Gen-HopChain").tool_options == {"split", "seed", "world_size"}
+    assert WorldOptions(seed="3", world_size=50.0) == WorldOptions(3, 50)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="world='mixed'"):
+        multihop.load_tasks("test", world="mixed")
+    with pytest.raises(TypeError, match="distractors"):
+        hopchain.load_tasks("test", distractors=1)
