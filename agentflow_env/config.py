@@ -1,4 +1,5 @@
-"""Every env option, held once: :class:`EnvConfig` (the modes flow) and :class:`PaperConfig` (the paper flow).
+"""Every env option, held once: :class:`EnvConfig` (the modes flow) and :class:`PaperConfig` (the paper flow),
+and the flows themselves (``FLOWS``; ``MODES_ONLY``, the options only the modes flow takes).
 
 The module also holds the generic dataclass <-> flags/TOML helpers every command uses (``doc_field``,
 ``add_dataclass_flags``, ``flag_values``, ``coerce_field``, ``load_table``).
@@ -132,6 +133,13 @@ class PaperConfig(FlowLimits):
         if self.reading not in self.READING_PRESETS:
             raise ConfigError(f"reading={self.reading!r}; choose one of {', '.join(self.READING_PRESETS)}")
         super().__post_init__()
+
+
+# flow name -> its options; the flows an env id can be built with (benchmarks.specs.make_env, protocols' [env])
+FLOW_CONFIGS: dict[str, type[FlowLimits]] = {EnvConfig.flow: EnvConfig, PaperConfig.flow: PaperConfig}
+FLOWS: tuple[str, ...] = tuple(FLOW_CONFIGS)
+# the modes flow's own modules and budgets, which the paper flow replaces with AgentFlow's (and refuses)
+MODES_ONLY: frozenset[str] = EnvConfig.names() - PaperConfig.names()
 
 
 # ---------------------------------------------------------------------------------- dataclass <-> flags/TOML

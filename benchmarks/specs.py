@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentflow_env.config import EnvConfig, PaperConfig
+from agentflow_env.config import FLOWS, MODES_ONLY, EnvConfig, PaperConfig
 from agentflow_env.core import AgentFlowEnv
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
@@ -123,8 +123,6 @@ SPEC_TABLE: dict[str, str] = {
     "Gen-HopChain": "benchmarks.synthetic.hopchain:SPEC",
 }
 
-FLOWS = ("modes", "paper")
-
 
 def spec_names() -> list[str]:
     return list(SPEC_TABLE)
@@ -222,7 +220,7 @@ def _make_paper_env(
     from agentflow_env.paper_flow import PaperFlowEnv
 
     wikipedia = kwargs.pop("wikipedia", None)
-    misplaced = sorted(k for k in kwargs if k in EnvConfig.names() - PaperConfig.names())
+    misplaced = sorted(k for k in kwargs if k in MODES_ONLY)
     if misplaced:
         raise ConfigError(
             f"flow='paper' runs AgentFlow's own modules and budgets; {', '.join(misplaced)} do not apply "

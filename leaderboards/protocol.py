@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentflow_env.config import FLOWS, MODES_ONLY
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring import SCORER_NAMES
 
@@ -42,7 +43,6 @@ CATEGORIES = ("search", "agentic", "math", "science")
 MODES = ("offline", "paper")
 SCORERS = ("default", *SCORER_NAMES)  # "default": the benchmark's own scorer
 _UNHASHED = ("description", "fast_tasks", "superseded_by")
-FLOWS = ("modes", "paper")
 # [paper]: what the paper flow runs with (agentflow_env.paper_flow): prompt source, toolbox, planner sampling
 PAPER_DEFAULTS = {"prompts": "builtin", "toolbox": "as_coded", "sampling": "as_coded"}
 # `prompts = "agentflow_src"` and `[judge] rules = "agentflow_src"`: AgentFlow's own text, read from the checkout
@@ -51,8 +51,6 @@ AGENTFLOW_SRC = "agentflow_src"
 JUDGE_RULES = ("builtin", AGENTFLOW_SRC)  # or "agentflow:PATH"
 COMPARABLE = "comparable: AgentFlow's prompts and judge"
 NOT_COMPARABLE = "own wording: not comparable with the reported rows"
-# [env] keys of the env's own modes, which the paper flow replaces with AgentFlow's modules and budgets
-_MODES_ONLY = ("executor", "verifier", "generator", "memory_budget", "llm_kwargs", "max_action_chars", "turn_rewards")
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -544,7 +542,7 @@ def _paper_settings(raw: dict[str, Any], env: dict[str, Any], sampling: dict[str
         return {}
     if not isinstance(given, dict):
         raise ConfigError(f"{source}: [paper] must be a table (prompts, toolbox, sampling)")
-    misplaced = [k for k in _MODES_ONLY if k in env]
+    misplaced = sorted(k for k in env if k in MODES_ONLY)
     if misplaced:
         raise ConfigError(
             f'{source}: [env] {", ".join(misplaced)} do not apply to flow = "paper", which runs AgentFlow\'s own '

@@ -14,7 +14,19 @@ from benchmarks.paper.catalog import _INSTRUCTIONS, BENCHMARKS, PAPER_MAX_TURNS,
 from benchmarks.paper.loading import load_paper_tasks, paper_size
 from benchmarks.specs import BenchmarkSpec
 
-__all__ = ["PAPER_SPECS", "make_paper_scorer"]
+__all__ = [
+    "AIME24",
+    "AMC23",
+    "BAMBOOGLE",
+    "GAIA",
+    "GAMEOF24",
+    "GPQA",
+    "HOTPOTQA",
+    "MEDQA",
+    "MUSIQUE",
+    "TWOWIKI",
+    "make_paper_scorer",
+]
 
 _SCORERS = ("rule", "judge")
 
@@ -87,7 +99,3 @@ AMC23 = _spec(BENCHMARKS["AMC23"])
 GAMEOF24 = _spec(BENCHMARKS["GameOf24"])
 GPQA = _spec(BENCHMARKS["GPQA"])
 MEDQA = _spec(BENCHMARKS["MedQA"])
-
-PAPER_SPECS: dict[str, BenchmarkSpec] = {
-    s.name: s for s in (BAMBOOGLE, TWOWIKI, HOTPOTQA, MUSIQUE, GAIA, AIME24, AMC23, GAMEOF24, GPQA, MEDQA)
-}

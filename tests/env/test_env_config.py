@@ -155,3 +155,25 @@ def test_dataclass_flags_round_trip_through_argparse() -> None:
         flag_values(parser.parse_args(["--table", "[1, 2]"]), Demo)
     with pytest.raises(ConfigError, match="limit"):
         flag_values(parser.parse_args(["--limit", "many"]), Demo)
+
+
+def test_the_flows_and_the_options_only_the_modes_flow_takes_are_stated_once(tmp_path) -> None:
+    """``MODES_ONLY`` is what EnvConfig takes beyond PaperConfig: a shared budget such as ``max_action_chars``
+    applies to both flows, through make_env and through a paper-flow protocol's [env] alike."""
+    from agentflow_env.config import FLOWS, MODES_ONLY
+    from leaderboards.protocol import PROTOCOL_DIR, load_protocol
+
+    assert FLOWS == ("modes", "paper")
+    assert MODES_ONLY == {"executor", "verifier", "generator", "llm_kwargs", "memory_budget", "turn_rewards"}
+    assert FlowLimits.names() <= PaperConfig.names() and not FlowLimits.names() & MODES_ONLY
+    env = make_env("Gen-GameOf24", flow="paper", engine=ScriptedEngine(["x"]), max_action_chars=5000)
+    assert env.max_action_chars == 5000
+    text = (PROTOCOL_DIR / "paper-v1.toml").read_text(encoding="utf-8")
+    for extra, refused in (("max_action_chars = 5000", False), ("memory_budget = 900", True)):
+        path = tmp_path / f"{extra.split()[0]}.toml"
+        path.write_text(text.replace('\nflow = "paper"', f'\nflow = "paper"\n{extra}', 1), encoding="utf-8")
+        if refused:
+            with pytest.raises(ConfigError, match="memory_budget do not apply"):
+                load_protocol(path)
+        else:
+            assert load_protocol(path).env["max_action_chars"] == 5000
