@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from agentflow_env.error import ConfigError, ToolError
-from agentflow_env.tools.python.sandbox import launcher, view
-from agentflow_env.tools.python.sandbox import zygote as zyg
+from agentflow_env.tools.python.sandbox import launcher, view, wire
 from agentflow_env.tools.python.tool import PythonCoderTool
 from tests.hostile.sandbox_common import (
     HIDDEN,
@@ -472,14 +471,14 @@ def test_host_caps_a_forged_oversized_reply():
             return None
 
     def send(n: int, reply: object) -> None:
-        zyg.send_body(worker_end, zyg.CALL_NUMBER.pack(n), json.dumps(reply).encode())
+        wire.send_body(worker_end, wire.CALL_NUMBER.pack(n), json.dumps(reply).encode())
 
     worker = launcher.Worker(FakeZygote(), 1, host_end)  # type: ignore[arg-type]
     forged = {"output": "A" * 80_000, "dropped": -5, "error": "E" * 20_000, "exc": None}
     send(1, forged)
     reply = worker.call("1", 5, 2000)  # fits the byte limit of the frame, so the caps must do the work
     assert len(reply["output"]) == 2000 and reply["dropped"] == 78_000
-    assert len(reply["error"]) <= zyg.TRACEBACK_CHARS + 3
+    assert len(reply["error"]) <= wire.TRACEBACK_CHARS + 3
     send(2, dict(forged, output="A" * 140_000))
     with pytest.raises(launcher.WorkerLost):  # past the byte limit: refused before it is even parsed
         worker.call("1", 5, 2000)

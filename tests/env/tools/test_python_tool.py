@@ -528,3 +528,22 @@ def test_back_to_back_episodes_fork_the_spare_first_and_kill_every_used_worker(m
     finally:
         monkeypatch.undo()
         t.close()
+
+
+def test_the_frame_format_is_standalone_and_the_zygote_script_loads_it_beside_itself(tmp_path):
+    """``sandbox/wire.py`` imports only the standard library (it is mounted beside the zygote script, where no
+    package exists); run as a script, the zygote loads it from its own folder, and both sides use one module."""
+    from agentflow_env.tools.python.sandbox import view, wire, zygote
+
+    tree = ast.parse(Path(wire.__file__).read_text(encoding="utf-8"))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    assert "wire.py" in view.SCRIPTS and zygote.wire is wire and launcher.wire is wire
+    for name in view.SCRIPTS:  # the script's folder alone, as inside the sandbox
+        (tmp_path / name).write_bytes((Path(zygote.__file__).parent / name).read_bytes())
+    probe = "import runpy; z = runpy.run_path(%r); print(z['wire'].__name__, z['nslib'].__name__)"
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe % str(tmp_path / "zygote.py")], capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["wire", "nslib"], out.stderr

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ToolError
-from agentflow_env.tools.python.sandbox import view
+from agentflow_env.tools.python.sandbox import view, wire
 from agentflow_env.tools.python.sandbox import zygote as _z
 from agentflow_env.tools.python.sandbox.cgroups import WorkerCgroups, open_cgroups
 
@@ -375,19 +375,18 @@ class ZygoteProcess:
         if not ready:
             raise TimeoutError(f"the zygote did not answer within {timeout:g} s")
         try:
-            data, fds, _flags, _addr = socket.recv_fds(self.ctl, _z.MAX_CONTROL_PACKET, 1)
+            return wire.recv_packet(self.ctl)
         except OSError as exc:
             raise WorkerLost(f"zygote channel failed: {exc}") from None
-        if not data:
-            raise WorkerLost("the zygote exited")
-        return json.loads(data), list(fds)
+        except EOFError:
+            raise WorkerLost("the zygote exited") from None
 
     def request(self, msg: dict[str, Any], timeout: float = CONTROL_TIMEOUT_S) -> tuple[dict[str, Any], list[int]]:
         with self.lock:
             if self.broken:
                 raise WorkerLost("the zygote is gone")
             try:
-                self.ctl.send(json.dumps(msg).encode())
+                wire.send_packet(self.ctl, msg)
                 return self._recv_with_fds(timeout)
             except (OSError, WorkerLost, TimeoutError, ValueError) as exc:
                 self.broken = True
@@ -526,15 +525,15 @@ class Worker:
         try:
             self.sock.settimeout(max(timeout, 0.001))
             request = json.dumps({"code": code, "timeout": timeout, "limit": limit}, ensure_ascii=False)
-            _z.send_body(
+            wire.send_body(
                 self.sock,
-                _z.CALL_NUMBER.pack(self.calls),
-                _z.REQUEST_LIMIT.pack(limit),
+                wire.CALL_NUMBER.pack(self.calls),
+                wire.REQUEST_LIMIT.pack(limit),
                 request.encode("utf-8", "replace"),
             )
-            body = _z.recv_body(self.sock, _z.CALL_NUMBER.size + _z.reply_byte_limit(limit), deadline)
-            (number,) = _z.CALL_NUMBER.unpack_from(body)
-            reply = json.loads(body[_z.CALL_NUMBER.size :].decode("utf-8", "replace"))
+            body = wire.recv_body(self.sock, wire.CALL_NUMBER.size + wire.reply_byte_limit(limit), deadline)
+            (number,) = wire.CALL_NUMBER.unpack_from(body)
+            reply = json.loads(body[wire.CALL_NUMBER.size :].decode("utf-8", "replace"))
         except TimeoutError:
             raise TimeoutError(f"no reply within {timeout:g} s") from None
         except (OSError, EOFError, ValueError, struct.error) as exc:
@@ -548,7 +547,7 @@ class Worker:
                 status if isinstance(status, int) else None,
                 reason if reason == "memory" else None,
             )
-        checked = _z.sanitize_reply(reply, limit)  # the host enforces the caps, whatever the worker says
+        checked = wire.sanitize_reply(reply, limit)  # the host enforces the caps, whatever the worker says
         if checked is None:
             raise WorkerLost("the worker sent something that is not a reply")
         return checked

@@ -20,7 +20,7 @@ from typing import Any
 
 SANDBOX_DIR = "/opt/agentflow"  # the zygote's scripts, inside the sandbox
 SITE_DIR = SANDBOX_DIR + "/site"  # the allowed packages, inside the sandbox
-SCRIPTS = ("zygote.py", "nslib.py")
+SCRIPTS = ("zygote.py", "wire.py", "nslib.py")
 DEFAULT_PACKAGES = ("numpy", "sympy", "mpmath")
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime")

@@ -1,8 +1,8 @@
 """The fork server that runs inside the sandbox: it preloads numpy/sympy once and forks one worker per request.
 
 Run as a script (``python -I -S zygote.py CTL_FD CONFIG_JSON``); it imports nothing from agentflow_env, only
-``nslib`` from its own folder. The framing helpers at the top are shared with the host side (``launcher``), which
-imports this module without running it.
+``wire`` (the frames it exchanges with the host, shared with ``launcher``) and ``nslib`` from its own folder.
+The host imports this module without running it (``tools/python/wire.py`` reads the kernel's cell functions).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import builtins
 import collections
 import fcntl
 import gc
+import importlib
 import io
 import json
 import linecache
@@ -25,13 +26,30 @@ import struct
 import sys
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-HEADER = struct.Struct("!I")
+
+def _sibling(name: str) -> Any:
+    """A standalone module of this folder: the package's when the host imports this file, the plain file when it
+    runs as a script (inside the sandbox there is no package, and ``-I`` leaves the script's folder off the path)."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(here)
+
+
+if TYPE_CHECKING:
+    from agentflow_env.tools.python.sandbox import nslib, wire
+else:
+    wire, nslib = _sibling("wire"), _sibling("nslib")
+
 CELL = "<cell>"
-MAX_CONTROL_PACKET = 1 << 16
 TRACEBACK_LINES = 12
-TRACEBACK_CHARS = 3000
+TRACEBACK_CHARS = wire.TRACEBACK_CHARS  # a reply's cap, which the kernel cuts tracebacks to
 
 # Pure-Python and C modules a math/data snippet usually needs; importing them here makes them free in workers.
 PRELOAD = (
@@ -59,49 +77,6 @@ PRELOAD = (
     "numpy",
     "sympy",
 )
-
-
-# ---------------------------------------------------------------------------------------------------- framing
-def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
-    """Read exactly ``n`` bytes; ``EOFError`` when the peer closed first, ``TimeoutError`` past ``deadline``."""
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no reply before the deadline")
-            sock.settimeout(left)
-        k = sock.recv_into(view[got:], n - got)
-        if k == 0:
-            raise EOFError("peer closed the channel")
-        got += k
-    return bytes(buf)
-
-
-def recv_body(sock: socket.socket, limit: int, deadline: float | None = None) -> bytes:
-    """Read one length-prefixed message of at most ``limit`` bytes, as bytes."""
-    (size,) = HEADER.unpack(recv_exact(sock, HEADER.size, deadline))
-    if size > limit:
-        raise ValueError(f"message of {size} bytes exceeds the limit of {limit}")
-    return recv_exact(sock, size, deadline)
-
-
-def send_body(sock: socket.socket, *parts: bytes) -> None:
-    """Send the concatenated ``parts`` as one length-prefixed message."""
-    body = b"".join(parts)
-    sock.sendall(HEADER.pack(len(body)) + body)
-
-
-# Replies from the supervisor to the host: the request's number (8 bytes), then the kernel's JSON reply as is
-# (the host checks and caps it). Between supervisor and kernel, each message starts with the request's token.
-CALL_NUMBER = struct.Struct("!q")
-TOKEN_BYTES = 16
-# Requests from the host to the supervisor: the call number, the output cap, then the JSON request for the kernel.
-REQUEST_LIMIT = struct.Struct("!I")
-# The kernel's first frame, once it is set up and idle (shorter than a token: never taken for a reply).
-KERNEL_READY = b"ready"
 
 
 def clean_text(text: str) -> str:
@@ -332,8 +307,8 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
     """Run cells for the supervisor until it closes the channel. Never returns normally (``os._exit``)."""
     out = _become_kernel(sock, wdir, uid, limits)
     # bind what the loop needs now, so a cell that rebinds module attributes cannot break the protocol
-    recv, send, run, drain, budget, exit_ = recv_body, send_body, run_cell, out.drain, _cpu_budget, os._exit
-    loads, dumps, token_bytes, blocking = json.loads, json.dumps, TOKEN_BYTES, sock.setblocking
+    recv, send, run, drain, budget, exit_ = wire.recv_body, wire.send_body, run_cell, out.drain, _cpu_budget, os._exit
+    loads, dumps, token_bytes, blocking = json.loads, json.dumps, wire.TOKEN_BYTES, sock.setblocking
     reap = not limits.get("keep_background")  # with background processes kept, their statuses are the cells'
     # Ready, in the background of a pre-forked worker: one empty cell first pages in the compile/exec/output path
     # (the fork shares the zygote's pages copy-on-write), then the supervisor hears that the kernel is idle and
@@ -341,7 +316,7 @@ def kernel_main(sock: socket.socket, wdir: str, uid: int | None, limits: dict[st
     run("None", 64)
     drain(64)
     try:
-        send(sock, KERNEL_READY)
+        send(sock, wire.KERNEL_READY)
     except BaseException:
         exit_(0)
     while True:
@@ -382,27 +357,6 @@ def _reap_children() -> None:
             return
         except OSError:
             return
-
-
-def reply_byte_limit(limit: int) -> int:
-    """The most bytes an honest reply of ``limit`` characters takes on the wire (JSON escapes: 6 B a char)."""
-    return 6 * (limit + 2 * TRACEBACK_CHARS) + 65536
-
-
-def sanitize_reply(reply: Any, limit: int) -> dict[str, Any] | None:
-    """The reply's fields, type-checked and cut to the caps (output to ``limit`` chars); ``None`` if malformed."""
-    if not isinstance(reply, dict) or not isinstance(reply.get("output"), str):
-        return None
-    output = reply["output"]
-    dropped = reply.get("dropped", 0)
-    dropped = dropped if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped >= 0 else 0
-    if len(output) > limit:
-        dropped += len(output) - limit
-        output = output[:limit]
-    error, exc = reply.get("error"), reply.get("exc")
-    error = error[-TRACEBACK_CHARS - 3 :] if isinstance(error, str) else None
-    exc = exc[:200] if isinstance(exc, str) else None
-    return {"output": output, "dropped": dropped, "error": error, "exc": exc}
 
 
 def _mount_worker_fs(tmp_bytes: int, uid: int) -> None:
@@ -487,7 +441,7 @@ class TreeMemory:
 def _recv_watching(sock: socket.socket, limit: int, memory: TreeMemory | None) -> bytes | str:
     """``recv_body``, checking the memory cap whenever the socket's receive timeout (SO_RCVTIMEO) expires."""
     buf = bytearray()
-    need = HEADER.size
+    need = wire.HEADER.size
     size = None
     while len(buf) < need:
         try:
@@ -499,25 +453,25 @@ def _recv_watching(sock: socket.socket, limit: int, memory: TreeMemory | None) -
         if not chunk:
             raise EOFError("peer closed the channel")
         buf += chunk
-        if size is None and len(buf) >= HEADER.size:
-            (size,) = HEADER.unpack_from(buf)
+        if size is None and len(buf) >= wire.HEADER.size:
+            (size,) = wire.HEADER.unpack_from(buf)
             if size > limit:
                 raise ValueError(f"message of {size} bytes exceeds the limit of {limit}")
-            need = HEADER.size + size
-    return bytes(buf[HEADER.size :])
+            need = wire.HEADER.size + size
+    return bytes(buf[wire.HEADER.size :])
 
 
 def _relay(mine: socket.socket, body: bytes, limit: int, memory: TreeMemory | None) -> bytes | str | None:
     """Pass one request to the kernel; its reply (JSON bytes, not parsed here), ``"memory"`` when the worker's
     processes went past the memory cap, or ``None`` if the kernel broke the protocol or died. Only the reply that
     carries this request's one-time token counts."""
-    token = os.urandom(TOKEN_BYTES)
+    token = os.urandom(wire.TOKEN_BYTES)
     try:
-        send_body(mine, token, body)
+        wire.send_body(mine, token, body)
         for _ in range(64):  # stale frames the cell wrote into its channel are skipped
-            reply = _recv_watching(mine, TOKEN_BYTES + reply_byte_limit(limit), memory)
-            if isinstance(reply, str) or reply[:TOKEN_BYTES] == token:
-                return reply if isinstance(reply, str) else reply[TOKEN_BYTES:]
+            reply = _recv_watching(mine, wire.TOKEN_BYTES + wire.reply_byte_limit(limit), memory)
+            if isinstance(reply, str) or reply[: wire.TOKEN_BYTES] == token:
+                return reply if isinstance(reply, str) else reply[wire.TOKEN_BYTES :]
     except (OSError, EOFError, ValueError):
         pass
     return None
@@ -681,7 +635,10 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
     # episode has both before its first call; a worker wanted at once waits for the kernel's share only.
     own = TreeMemory.pss("self") if memory is not None else 0
     try:
-        if recv_body(mine, len(KERNEL_READY), time.monotonic() + 60) == KERNEL_READY and memory is not None:
+        if (
+            wire.recv_body(mine, len(wire.KERNEL_READY), time.monotonic() + 60) == wire.KERNEL_READY
+            and memory is not None
+        ):
             memory.baseline = own + TreeMemory.pss(kernel)
     except (OSError, EOFError, ValueError):
         pass  # the kernel died setting up: the first request finds out
@@ -690,8 +647,12 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(memory.POLL_S * 1e6)))
     while True:  # any exit kills the pid namespace, kernel and all, with this process
         try:
-            head = recv_body(host, 1 << 26)
-            number, (limit,), body = head[:8], REQUEST_LIMIT.unpack_from(head, 8), head[8 + REQUEST_LIMIT.size :]
+            head = wire.recv_body(host, 1 << 26)
+            number, (limit,), body = (
+                head[:8],
+                wire.REQUEST_LIMIT.unpack_from(head, 8),
+                head[8 + wire.REQUEST_LIMIT.size :],
+            )
         except BaseException:
             os._exit(0)
         cells.thaw()
@@ -705,7 +666,7 @@ def supervisor_main(host: socket.socket, uid: int | None, limits: dict[str, Any]
             kernel_status = _stop_kernel(kernel, kernel_status, everything=memory is not None)
             answer = json.dumps({"died": kernel_status, "reason": answer}).encode()
         try:
-            send_body(host, number, answer)
+            wire.send_body(host, number, answer)
         except BaseException:
             os._exit(0)
         if kernel_status is not None:
@@ -831,7 +792,7 @@ class Zygote:
 
     def spawn(self, limits: dict[str, Any]) -> None:
         if not self.free_slots:
-            send_frame_packet(self.ctl, {"ok": False, "error": f"more than {self.max_workers} live workers"})
+            wire.send_packet(self.ctl, {"ok": False, "error": f"more than {self.max_workers} live workers"})
             return
         slot = self.free_slots.popleft()
         wid, self.next_id = self.next_id, self.next_id + 1
@@ -870,12 +831,11 @@ class Zygote:
             host_end.close()
             self._finish(info)
             why = (line or "it exited").strip().removeprefix("error ")
-            send_frame_packet(self.ctl, {"ok": False, "error": f"the worker could not enter its namespaces: {why}"})
+            wire.send_packet(self.ctl, {"ok": False, "error": f"the worker could not enter its namespaces: {why}"})
             return
         info.update(pid=pid, ns=ns_id, pidfd=_pidfd(pid))
         self.workers[wid] = info
-        payload = json.dumps({"ok": True, "wid": wid, "pid": pid, "uid": uid, "ns": ns_id}).encode()
-        socket.send_fds(self.ctl, [payload], [host_end.fileno()])
+        wire.send_packet(self.ctl, {"ok": True, "wid": wid, "pid": pid, "uid": uid, "ns": ns_id}, [host_end.fileno()])
         host_end.close()
 
     @staticmethod
@@ -896,10 +856,10 @@ class Zygote:
     def kill(self, wid: int) -> None:
         info = self.workers.pop(wid, None)
         if info is None:
-            send_frame_packet(self.ctl, {"ok": False, "error": f"no worker {wid}"})
+            wire.send_packet(self.ctl, {"ok": False, "error": f"no worker {wid}"})
             return
         status, left = self._finish(info)
-        send_frame_packet(self.ctl, {"ok": True, "status": status, "left": left})
+        wire.send_packet(self.ctl, {"ok": True, "status": status, "left": left})
 
     def _finish(self, info: dict[str, Any]) -> tuple[int | None, int]:
         """Kill a worker and everything it started, and check that nothing is left: (status, survivors found)."""
@@ -1038,21 +998,18 @@ class Zygote:
             if not ready:
                 continue
             try:
-                data = self.ctl.recv(MAX_CONTROL_PACKET)
-            except OSError:
-                data = b""
-            if not data:
+                msg, _ = wire.recv_packet(self.ctl)
+            except (OSError, EOFError):
                 return
-            msg = json.loads(data)
             op = msg.get("op")
             if op == "spawn":
                 self.spawn(msg["limits"])
             elif op == "kill":
                 self.kill(int(msg["wid"]))
             elif op == "ping":
-                send_frame_packet(self.ctl, {"ok": True, "workers": len(self.workers)})
+                wire.send_packet(self.ctl, {"ok": True, "workers": len(self.workers)})
             else:
-                send_frame_packet(self.ctl, {"ok": False, "error": f"unknown op {op!r}"})
+                wire.send_packet(self.ctl, {"ok": False, "error": f"unknown op {op!r}"})
 
 
 def _pidfd(pid: int) -> int | None:
@@ -1080,11 +1037,6 @@ def _pid_namespace_members(ns_id: int) -> list[int]:
     return found
 
 
-def send_frame_packet(sock: socket.socket, obj: Any) -> None:
-    """One JSON message per packet (the control channel is SOCK_SEQPACKET)."""
-    sock.send(json.dumps(obj).encode())
-
-
 def _network_interfaces() -> list[str]:
     try:
         return sorted(name for _, name in socket.if_nameindex())
@@ -1093,13 +1045,6 @@ def _network_interfaces() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    global nslib
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, here)
-    import nslib as _nslib
-
-    nslib = _nslib
-    sys.path.remove(here)
     ctl = socket.socket(fileno=int(argv[1]))
     config = json.loads(argv[2])
     if config.get("site"):
@@ -1129,7 +1074,7 @@ def main(argv: list[str]) -> int:
         os.unlink("/.agentflow-probe")
     except OSError:
         pass
-    send_frame_packet(
+    wire.send_packet(
         ctl,
         {
             "ok": True,
@@ -1150,8 +1095,6 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(config["tmp_root"], ignore_errors=True)
     return 0
 
-
-nslib: Any = None  # imported by main() from the script's folder (inside the sandbox there is no package)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
