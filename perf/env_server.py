@@ -14,11 +14,11 @@
 - ``creation``: on a fresh server each time, one episode creation alone, then ``--clients`` creations
   at once; the ratio of the two (shared precomputes are built once, not once per thread).
 
-    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v1] [--parts one,many,creation]
+    python perf/env_server.py --clients 64 --seconds 10 [--env agentflow/Gen-GameOf24-v2] [--parts one,many,creation]
         [--compare-gc]   (the many-client load also against a server with Python's GC defaults)
     python perf/env_server.py --smoke   # CI: two tiny runs in the shape of perf/results/env_server.json
 
-Each server runs in its own process (``--port 0``, loopback only).
+Each server runs in its own process (``--port 0``, loopback only); the peers are in ``env_server_peers.py``.
 """
 
 from __future__ import annotations
@@ -28,126 +28,18 @@ import json
 import multiprocessing as mp
 import os
 import platform
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-def _start_server(*flags: str) -> tuple[subprocess.Popen, str]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "agentflow_env.cli", "env-server", "--port", "0", "--max-episodes", "4096", *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    line = server.stdout.readline()
-    return server, line.split(" on ")[1].split()[0]
-
-
-def _stop(server: subprocess.Popen) -> None:
-    os.killpg(server.pid, signal.SIGTERM)
-    server.wait(30)
-
-
-_ECHO = r"""
-import asyncio, socket, sys
-async def handle(reader, writer):
-    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
-            body = await reader.readexactly(n)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-    except Exception:
-        writer.close()
-async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    await server.serve_forever()
-asyncio.run(main())
-"""
-
-
-_REPLAY = r"""
-import asyncio, json, socket, sys
-replies = json.load(open(sys.argv[1]))  # the bodies the real server gave: create, reset, each step, delete
-bodies = {k: [v.encode() for v in vs] for k, vs in replies.items()}
-async def handle(reader, writer):
-    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    steps = 0
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            line = head.split(b"\r\n", 1)[0].split(b" ")
-            n = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")]
-            await reader.readexactly(n[0] if n else 0)
-            path = line[1]
-            if line[0] == b"DELETE":
-                body = bodies["delete"][0]
-            elif path.endswith(b"/reset"):
-                body, steps = bodies["reset"][0], 0
-            elif path.endswith(b"/step"):
-                body, steps = bodies["step"][min(steps, len(bodies["step"]) - 1)], steps + 1
-            else:
-                body = bodies["create"][0]
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                         b"Connection: keep-alive\r\n\r\n" % len(body) + body)
-    except Exception:
-        writer.close()
-async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    await server.serve_forever()
-asyncio.run(main())
-"""
-
-
-def _record_replies(url: str, env_id: str, path: str) -> None:
-    """One episode's reply bodies from the real server, for the replay server."""
-    from agentflow_env.remote.client import _Transport
-    from agents.policies.scripted import scripted_planner_for
-
-    http = _Transport(url, 60, None)
-    planner = scripted_planner_for(env_id)
-    create = http.request("POST", "/v1/episodes", {"env_id": env_id, "kwargs": {"split": "test"}})
-    base = f"/v1/episodes/{create['episode_id']}"
-    reset = http.request("POST", f"{base}/reset", {"seed": 0, "options": None})
-    steps, obs, done = [], reset["observation"], False
-    while not done:
-        out = http.request("POST", f"{base}/step", {"action": planner.act([obs])[0]})
-        steps.append(out)
-        obs, done = out["observation"], out["terminated"] or out["truncated"]
-    delete = http.request("DELETE", base, None)
-    http.close()
-    replies = {"create": [create], "reset": [reset], "step": steps, "delete": [delete]}
-    with open(path, "w") as fh:
-        json.dump({k: [json.dumps(v) for v in vs] for k, vs in replies.items()}, fh)
-
-
-def _start_replay(url: str, env_id: str, folder: str) -> tuple[subprocess.Popen, str]:
-    """A stdlib asyncio server (TCP_NODELAY) that answers the client's requests with one recorded episode's
-    replies and does nothing else: what the same clients get from a server without env work."""
-    path = os.path.join(folder, "replies.json")
-    _record_replies(url, env_id, path)
-    replay = subprocess.Popen(
-        [sys.executable, "-c", _REPLAY, path], stdout=subprocess.PIPE, text=True, start_new_session=True
-    )
-    return replay, f"http://127.0.0.1:{int(replay.stdout.readline())}"
-
-
-def _start_echo() -> tuple[subprocess.Popen, int]:
-    """A stdlib asyncio HTTP echo with TCP_NODELAY in its own process: the floor of a loopback request here."""
-    echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True, start_new_session=True)
-    return echo, int(echo.stdout.readline())
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from env_server_peers import start_echo, start_replay, start_server, stop
 
 
 def _load_summary(
@@ -186,7 +78,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
     envs = {"remote": RemoteEnv(env_id, url, split="test", timeout_s=60), "local": gym.make(env_id, split="test")}
     lat: dict[str, list[float]] = {"remote": [], "local": [], "echo": []}
     ratios, echo_ratios, per_round = [], [], []
-    echo, echo_port = _start_echo()
+    echo, echo_port = start_echo()
     echo_sock = socket.create_connection(("127.0.0.1", echo_port))
     echo_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -224,7 +116,7 @@ def one_client(url: str, env_id: str, rounds: int, episodes: int) -> dict[str, A
     for env in envs.values():
         env.close()
     echo_sock.close()
-    _stop(echo)
+    stop(echo)
     return {
         "steps_each": len(lat["remote"]),
         "remote_step_ms": {"p50": _pct(lat["remote"], 50), "p99": _pct(lat["remote"], 99)},
@@ -633,11 +525,11 @@ def creation(env_id: str, clients: int, rounds: int) -> dict[str, Any]:
     one, many = [], []
     for r in range(rounds):
         for n in (1, clients) if r % 2 == 0 else (clients, 1):
-            server, url = _start_server()
+            server, url = start_server()
             try:
                 (one if n == 1 else many).append(_create(url, env_id, n))
             finally:
-                _stop(server)
+                stop(server)
     ratios = [m / o for o, m in zip(one, many)]
     return {
         "fresh_server_rounds": rounds,
@@ -657,7 +549,7 @@ def main() -> None:
     )
     ap.add_argument("--client-procs", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--env", default="agentflow/Gen-GameOf24-v1")
+    ap.add_argument("--env", default="agentflow/Gen-GameOf24-v2")
     ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds of the paired measurements")
     ap.add_argument("--many-rounds", type=int, default=2, help="interleaved rounds of the many-client runs")
     ap.add_argument("--batch", action="store_true", help="also step every episode in one RemoteEnvBatch")
@@ -686,13 +578,13 @@ def main() -> None:
 
     result: dict[str, Any] = {"benchmark": "env_server", "env_id": args.env, "load_average_1m_at_start": _load()}
     parts = set(args.parts.split(","))
-    server, url = _start_server()
+    server, url = start_server()
     try:
         if "one" in parts:
             result["one_client"] = one_client(url, args.env, args.rounds, episodes=50)
         with tempfile.TemporaryDirectory() as folder:
-            replay, replay_url = _start_replay(url, args.env, folder)
-            plain, plain_url = _start_server("--no-gc-tuning") if args.compare_gc else (None, None)
+            replay, replay_url = start_replay(url, args.env, folder)
+            plain, plain_url = start_server("--no-gc-tuning") if args.compare_gc else (None, None)
             try:
                 if "many" in parts:
                     pids = {"server": server.pid, "replay_server": replay.pid}
@@ -700,13 +592,13 @@ def main() -> None:
                         pids["server_default_gc"] = plain.pid
                     result["many_clients"] = many_paired(url, replay_url, args, pids, plain_url)
             finally:
-                _stop(replay)
+                stop(replay)
                 if plain is not None:
-                    _stop(plain)
+                    stop(plain)
         if args.batch:
             result["one_batch"] = batched(url, args.env, args.clients, args.seconds)
     finally:
-        _stop(server)
+        stop(server)
     if "creation" in parts:
         result["creation"] = creation(args.env, args.clients, args.rounds)
     result.update(cpus=os.cpu_count(), load_average_1m=_load(), python=platform.python_version())

@@ -300,7 +300,7 @@ def run_rollouts(url: str, concurrency: int, groups: int, group_size: int) -> in
 
     engine = make_engine(f"openai:modules@{url}?concurrency={concurrency}")  # one HTTP client for every env
     kwargs = {"executor": "llm", "verifier": "llm", "generator": "llm", "engine": engine}
-    env_id = "agentflow/Gen-Math-v1"
+    env_id = "agentflow/Gen-Math-v2"
     first = gym.make(env_id, split="train", **kwargs)
     tasks = first.unwrapped.tasks
     ids = [tasks[i].id for i in range(groups)]

@@ -107,7 +107,7 @@ def _backend_columns(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="agentflow/Gen-GameOf24-v1")
+    parser.add_argument("--env", default="agentflow/Gen-GameOf24-v2")
     parser.add_argument("--split", default="test")
     parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--episodes", type=int, default=None, help="episodes per mode (default: num-envs)")

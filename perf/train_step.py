@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ENV_ID = "agentflow/Gen-GameOf24-v1"
+ENV_ID = "agentflow/Gen-GameOf24-v2"
 
 # dense bf16 peak FLOP/s per GPU, by a substring of torch.cuda.get_device_name()
 _PEAK_BF16 = {
