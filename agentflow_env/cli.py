@@ -73,7 +73,7 @@ def require_env_id(env_id: str) -> str:
     if env_id in gym.registry:
         return env_id
     ids = registered_ids(latest_only=True)  # suggest current versions, not superseded ones
-    # compare whole ids and bare names, case-insensitively: "gameof24", "Gen-GameOf24-v1", "agentflow/gen-gameof24"
+    # compare whole ids and bare names, case-insensitively: "gameof24", "Gen-GameOf24-v2", "agentflow/gen-gameof24"
     keys: dict[str, str] = {}
     for known in ids:
         bare = known.split("/")[-1]

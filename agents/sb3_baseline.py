@@ -29,7 +29,7 @@ class MixedProposer:
 
 
 def make_candidate_env(
-    env_id: str = "agentflow/Gen-GameOf24-v1", k: int = 4, seed: int = 0, **env_kwargs: Any
+    env_id: str = "agentflow/Gen-GameOf24-v2", k: int = 4, seed: int = 0, **env_kwargs: Any
 ) -> CandidateActionWrapper:
     """``env_id`` wrapped for SB3: candidates from its scripted planner plus ``k - 1`` random planners."""
     from agents.policies.baselines import RandomPlanner, ScriptedGameOf24Planner

@@ -80,11 +80,11 @@ def _require_hf() -> None:
 
 # the generated families whose planner text makes the default corpus (Game-of-24 first: most episodes)
 CORPUS_ENV_IDS = (
-    "agentflow/Gen-GameOf24-v1",
-    "agentflow/Gen-Math-v1",
-    "agentflow/Gen-MultiHop-v1",
-    "agentflow/Gen-Agentic-v1",
-    "agentflow/Gen-Science-v1",
+    "agentflow/Gen-GameOf24-v2",
+    "agentflow/Gen-Math-v2",
+    "agentflow/Gen-MultiHop-v2",
+    "agentflow/Gen-Agentic-v2",
+    "agentflow/Gen-Science-v2",
 )
 
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from perf.train_step import _PEAK_BF16, _QWEN2_05B, _cpu_matmul_rate, _flop_shape  # noqa: E402
 
-ENV_ID = "agentflow/Gen-GameOf24-v1"
+ENV_ID = "agentflow/Gen-GameOf24-v2"
 ENV_KWARGS = {"max_turns": 3}  # check -> (retry) -> answer: a multi-turn family, offline
 TINY_SHAPE = {
     "hidden_size": 64,

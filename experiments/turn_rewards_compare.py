@@ -30,6 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# the env of the recorded comparison (results/turn_rewards_compare.json): kept, so a rerun measures the same env
+ENV_ID = "agentflow/Gen-GameOf24-v1"
 PENALTIES = {"invalid_action": -0.1, "tool_error": -0.05, "repeated_call": -0.05}
 ARMS: dict[str, dict[str, Any]] = {
     "broadcast": {"advantage": "broadcast", "turn_rewards": None},
@@ -55,7 +57,7 @@ def _args() -> argparse.Namespace:
 def _sft(work: Path) -> Path:
     out = work / "sft"
     if not (out / "config.json").is_file():
-        cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", "agentflow/Gen-GameOf24-v1"]
+        cmd = [sys.executable, "-m", "agentflow_env.cli", "sft", "--env-id", ENV_ID]
         cmd += ["--env-kwargs", json.dumps({"max_turns": 3}), "--output-dir", str(out), "--episodes", "300"]
         cmd += ["--max-steps", "150", "--lr", "0.002", "--threads", "1", "--eval-episodes", "0", "--no-progress"]
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -73,6 +75,7 @@ def _run(arm: str, seed: int, steps: int, sft: Path, work: Path) -> dict[str, An
     out = work / f"{arm}-seed{seed}"
     cfg = FlowGRPOConfig(
         output_dir=str(out),
+        env_id=ENV_ID,
         seed=seed,
         steps=steps,
         resume=False,
@@ -104,7 +107,7 @@ def _run(arm: str, seed: int, steps: int, sft: Path, work: Path) -> dict[str, An
     return {
         "first_quarter": {name: mean(key, steps_rows[:k]) for name, key in keys.items()},
         "last_quarter": {name: mean(key, steps_rows[-k:]) for name, key in keys.items()},
-        "validation_success": rows[-1].get("eval/Gen-GameOf24-v1/success"),
+        "validation_success": rows[-1].get(f"eval/{ENV_ID.split('/')[-1]}/success"),
         "seconds": time.perf_counter() - started,
     }
 

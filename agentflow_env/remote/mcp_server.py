@@ -2,7 +2,7 @@
 
 Over stdio by default (what Claude Desktop, Cursor or an ``mcp`` client launch), or streamable HTTP with
 ``--transport streamable-http --port P``. ``--tools calculator,python`` picks built-in tools by short name;
-``--env-id agentflow/Gen-MultiHop-v1`` serves the tools of that env (its search index included). Each tool
+``--env-id agentflow/Gen-MultiHop-v2`` serves the tools of that env (its search index included). Each tool
 takes one string argument, ``command``, as in the env, and answers with the text the planner would read; a
 failed run comes back as an MCP tool error.
 

@@ -20,7 +20,7 @@ HELP = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env_id", help="an env id, e.g. agentflow/Gen-GameOf24-v1 (see `agentflow-env list`)")
+    parser.add_argument("env_id", help="an env id, e.g. agentflow/Gen-GameOf24-v2 (see `agentflow-env list`)")
     parser.add_argument("--seed", type=int, default=None, help="seed for the task draw")
     parser.add_argument("--task-id", default=None, help="play this task id")
     parser.add_argument("--episodes", type=int, default=1, help="episodes to play before exiting")

@@ -4,7 +4,7 @@
     from agents.integrations.skyrl import register_skyrl_envs
 
     register_skyrl_envs()                       # every registered agentflow/* id, same names
-    env = skyrl_gym.make("agentflow/Gen-GameOf24-v1", env_config={"max_turns": 3},
+    env = skyrl_gym.make("agentflow/Gen-GameOf24-v2", env_config={"max_turns": 3},
                          extras={"task_id": "...", "split": "train"})
     messages, meta = env.init(prompt)           # the env's first planner prompt, as a chat
     out = env.step(llm_reply)                   # {"observations", "reward", "done", "metadata"}

@@ -3,7 +3,7 @@
     from trl import GRPOConfig, GRPOTrainer
     from agents.integrations.trl import AgentFlowTRL
 
-    bridge = AgentFlowTRL("agentflow/Gen-GameOf24-v1", env_kwargs={"max_turns": 3})
+    bridge = AgentFlowTRL("agentflow/Gen-GameOf24-v2", env_kwargs={"max_turns": 3})
     trainer = GRPOTrainer(model=..., processing_class=tokenizer, args=GRPOConfig(...),
                           train_dataset=bridge.dataset(), reward_funcs=bridge.reward_func,
                           rollout_func=bridge.rollout_func)

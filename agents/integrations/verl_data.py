@@ -1,8 +1,8 @@
 """verl's parquet rows for ``agentflow/*`` envs, from env ids or a leaderboard protocol file.
 
-    python -m agents.integrations.verl_data --env-id agentflow/Gen-GameOf24-v1 --split train --out data/train.parquet
+    python -m agents.integrations.verl_data --env-id agentflow/Gen-GameOf24-v2 --split train --out data/train.parquet
     python -m agents.integrations.verl_data --protocol leaderboards/protocols/offline-v2.toml --out data/test.parquet
-    python -m agents.integrations.verl_data --env-id agentflow/Bamboogle-v1 --train-set combined \
+    python -m agents.integrations.verl_data --env-id agentflow/Bamboogle-v2 --train-set combined \
         --train-path data/train/combined_train.parquet --out data/train.parquet   # AgentFlow's training set
 
 Each row is one task: ``prompt`` (the env's first planner prompt as a chat), ``data_source`` (the env

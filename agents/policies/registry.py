@@ -186,7 +186,7 @@ def _random(spec: str) -> Policy:
 
 def _scripted(env_id: str | None) -> Policy:
     if env_id is None:
-        raise ConfigError("the scripted policy is per env: pass env_id (e.g. agentflow/Gen-GameOf24-v1)")
+        raise ConfigError("the scripted policy is per env: pass env_id (e.g. agentflow/Gen-GameOf24-v2)")
     name = env_id.split("/")[-1].rsplit("-v", 1)[0]
     try:
         scripted = importlib.import_module("agents.policies.scripted")

@@ -329,7 +329,7 @@ _BY_FAMILY: dict[str, Callable[[], Policy]] = {
 
 
 def scripted_planner_for(name: str) -> Policy:
-    """The scripted planner of a generated family, by env id (``agentflow/Gen-Math-v1``) or benchmark name."""
+    """The scripted planner of a generated family, by env id (``agentflow/Gen-Math-v2``) or benchmark name."""
     bench = re.sub(r"-v\d+$", "", name.split("/")[-1])
     if bench not in _BY_FAMILY:
         from agentflow_env.error import ConfigError

@@ -77,7 +77,7 @@ class FlowGRPOConfig:
     )
 
     # --- environment -----------------------------------------------------------------------------
-    env_id: str = _doc("the env id to train on", default="agentflow/Gen-GameOf24-v1")
+    env_id: str = _doc("the env id to train on", default="agentflow/Gen-GameOf24-v2")
     env_kwargs: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "extra gymnasium.make kwargs (max_turns, num_tasks, max_number, ...)"}
     )

@@ -60,7 +60,7 @@ class SFTConfig:
         "env id whose train split gives demonstrations; repeat the flag to train one model on several envs "
         "(episodes from each, mixed; evaluation covers each)",
         repeat=True,
-        default="agentflow/Gen-GameOf24-v1",
+        default="agentflow/Gen-GameOf24-v2",
     )
     env_kwargs: dict[str, Any] = doc_field(
         'gymnasium.make kwargs of the env(s) as JSON, e.g. \'{"max_turns": 1, "min_solutions": 20}\'',

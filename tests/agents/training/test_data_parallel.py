@@ -174,7 +174,7 @@ def test_sigkilled_torchrun_resumes_to_the_same_weights(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert [r["step"] for r in _records(straight)] == list(range(1, 11))
-    assert "eval/Gen-GameOf24-v1/success" in _records(straight)[4]
+    assert "eval/Gen-GameOf24-v2/success" in _records(straight)[4]
 
     proc = subprocess.Popen(
         _train_command(tmp_path, killed),
@@ -237,7 +237,7 @@ def test_accelerate_launch_runs_two_ranks(tmp_path):
     records = _records(out)
     assert [r["step"] for r in records] == [1, 2]
     assert records[0]["rollout/trained_turns"] == 4  # 2 questions x 2 rollouts x 1 turn, over both ranks
-    assert "eval/Gen-GameOf24-v1/success" in records[-1]
+    assert "eval/Gen-GameOf24-v2/success" in records[-1]
     assert (out / "final" / "config.json").is_file()
 
 

@@ -71,7 +71,7 @@ def test_short_run_learns_and_logs(tmp_path):
             "perf/tokens_per_s",
         ):
             assert key in r
-    assert "eval/Gen-GameOf24-v1/success" in records[-1]
+    assert "eval/Gen-GameOf24-v2/success" in records[-1]
     assert records[-1]["losses/kl"] > 0  # the policy moved away from its frozen reference
     run = Path(cfg.output_dir)
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
@@ -254,7 +254,7 @@ def test_time_budget_stops_after_a_step_then_resumes(tmp_path):
     run = Path(cfg.output_dir)
     records = _records(run)
     assert [r["step"] for r in records] == [0, 1]
-    assert "eval/Gen-GameOf24-v1/success" in records[0] and records[1]["time/elapsed_s"] > 0
+    assert "eval/Gen-GameOf24-v2/success" in records[0] and records[1]["time/elapsed_s"] > 0
     assert (run / "final" / "config.json").is_file() and (run / "checkpoints" / "step-000001").is_dir()
     resumed = train(cfg.replace(max_minutes=0.0))
     assert resumed.step == 3
@@ -277,11 +277,11 @@ def test_sampled_evaluation_is_paired_and_leaves_training_random_numbers(tmp_pat
         assert torch.equal(torch.get_rng_state(), state)
         second = learner.evaluate()
         assert first == second
-        assert first["eval/Gen-GameOf24-v1/episodes"] == 12.0
-        rate = first["eval/Gen-GameOf24-v1/success"]
-        low, high = first["eval/Gen-GameOf24-v1/success_ci95_low"], first["eval/Gen-GameOf24-v1/success_ci95_high"]
+        assert first["eval/Gen-GameOf24-v2/episodes"] == 12.0
+        rate = first["eval/Gen-GameOf24-v2/success"]
+        low, high = first["eval/Gen-GameOf24-v2/success_ci95_low"], first["eval/Gen-GameOf24-v2/success_ci95_high"]
         assert (low, high) == pytest.approx(wilson_interval(round(rate * 12), 12))
-        assert learner.evaluate(num_tasks=2)["eval/Gen-GameOf24-v1/episodes"] == 8.0
+        assert learner.evaluate(num_tasks=2)["eval/Gen-GameOf24-v2/episodes"] == 8.0
     finally:
         learner.close()
     with pytest.raises(ConfigError, match="eval_temperature"):
