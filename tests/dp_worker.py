@@ -16,9 +16,12 @@ from typing import Any
 
 import torch
 
-from agents.training.config import FlowGRPOConfig
-from agents.training.flow_grpo import FlowGRPOLearner
-from agents.training.rollout import Rollouts
+# run as a script, its folder (tests/) comes first on the path, and tests/agents/ would shadow the agents package
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from agents.training.config import FlowGRPOConfig  # noqa: E402
+from agents.training.flow_grpo import FlowGRPOLearner  # noqa: E402
+from agents.training.rollout import Rollouts  # noqa: E402
 
 
 def split_by_question(rollouts: Rollouts, group_size: int) -> list[Rollouts]:
