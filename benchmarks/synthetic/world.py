@@ -526,7 +526,7 @@ class WorldOptions:
     says whose it is: ``"per-split"`` (the default) gives each split its own world with its own entity names,
     so no entity, fact or chain of a test question occurs in train; ``"shared"`` is the one world of earlier
     versions, split by question text only. Families take it as keyword options
-    (:func:`benchmarks.synthetic.common.options_as_keywords`); Gen-HopChain reads ``seed`` and ``world_size``
+    (``benchmarks.synthetic.common.options_as_keywords``); Gen-HopChain reads ``seed`` and ``world_size``
     (the people of its registry).
     """
 
@@ -578,11 +578,12 @@ class WorldOptions:
 
 
 def task_world(task: Task) -> World:
-    """The world a Gen-MultiHop or Gen-Agentic task was drawn from (read from its metadata)."""
+    """The world a Gen-MultiHop or Gen-Agentic task was drawn from (read from what :meth:`WorldOptions.task` wrote
+    in its metadata)."""
     meta = task.metadata
-    world = meta.get("world", "shared")
-    split = None if world == "shared" else str(world)
-    return build_world(int(meta["world_seed"]), int(meta["world_size"]), int(meta["distractors"]), split)
+    world = str(meta.get("world", "shared"))
+    mode = "shared" if world == "shared" else "per-split"
+    return WorldOptions(meta["world_seed"], meta["world_size"], meta["distractors"], mode).build(world)
 
 
 # ---------------------------------------------------------------- scoring
