@@ -50,7 +50,7 @@ class FlowLimits:
 
     ``budget_clock`` says what ``time_budget_s`` counts: ``"wall"`` (the episode's own wall time) or
     ``"tokens"`` (fixed charges per LLM call by its tokens and per tool call, at ``clock_rates``, a
-    :class:`~agentflow_env.clock.TokenRates` or a table of its fields; see :mod:`agentflow_env.clock`).
+    ``TokenRates`` or a table of its fields; see ``agentflow_env.clock``).
     """
 
     max_turns: int = 10

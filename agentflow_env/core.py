@@ -103,7 +103,7 @@ class AgentFlowEnv(TaskEnv):
     call in progress cannot be interrupted.
 
     ``budget_clock="tokens"`` counts the budget on a clock that does not run
-    (:class:`~agentflow_env.clock.TokenClock`): each planner, executor, verifier and tool-LLM call is charged
+    (``agentflow_env.clock.TokenClock``): each planner, executor, verifier and tool-LLM call is charged
     by its tokens and each tool call a fixed cost, at ``clock_rates``, so the budget ends an episode at the
     same point on any machine and at any concurrency; a tool then runs with ``tool_timeout_s``.
     ``info["budget_cut"]`` (at the episode's end) says whether the budget stopped anything in the episode.

@@ -1,6 +1,6 @@
 """A run's time budget in results: which clock it counted on, how many episodes it cut, and the board's marks.
 
-A protocol's ``[env] budget_clock`` names the clock (:mod:`agentflow_env.clock`): ``"wall"`` (the default,
+A protocol's ``[env] budget_clock`` names the clock (``agentflow_env.clock``): ``"wall"`` (the default,
 AgentFlow's own: the episode's wall time, which grows when many calls share a server) or ``"tokens"`` (fixed
 charges per LLM call by its tokens and per tool call, at ``[env.clock_rates]``: the same at any concurrency).
 ``run.json`` records the clock (:func:`clock_record`) and, per benchmark, how many episodes the budget cut

@@ -10,7 +10,7 @@ Tokens are what the engine reported for the call (``last_usage``, one entry per 
 keeps it); an engine that reports none (scripted, in-process) gets an estimate of four characters per token,
 and the tally says how many calls were estimated (``estimated_calls``), so a reader never takes a guess for a
 count. Seconds are the wall time the caller waited for the reply. The same tokens charge the episode's token
-clock, when its env runs on one (:class:`agentflow_env.clock.TokenClock`).
+clock, when its env runs on one (``agentflow_env.clock.TokenClock``).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def record_call(
 
 def generate_as(engine: Any, prompts: Sequence[Any], sampling: Any, *, role: str, name: str | None = None) -> list[Any]:
     """``engine.generate(prompts, sampling)``, recorded in the active ledger as ``role`` (and ``name``), and
-    charged to the token clock bound to this context (:func:`agentflow_env.clock.bind_clock`), if any.
+    charged to the token clock bound to this context (``agentflow_env.clock.bind_clock``), if any.
 
     A call that raises is recorded and charged too (its prompts' tokens estimated, no completion), then re-raised.
     """

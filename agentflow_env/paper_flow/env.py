@@ -16,7 +16,7 @@ does not run (the memory says why), the verdict is CONTINUE, the final output is
 the reply's length.
 
 Time budget: ``time_budget_s`` (on the default wall clock; ``budget_clock="tokens"`` charges each module, planner
-and tool call a fixed cost instead, see :mod:`agentflow_env.clock`, and a tool then runs with ``tool_timeout_s``)
+and tool call a fixed cost instead, see ``agentflow_env.clock``, and a tool then runs with ``tool_timeout_s``)
 counts from the end of the query analysis, as AgentFlow's clock does; it counts
 the episode's own time (``self.clock``; a runner with many episodes in flight pauses it while the episode
 waits behind others and charges it the planner's call time, so concurrency does not change the budget).
