@@ -216,6 +216,7 @@ def _protocol_summary(protocol: Any) -> str:
         f"{protocol.samples_per_task} sample(s) per task, {flow}{engine}"
         + (f", planner temperature {temp:g}" if temp is not None else "")
         + (f", LLM judge {protocol.judge_engine()}" if protocol.uses_judge else ", rule scoring (exact match)")
+        + (f", time budget on the {protocol.clock} clock" if protocol.clock != "wall" else "")
         + "."
         + (f" Superseded by {protocol.superseded_by}." if protocol.superseded_by else "")
     )

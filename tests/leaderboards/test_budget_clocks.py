@@ -21,7 +21,7 @@ import pytest
 
 from agentflow_env.error import ConfigError
 from leaderboards.protocol import PROTOCOL_DIR, load_protocol
-from leaderboards.render import _marks, board_rows
+from leaderboards.render import _marks, _protocol_summary, board_rows
 from leaderboards.runner import EvalConfig, evaluate
 from leaderboards.store import EvalResult, RunRecord, TaskOutcome
 from perf.eval_throughput import PAPER_PLAN, LatencyServer
@@ -171,6 +171,8 @@ def test_the_default_clock_leaves_protocol_hashes_as_they_were(tmp_path: Path) -
     shipped = load_protocol("paper-v2")
     assert shipped.clock == "wall" and load_protocol(stated).hash == shipped.hash
     assert load_protocol(tokens).clock == "tokens" and load_protocol(tokens).hash != shipped.hash
+    assert "time budget on the tokens clock" in _protocol_summary(load_protocol(tokens))
+    assert "clock" not in _protocol_summary(shipped)
 
 
 @pytest.mark.parametrize(
