@@ -14,7 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentflow_env.clock import EpisodeClock
+from agentflow_env.clock import bind_clock, make_clock
 from agentflow_env.config import RENDER_MODES, FlowLimits
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
@@ -85,7 +85,10 @@ class TaskEnv(gym.Env[dict, str]):
         self.action_space = UnicodeText()
         self.task: Task | None = None
         self.turn = 0
-        self.clock = EpisodeClock()  # the episode's own time (a runner pauses it while the episode waits)
+        # the episode's own time (a runner pauses it while the episode waits), or its token charges
+        self.budget_clock = limits.budget_clock
+        self.clock = make_clock(limits.budget_clock, limits.clock_rates)
+        self.budget_cut = False  # the time budget stopped something in this episode (see ``_cut_by_budget``)
         self._seeded: tuple[int, Any, Any, int | None] | None = None  # see ``reset``
         self._drawn: tuple[int, Any, int, int, Any, int | None] | None = None  # see ``_seed_and_choose``
         # the tools' own ``reset`` methods (BaseTool's does nothing: it is not called)
@@ -162,9 +165,33 @@ class TaskEnv(gym.Env[dict, str]):
     # ------------------------------------------------------------------ clock
     def _start_clock(self) -> None:
         self.clock.start()
+        self.budget_cut = False
+
+    def _bind_clock(self) -> None:
+        """Let this thread's LLM calls charge this episode's token clock (``reset`` and ``step`` call it)."""
+        bind_clock(self.clock)
 
     def _time_left(self) -> float:
         return self.time_budget_s - self.clock.elapsed()
+
+    def _cut_by_budget(self) -> None:
+        """The time budget stopped a module, a tool or the episode: the episode's result says so."""
+        self.budget_cut = True
+
+    def _tool_time(self, remaining: float) -> float:
+        """A tool call's timeout: ``min(tool_timeout_s, time left)`` on the wall clock; on the token clock,
+        where a tool call costs a fixed charge, ``tool_timeout_s`` (a safety net, not the budget)."""
+        if self.clock.counts_tokens or self.tool_timeout_s < remaining:
+            return self.tool_timeout_s
+        return remaining
+
+    def _charge_planner(self, prompt: Any, reply: Any) -> None:
+        """On the token clock, the planner's call that gave ``reply`` to ``prompt``, by their estimated tokens
+        (the env does not see the policy's usage; the wall clock was charged the call by the runner)."""
+        if self.clock.counts_tokens:
+            from agentflow_env.engines.ledger import estimate_tokens
+
+            self.clock.charge_call(estimate_tokens(prompt), estimate_tokens(reply))
 
     # ------------------------------------------------------------------ grading
     def _gradable(self, answer: str) -> bool:
@@ -191,6 +218,7 @@ class TaskEnv(gym.Env[dict, str]):
             gold=self.task.answer,
             trajectory=list(trajectory),
             task=self.task.to_dict(),
+            budget_cut=self.budget_cut,
             **extra,
         )
         if score_error:

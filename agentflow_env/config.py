@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from agentflow_env.clock import BUDGET_CLOCKS, TokenRates
 from agentflow_env.error import ConfigError
 
 __all__ = [
@@ -46,13 +47,20 @@ _C = TypeVar("_C", bound="FlowLimits")
 
 @dataclass(frozen=True)
 class FlowLimits:
-    """The options both flows share: the step, time and reply budgets and the render mode."""
+    """The options both flows share: the step, time and reply budgets and the render mode.
+
+    ``budget_clock`` says what ``time_budget_s`` counts: ``"wall"`` (the episode's own wall time) or
+    ``"tokens"`` (fixed charges per LLM call by its tokens and per tool call, at ``clock_rates``, a
+    ``TokenRates`` or a table of its fields; see ``agentflow_env.clock``).
+    """
 
     max_turns: int = 10
     time_budget_s: float = 600.0
     tool_timeout_s: float = 30.0
     max_action_chars: int = 100_000
     render_mode: str | None = None
+    budget_clock: str = "wall"
+    clock_rates: Any = None  # the token clock's TokenRates (a table of its fields is read into one)
 
     flow: ClassVar[str] = ""
 
@@ -65,6 +73,12 @@ class FlowLimits:
             raise ConfigError(f"max_action_chars={self.max_action_chars} is too small; use at least 1000 characters")
         if self.render_mode not in (None, *RENDER_MODES):
             raise ConfigError(f"render_mode={self.render_mode!r}; choose one of {list(RENDER_MODES)} or None")
+        if self.budget_clock not in BUDGET_CLOCKS:
+            raise ConfigError(f"budget_clock={self.budget_clock!r}; choose one of {', '.join(BUDGET_CLOCKS)}")
+        if self.clock_rates is not None:
+            if self.budget_clock != "tokens":
+                raise ConfigError('clock_rates applies to budget_clock="tokens" only; remove it or set the clock')
+            object.__setattr__(self, "clock_rates", TokenRates.of(self.clock_rates))
 
     @classmethod
     def names(cls) -> frozenset[str]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentflow_env.base import TaskEnv
+from agentflow_env.clock import bind_clock as _bind_clock
 from agentflow_env.config import EnvConfig
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
@@ -100,6 +101,12 @@ class AgentFlowEnv(TaskEnv):
     verifier call started in time, and the final answer's generation and scoring (``generator="llm"``,
     an LLM judge), run to completion: they are bounded by the engine's own request timeout, as a
     call in progress cannot be interrupted.
+
+    ``budget_clock="tokens"`` counts the budget on a clock that does not run
+    (``agentflow_env.clock.TokenClock``): each planner, executor, verifier and tool-LLM call is charged
+    by its tokens and each tool call a fixed cost, at ``clock_rates``, so the budget ends an episode at the
+    same point on any machine and at any concurrency; a tool then runs with ``tool_timeout_s``.
+    ``info["budget_cut"]`` (at the episode's end) says whether the budget stopped anything in the episode.
     """
 
     def __init__(
@@ -122,6 +129,8 @@ class AgentFlowEnv(TaskEnv):
         instructions: str = "",
         render_mode: str | None = None,
         name: str = "AgentFlowEnv",
+        budget_clock: str = "wall",
+        clock_rates: Any = None,
     ):
         config = EnvConfig(
             max_turns=max_turns,
@@ -136,6 +145,8 @@ class AgentFlowEnv(TaskEnv):
             llm_kwargs=llm_kwargs,
             memory_budget=memory_budget,
             turn_rewards=turn_rewards,
+            budget_clock=budget_clock,
+            clock_rates=clock_rates,
         )
         super().__init__(tasks, scorer, tools, config, name)
         self._tools_by_name = {tool.name: tool for tool in self.tools}  # the exact name: no normalising
@@ -161,6 +172,7 @@ class AgentFlowEnv(TaskEnv):
         extra = f"\n\n{instructions.strip()}" if instructions.strip() else ""
         self._system_message = {"role": "system", "content": SYSTEM_PROMPT + extra}
         self._messages: list[dict[str, Any]] = []
+        self._planner_prompt = ""  # the last observation's prompt (the token clock charges the planner for it)
         self._tool_mode = False
         # True: plain text without fields is the final answer from the first turn (else only once the
         # episode has called a tool natively); reset(options={"tool_calling": True}) sets it per episode
@@ -177,7 +189,8 @@ class AgentFlowEnv(TaskEnv):
         # step's fast path for a canonical tool action plays what ``_step`` would, with these modules
         cls = type(self)
         self._fast_turns = (
-            self._rule_verifier
+            not self.clock.counts_tokens  # the token clock charges the planner and the tool: the general turn
+            and self._rule_verifier
             and self._direct_executor
             and cls._run_tool is AgentFlowEnv._run_tool
             and cls._add_messages is AgentFlowEnv._add_messages
@@ -195,6 +208,7 @@ class AgentFlowEnv(TaskEnv):
         self._signals.reset()
         self._done = False
         self._reset_tools()
+        self._bind_clock()
         self._start_clock()
         return self._observation(), self._info()
 
@@ -217,6 +231,7 @@ class AgentFlowEnv(TaskEnv):
         # tool mode it reads only ``{``/``<`` actions), its command is never blank, and the rule verifier
         # always continues. An unknown tool or an exhausted budget goes to ``_step`` before anything changes.
         # tests/env/test_step_overhead.py pins this path's turns to ``_step``'s.
+        _bind_clock(None)  # (a wall clock: this thread's LLM calls charge no token clock of another episode)
         started = _monotonic()  # the turn's time and the clock's, from one reading (the clock runs on monotonic)
         match = _CANONICAL_RE.fullmatch(action)
         if match is None:
@@ -262,7 +277,7 @@ class AgentFlowEnv(TaskEnv):
         task, left = self.task, self.max_turns - turn
         truncated = left <= 0
         if not truncated and verifier is None:  # out of time
-            truncated = True
+            truncated = self.budget_cut = True
             error = (error or "") + " (time budget exhausted)"
         seconds = ended - started
         # the parse is kept as its match; _trajectory writes its fields as ParsedAction.to_dict would
@@ -302,6 +317,8 @@ class AgentFlowEnv(TaskEnv):
         self.turn = turn = self.turn + 1
         verifier_note = None
         action_text, call, parsed, rejected = self._read(action, turn)
+        self._bind_clock()
+        self._charge_planner(self._planner_prompt, action_text)  # the token clock's charge (the runner's on the wall)
         terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
         answer: str | None = None
         verifier: str | None = None
@@ -329,6 +346,7 @@ class AgentFlowEnv(TaskEnv):
                 truncated = True
             elif out_of_time:
                 truncated = True
+                self._cut_by_budget()
                 error = (error or "") + " (time budget exhausted)"
         # the turn's record; its dict (TurnRecord.to_dict) is built only when the trajectory is read
         kept = action_text if len(action_text) <= self.max_action_chars else shorten(action_text, self.max_action_chars)
@@ -413,8 +431,8 @@ class AgentFlowEnv(TaskEnv):
             return None, None, message, problem
         if remaining <= 0:  # the executor used up the rest
             return self._out_of_time(parsed)
-        timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        result = run_tool(tool, command, timeout)
+        self.clock.charge_tool(tool.name)  # the token clock's fixed charge (the wall clock times the call)
+        result = run_tool(tool, command, self._tool_time(remaining))
         text, error = shorten(result.text, self.max_action_chars), result.error
         if error is not None:
             error = shorten(error, self.max_action_chars)
@@ -449,6 +467,7 @@ class AgentFlowEnv(TaskEnv):
             self._messages.append({"role": "user", "content": result})
 
     def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str]:
+        self._cut_by_budget()
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
         message = f"Not run: {problem}."
         self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
@@ -492,12 +511,8 @@ class AgentFlowEnv(TaskEnv):
         memory = self.memory.text(self.memory_budget)
         question = self.task.question
         prompt = self._prompt
-        return {
-            "question": question,
-            "memory": memory,
-            "tools": prompt.tools_text,
-            "prompt": prompt.render(question, memory, self.max_turns - self.turn),
-        }
+        self._planner_prompt = text = prompt.render(question, memory, self.max_turns - self.turn)
+        return {"question": question, "memory": memory, "tools": prompt.tools_text, "prompt": text}
 
     def _info(self) -> dict[str, Any]:
         assert self.task is not None

@@ -438,5 +438,6 @@ def _record(ep: Any, reward: float, info: dict[str, Any], traj: JsonlAppender, t
         leak=episode_leaks(task.get("question"), info.get("gold"), info.get("memory_steps") or [])
         if info.get("family") == "search"
         else None,
+        budget_cut=info.get("budget_cut"),
     )
     tasks.append(outcome.to_dict())

@@ -169,6 +169,11 @@ class Protocol:
         return COMPARABLE if self.agentflow_src else NOT_COMPARABLE
 
     @property
+    def clock(self) -> str:
+        """The clock the episodes' time budget counts on: ``"wall"`` or ``"tokens"`` (``[env] budget_clock``)."""
+        return str(self.env.get("budget_clock", "wall"))
+
+    @property
     def flow(self) -> str:
         """``"paper"`` (AgentFlow's solver, :mod:`agentflow_env.paper_flow`) or ``"modes"`` (the env's own)."""
         return str(self.env.get("flow", "modes"))
@@ -181,6 +186,10 @@ class Protocol:
         In the paper flow ``[paper]`` counts with its defaults filled in, so stating a default changes nothing.
         """
         scored = {k: v for k, v in self.raw.items() if k not in _UNHASHED}
+        if "env" in scored:  # budget_clock = "wall" (the default) stated or not: the same protocol
+            from leaderboards.budgets import hashed_env
+
+            scored["env"] = hashed_env(scored["env"])
         if self.flow == "paper":
             scored["paper"] = dict(self.paper)
         blob = json.dumps(scored, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -508,6 +517,9 @@ def _parse(raw: dict[str, Any], source: str) -> Protocol:
     if trial_seed_option is not None and not (isinstance(trial_seed_option, str) and trial_seed_option):
         raise ConfigError(f'{source}: trial_seed_option must name a loader option (e.g. "seed") or be absent')
     env = dict(raw.get("env", {}))
+    from leaderboards.budgets import check_clock
+
+    check_clock(env, source)
     sampling = dict(raw.get("sampling", {}))
     paper = _paper_settings(raw, env, sampling, source)
     return Protocol(

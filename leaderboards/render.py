@@ -96,6 +96,8 @@ class BoardRow:
     # search backends and retrieval fingerprint marks, and leak rates (leaderboards.retrieval, leaderboards.leaks)
     retrieval_marks: list[tuple[str, str]] = field(default_factory=list)
     leaks: dict[str, Any] | None = None
+    # the episodes its time budget cut, a clock other than the board's (leaderboards.budgets)
+    budget_marks: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -162,6 +164,7 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
     marks = retrieval_marks(run.record for run in runs)
     for r in board.rows:
         r.retrieval_marks = marks.get(r.name, [])
+    _mark_budgets(board, runs)
     # the paper's numbers are LLM-judged: a row scored any other way never sits beside them unmarked
     paper_board = any(r.kind == "reported" for r in board.rows) or _is_paper(name)
     for r in board.rows:
@@ -172,6 +175,19 @@ def board_rows(runs: Sequence[EvalResult]) -> Board:
 
     board.warnings = [w for w in [judge_warning(run.record for run in runs)] if w]
     return board
+
+
+def _mark_budgets(board: Board, runs: Sequence[EvalResult]) -> None:
+    """Rows whose time budget cut episodes, and rows counted on another clock than the protocol's, marked."""
+    from leaderboards.budgets import budget_marks
+
+    try:
+        clock: str | None = load_protocol(board.protocol).clock
+    except Exception:  # a protocol no longer shipped: the clock most of its rows used
+        clock = None
+    marks = budget_marks(runs, clock)
+    for r in board.rows:
+        r.budget_marks = marks.get(r.name, [])
 
 
 def _newest(runs: Sequence[EvalResult], phash: str) -> str:
@@ -200,6 +216,7 @@ def _protocol_summary(protocol: Any) -> str:
         f"{protocol.samples_per_task} sample(s) per task, {flow}{engine}"
         + (f", planner temperature {temp:g}" if temp is not None else "")
         + (f", LLM judge {protocol.judge_engine()}" if protocol.uses_judge else ", rule scoring (exact match)")
+        + (f", time budget on the {protocol.clock} clock" if protocol.clock != "wall" else "")
         + "."
         + (f" Superseded by {protocol.superseded_by}." if protocol.superseded_by else "")
     )
@@ -271,6 +288,7 @@ def _marks(row: BoardRow) -> list[tuple[str, str]]:
     elif row.comparability in TOOL_LABELS:
         marks.append((TOOL_LABELS[row.comparability], row.comparability))
     marks.extend(row.retrieval_marks)
+    marks.extend(row.budget_marks)
     if row.leaks:
         marks.append(leak_mark(row.leaks))
     if not row.comparable and row.comparability not in (NOT_COMPARABLE, *TOOL_LABELS):

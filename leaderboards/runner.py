@@ -29,6 +29,7 @@ from agentflow_env.config import doc_field
 from agentflow_env.engines.ledger import Ledger
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.fingerprint import judge_fingerprint
+from leaderboards.budgets import budget_cut_counts, clock_record
 from leaderboards.control import apply_control, control_record
 from leaderboards.episodes import normalize_actions, run_units
 from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
@@ -402,6 +403,7 @@ def _prepare_run_dir(
         comparability=tools_comparability(protocol.comparability, retrieval),
         control=control_record(plan, config.control_engine) if config.control_engine else None,
         retrieval=retrieval,
+        clock=clock_record(protocol.env),
     )
     if (run_dir / RUN_FILE).exists():
         old = load_run(run_dir).record
@@ -596,6 +598,7 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
             record.wall_s += time.monotonic() - session_start
             record.updated_at = _now()
             record.ledger = pool.ledger.to_dict()
+            record.budget_cut = budget_cut_counts(read_tasks(run_dir))
             write_json_atomic(run_dir / RUN_FILE, record.to_dict())
     finally:
         pool.close()

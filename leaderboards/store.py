@@ -204,6 +204,7 @@ class TaskOutcome:
     episode_seed: int | None = None  # the env.reset seed (derived from key, so resumes replay it exactly)
     # search benchmarks: {"searches", "gold_retrieved", "query_copies_question"} (leaderboards.leaks)
     leak: dict[str, Any] | None = None
+    budget_cut: bool | None = None  # the time budget stopped something in the episode (None: older records)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -261,6 +262,10 @@ class RunRecord:
     judges: dict[str, Any] = field(default_factory=dict)
     # the search tools' backends and retrieval fingerprint (leaderboards.retrieval.collect_retrieval)
     retrieval: dict[str, Any] | None = None
+    # the time budget's clock, budget and rates (leaderboards.budgets.clock_record); None in older records
+    clock: dict[str, Any] | None = None
+    # env_id -> episodes the time budget cut (leaderboards.budgets.budget_cut_counts); None in older records
+    budget_cut: dict[str, int] | None = None
 
     @property
     def scoring(self) -> str:
@@ -343,6 +348,8 @@ class EvalResult:
             "tokens": self.tokens(),
             "wall_s": self.record.wall_s,
             "episodes": len(self.outcomes),
+            "clock": (self.record.clock or {}).get("clock", "wall"),
+            "budget_cut": sum(1 for o in self.outcomes if o.budget_cut),
         }
 
 

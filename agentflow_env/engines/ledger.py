@@ -9,7 +9,8 @@ it); with no ledger active nothing is recorded and the call costs one context lo
 Tokens are what the engine reported for the call (``last_usage``, one entry per prompt, as the HTTP engine
 keeps it); an engine that reports none (scripted, in-process) gets an estimate of four characters per token,
 and the tally says how many calls were estimated (``estimated_calls``), so a reader never takes a guess for a
-count. Seconds are the wall time the caller waited for the reply.
+count. Seconds are the wall time the caller waited for the reply. The same tokens charge the episode's token
+clock, when its env runs on one (``agentflow_env.clock.TokenClock``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentflow_env.clock import bound_clock
+
 __all__ = [
     "NAMED_ROLES",
     "ROLES",
     "Ledger",
     "Tally",
+    "call_tokens",
     "current_ledger",
     "enter_benchmark",
     "estimate_tokens",
@@ -148,6 +152,24 @@ def estimate_tokens(value: Any) -> int:
     return estimate_tokens(str(value))
 
 
+def call_tokens(prompts: Sequence[Any], replies: Sequence[Any] | None, usage: Any = None) -> Tally:
+    """The tokens of one engine call (``len(prompts)`` requests): as ``usage`` (the engine's ``last_usage``,
+    one ``{"prompt_tokens", "completion_tokens"}`` or ``None`` per prompt) reports them, else estimated."""
+    reported = list(usage) if isinstance(usage, (list, tuple)) and len(usage) == len(prompts) else []
+    tally = Tally(calls=len(prompts))
+    for i, prompt in enumerate(prompts):
+        counts = reported[i] if reported else None
+        if isinstance(counts, dict) and "prompt_tokens" in counts:
+            tally.prompt_tokens += int(counts.get("prompt_tokens") or 0)
+            tally.completion_tokens += int(counts.get("completion_tokens") or 0)
+            continue
+        tally.estimated_calls += 1
+        tally.prompt_tokens += estimate_tokens(prompt)
+        if replies is not None and i < len(replies):
+            tally.completion_tokens += estimate_tokens(replies[i])
+    return tally
+
+
 def record_call(
     role: str,
     name: str | None,
@@ -162,27 +184,19 @@ def record_call(
     if sink is None:
         return
     ledger, benchmark = sink
-    reported = list(usage) if isinstance(usage, (list, tuple)) and len(usage) == len(prompts) else []
-    tally = Tally(calls=len(prompts), seconds=float(seconds))
-    for i, prompt in enumerate(prompts):
-        counts = reported[i] if reported else None
-        if isinstance(counts, dict) and "prompt_tokens" in counts:
-            tally.prompt_tokens += int(counts.get("prompt_tokens") or 0)
-            tally.completion_tokens += int(counts.get("completion_tokens") or 0)
-            continue
-        tally.estimated_calls += 1
-        tally.prompt_tokens += estimate_tokens(prompt)
-        if replies is not None and i < len(replies):
-            tally.completion_tokens += estimate_tokens(replies[i])
+    tally = call_tokens(prompts, replies, usage)
+    tally.seconds = float(seconds)
     ledger.add(benchmark, role, name, tally)
 
 
 def generate_as(engine: Any, prompts: Sequence[Any], sampling: Any, *, role: str, name: str | None = None) -> list[Any]:
-    """``engine.generate(prompts, sampling)``, recorded in the active ledger as ``role`` (and ``name``).
+    """``engine.generate(prompts, sampling)``, recorded in the active ledger as ``role`` (and ``name``), and
+    charged to the token clock bound to this context (``agentflow_env.clock.bind_clock``), if any.
 
-    A call that raises is recorded too (its prompts' tokens estimated, no completion), then re-raised.
+    A call that raises is recorded and charged too (its prompts' tokens estimated, no completion), then re-raised.
     """
-    if _CURRENT.get() is None:
+    clock = bound_clock()
+    if _CURRENT.get() is None and clock is None:
         return engine.generate(prompts, sampling)  # type: ignore[no-any-return]
     prompts = list(prompts)
     started = time.perf_counter()
@@ -193,3 +207,8 @@ def generate_as(engine: Any, prompts: Sequence[Any], sampling: Any, *, role: str
     finally:
         usage = getattr(engine, "last_usage", None) if replies is not None else None
         record_call(role, name, prompts, replies, time.perf_counter() - started, usage)
+        if clock is not None:
+            tally = call_tokens(prompts, replies, usage)
+            for _ in range(max(tally.calls - 1, 0)):  # a batch: every request pays its own call charge
+                clock.charge_call(0, 0)
+            clock.charge_call(tally.prompt_tokens, tally.completion_tokens)

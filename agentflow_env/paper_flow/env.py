@@ -15,7 +15,9 @@ does not run (the memory says why), the verdict is CONTINUE, the final output is
 ``info["answer_rejected"]``); its trace entry says why under ``"rejected"``. Every reader is linear in
 the reply's length.
 
-Time budget: ``time_budget_s`` counts from the end of the query analysis, as AgentFlow's clock does; it counts
+Time budget: ``time_budget_s`` (on the default wall clock; ``budget_clock="tokens"`` charges each module, planner
+and tool call a fixed cost instead, see ``agentflow_env.clock``, and a tool then runs with ``tool_timeout_s``)
+counts from the end of the query analysis, as AgentFlow's clock does; it counts
 the episode's own time (``self.clock``; a runner with many episodes in flight pauses it while the episode
 waits behind others and charges it the planner's call time, so concurrency does not change the budget).
 Once it is spent nothing new starts: a step that begins past it runs no module and ends the run
@@ -198,6 +200,8 @@ class PaperFlowEnv(TaskEnv):
         reading: str = "as_coded",
         python_sandbox: str = "auto",
         command_operators: str = "all",
+        budget_clock: str = "wall",
+        clock_rates: Any = None,
     ):
         if command_operators not in OPERATORS:
             raise ConfigError(f"command_operators={command_operators!r}; choose one of {', '.join(OPERATORS)}")
@@ -215,6 +219,8 @@ class PaperFlowEnv(TaskEnv):
             sampling=sampling,
             reading=reading,
             tool_backends=tool_backends,
+            budget_clock=budget_clock,
+            clock_rates=clock_rates,
         )
         self.reading = reading
         self.tool_backends = tool_backends
@@ -303,8 +309,15 @@ class PaperFlowEnv(TaskEnv):
             "memory": f"dict of action steps; result strings cut at {RESULT_LIMIT} characters",
             "max_steps": self.max_turns,
             "max_time_s": self.time_budget_s,
+            **self._clock_settings(),
             **self.extra_settings,
         }
+
+    def _clock_settings(self) -> dict[str, Any]:
+        """The budget's clock, for ``paper_settings`` (nothing on the wall clock, as before it could be chosen)."""
+        if not self.clock.counts_tokens:
+            return {}
+        return {"budget_clock": self.budget_clock, "clock_rates": self.clock.rates.to_dict()}  # type: ignore[attr-defined]
 
     @property
     def planner_system_prompt(self) -> str:
@@ -319,6 +332,7 @@ class PaperFlowEnv(TaskEnv):
         self.module_calls = []
         self._steps = []
         self._reset_tools()
+        self._bind_clock()
         prompt = self.prompt_source.query_analysis(self.task.question, self.available_tools, self.toolbox_metadata)
         self._raw_analysis = self._call("query_analysis", 0, prompt)
         self.query_analysis = str(self._raw_analysis).strip()
@@ -335,6 +349,8 @@ class PaperFlowEnv(TaskEnv):
         self.turn += 1
         step = self.turn
         reply = _reply_text(action)  # never raises, whatever the object
+        self._bind_clock()
+        self._charge_planner(self._planner_prompt, reply)  # the token clock's charge (the runner's on the wall)
         rejected = self._too_long("the planner's reply", reply)
         self._record("planner", step, self._planner_prompt, self._kept(reply), None, 0.0, rejected=rejected)
         context, sub_goal, tool_name = (None, None, None) if rejected else read_next_step(reply, self.available_tools)
@@ -367,7 +383,10 @@ class PaperFlowEnv(TaskEnv):
                 reader = read_verdict_hardened if self.reading == "hardened" else read_verdict
                 record["verifier"] = reader(self._call("verifier", step, prompt))
                 terminated = record["verifier"] == "STOP"
-        truncated = not terminated and (self.turn >= self.max_turns or self._time_left() <= 0)
+        out_of_time = not terminated and self.turn < self.max_turns and self._time_left() <= 0
+        if out_of_time:
+            self._cut_by_budget()
+        truncated = not terminated and (self.turn >= self.max_turns or out_of_time)
         record["seconds"] = time.perf_counter() - started
         self._steps.append(record)
         reward = 0.0
@@ -476,7 +495,8 @@ class PaperFlowEnv(TaskEnv):
                 if remaining <= 0:
                     executions.append(f"Not run: {self._no_time(f'the last {len(blocks) - index} block(s)')}.")
                     break
-                tool.timeout = min(self.tool_timeout_s, remaining)
+                tool.timeout = self._tool_time(remaining)
+                self.clock.charge_tool(tool_name)  # the token clock's fixed charge (the wall clock times it)
                 # AgentFlow exec()s the block; this evaluates it
                 out = run_block(block, tool.execute, operators=self.command_operators)
                 executions.append(out if out is not None else self.prompt_source.no_result(block))
@@ -523,6 +543,7 @@ class PaperFlowEnv(TaskEnv):
         return "\n" + data["context"], "\n" + data["sub_goal"], note + "\n\n"
 
     def _no_time(self, what: str) -> str:
+        self._cut_by_budget()
         return f"the time budget of {self.time_budget_s:g} s ran out before {what} could start"
 
     @staticmethod
