@@ -13,7 +13,7 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn.memory import Memory, shorten
 from agentflow_env.turn.modes import DirectExecutor, RuleVerifier, build_modes
-from agentflow_env.turn.parsing import _CANONICAL_RE, ParsedAction, parse_action
+from agentflow_env.turn.parsing import _CANONICAL_PLAIN_RE, ParsedAction, parse_action
 from agentflow_env.turn.prompts import PlannerPrompt
 from agentflow_env.turn.readable import readable_action, safe_repr
 from agentflow_env.turn.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
@@ -185,18 +185,15 @@ class AgentFlowEnv(TaskEnv):
         if self._done or self.task is None:
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
         started = _monotonic()
-        # The fast reader: a canonical tool action (``parsing._CANONICAL_RE``: the five fields, each on its line) is
-        # read as ``_read`` reads it: outside tool mode a str without "{", "<" or NUL is no tool call, and one within
-        # the length limit is kept whole (tests/env/test_step_overhead.py checks the two readers agree).
+        # The fast reader: a canonical tool action without "{", "<" or NUL (``parsing._CANONICAL_PLAIN_RE``) reads,
+        # outside tool mode and within the length limit, as ``_read`` reads it: its five fields, the text kept whole
+        # (tests/env/test_step_overhead.py checks that the two readers agree).
         if (
             type(action) is str
             and self._fast_reads
             and not self._tool_mode
-            and "{" not in action
-            and "<" not in action
-            and "\x00" not in action
             and len(action) <= self.max_action_chars
-            and (match := _CANONICAL_RE.fullmatch(action)) is not None
+            and (match := _CANONICAL_PLAIN_RE.fullmatch(action)) is not None
         ):
             justification, context, sub_goal, tool_name, command = match.groups()
             parsed = ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", [])
@@ -300,7 +297,9 @@ class AgentFlowEnv(TaskEnv):
         if not self._direct_executor:
             command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
             remaining = self._time_left()
-        elif not command.strip():  # the direct executor runs the planner's command as it is; it says what is missing
+        elif (
+            not command or command.isspace()
+        ):  # the direct executor runs the planner's command as it is; it says what is missing
             command, problem = self._executor.command(parsed, tool, self.task.question, "")
         if problem is not None or command is None:
             return self._invalid(parsed, problem or "invalid action")

@@ -144,17 +144,21 @@ FAST_PATH_ACTIONS = [
 
 
 def test_the_fast_reader_reads_as_the_tolerant_reader():
-    """Every action ``step`` reads the fast way (a canonical tool action) gives ``_read``'s very reading."""
-    from agentflow_env.turn.parsing import _CANONICAL_RE
+    """Every action ``step`` reads the fast way gives ``_read``'s very reading; a canonical action that holds a
+    "{", "<" or NUL (which JSON, a tool-call block, an answer tag or the NUL filter may claim) is not read fast."""
+    from agentflow_env.turn.parsing import _CANONICAL_PLAIN_RE, _CANONICAL_RE
 
     env = AgentFlowEnv([Task(id="q", question="Q?", answer="x")], lambda p, t: 0.0, [Echo()], max_action_chars=1000)
     env.reset(seed=0)
-    fast = [a for a in [*FAST_PATH_ACTIONS, *READER_ACTIONS] if isinstance(a, str) and _CANONICAL_RE.fullmatch(a)]
-    assert len(fast) >= 8
+    canonical = [a for a in [*FAST_PATH_ACTIONS, *READER_ACTIONS] if isinstance(a, str) and _CANONICAL_RE.fullmatch(a)]
+    fast = [a for a in canonical if _CANONICAL_PLAIN_RE.fullmatch(a)]
+    assert len(fast) >= 8 and len(canonical) - len(fast) == 4
+    assert all(any(c in a for c in "{<\x00") for a in canonical if a not in fast)
     for action in fast:
         kept, call, parsed, rejected = env._read(action)
-        if any(c in action for c in "<{\x00") or len(action) > env.max_action_chars:
-            continue  # not the fast reader's (step sends these to _read)
+        if len(action) > env.max_action_chars:
+            assert rejected and kept != action  # step's length check sends it to _read
+            continue
         assert (kept, call, rejected) == (action, None, None)
         groups = _CANONICAL_RE.fullmatch(action).groups()  # type: ignore[union-attr]
         assert (parsed.justification, parsed.context, parsed.sub_goal, parsed.tool_name, parsed.command) == groups
