@@ -214,8 +214,8 @@ class AgentFlowEnv(TaskEnv):
             answer, terminated = parsed.final_answer, True
             tool = command = result = error = None
         else:
-            tool, command, result, error = self._run_tool(parsed)
-            out_of_time = self._time_left() <= 0
+            tool, command, result, error, left_s = self._run_tool(parsed)
+            out_of_time = left_s <= 0
             if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
@@ -280,8 +280,9 @@ class AgentFlowEnv(TaskEnv):
         self._tool_mode = True
         return kept, read[0], read[1], None
 
-    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None]:
-        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)``."""
+    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None, float]:
+        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)`` and the
+        seconds left after it."""
         assert self.task is not None
         name, problems = parsed.tool_name, parsed.problems
         tool = None if problems or not name else self._tools_by_name.get(name) or self._find_tool(name)
@@ -290,16 +291,16 @@ class AgentFlowEnv(TaskEnv):
                 f"unknown tool {name[:80]!r}" if name else "the action has no 'Tool Name:' field and no 'Final Answer:'"
             )
             return self._invalid(parsed, problems[0] if problems else no_tool)
-        remaining = self._time_left()
+        clock, budget = self.clock, self.time_budget_s  # clock.elapsed(), written out: before and after the tool
+        spent, since = clock.state
+        remaining = budget - (spent if since is None else spent + _monotonic() - since)
         if remaining <= 0:
             return self._out_of_time(parsed)
         command, problem = parsed.command, None
         if not self._direct_executor:
             command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
             remaining = self._time_left()
-        elif (
-            not command or command.isspace()
-        ):  # the direct executor runs the planner's command as it is; it says what is missing
+        elif not command or command.isspace():  # the direct executor runs the command as it is, says what is missing
             command, problem = self._executor.command(parsed, tool, self.task.question, "")
         if problem is not None or command is None:
             return self._invalid(parsed, problem or "invalid action")
@@ -317,12 +318,16 @@ class AgentFlowEnv(TaskEnv):
         if error is not None and len(error) > limit:
             error = shorten(error, limit)
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
-        return tool.name, command, text, error
+        spent, since = clock.state
+        return tool.name, command, text, error, budget - (spent if since is None else spent + _monotonic() - since)
 
-    def _invalid(self, parsed: ParsedAction, problem: str) -> tuple[None, None, str, str]:
-        message = self._invalid_message(problem)
+    def _invalid(
+        self, parsed: ParsedAction, problem: str, out_of_time: bool = False
+    ) -> tuple[None, None, str, str, float]:
+        """The turn spent without running a tool; memory says why."""
+        message = f"Not run: {problem}." if out_of_time else self._invalid_message(problem)
         self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
-        return None, None, message, problem
+        return None, None, message, problem, self._time_left()
 
     def _verify(self, turn: int) -> tuple[str, str | None]:
         """The verifier's verdict on the turn (``"STOP"`` or ``"CONTINUE"``) and its note on an unreadable reply."""
@@ -358,11 +363,9 @@ class AgentFlowEnv(TaskEnv):
         if not call.calls and not parsed.is_final and result is not None:
             self._messages.append({"role": "user", "content": result})
 
-    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str]:
+    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str, float]:
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
-        message = f"Not run: {problem}."
-        self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
-        return None, None, message, problem
+        return self._invalid(parsed, problem, out_of_time=True)
 
     def _invalid_message(self, problem: str) -> str:
         tools = ", ".join(self.tool_names) if self.tool_names else "(none)"
