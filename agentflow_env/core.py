@@ -296,7 +296,8 @@ class AgentFlowEnv(TaskEnv):
         remaining = budget - (spent if since is None else spent + _monotonic() - since)
         if remaining <= 0:
             return self._out_of_time(parsed)
-        command, problem = parsed.command, None
+        command: str | None = parsed.command
+        problem: str | None = None
         if not self._direct_executor:
             command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
             remaining = self._time_left()
