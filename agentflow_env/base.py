@@ -9,6 +9,7 @@ here, in :meth:`TaskEnv._grade`, for both.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ from agentflow_env.tools.base import BaseTool, Tool, normalize_tool_name
 from agentflow_env.types import ListTaskSource, Task, TaskSource, find_task_index
 
 __all__ = ["TaskEnv"]
+
+_monotonic = time.monotonic
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +175,8 @@ class TaskEnv(gym.Env[dict, str]):
         bind_clock(self.clock)
 
     def _time_left(self) -> float:
-        return self.time_budget_s - self.clock.elapsed()
+        spent, since = self.clock.state  # clock.elapsed(), written out: read before every tool and module call
+        return self.time_budget_s - (spent if since is None else spent + _monotonic() - since)
 
     def _cut_by_budget(self) -> None:
         """The time budget stopped a module, a tool or the episode: the episode's result says so."""

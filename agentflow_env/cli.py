@@ -38,7 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fine-tune a planner LM (the tiny LM by default) on scripted demonstrations",
     ),
     "tiny-lm": ("agents.tiny_lm_cli:configure", "build the tiny offline LM or print its folder (hf:tiny)"),
-    "serve": ("agentflow_env.engines.server:configure", "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API"),
+    "serve": (
+        "agentflow_env.engines.serve_cli:configure",
+        "serve an engine (hf:, vllm:, ...) over the OpenAI HTTP API",
+    ),
     "env-server": ("agentflow_env.remote.server:configure", "serve reset/step of any agentflow/* id over HTTP"),
     "sandbox-server": (
         "agentflow_env.remote.sandbox_server:configure",

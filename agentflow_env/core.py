@@ -8,13 +8,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentflow_env.base import TaskEnv
-from agentflow_env.clock import bind_clock as _bind_clock
 from agentflow_env.config import EnvConfig
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn.memory import Memory, shorten
 from agentflow_env.turn.modes import DirectExecutor, RuleVerifier, build_modes
-from agentflow_env.turn.parsing import _CANONICAL_RE, ParsedAction, parse_action
+from agentflow_env.turn.parsing import _CANONICAL_PLAIN_RE, ParsedAction, parse_action
 from agentflow_env.turn.prompts import PlannerPrompt
 from agentflow_env.turn.readable import readable_action, safe_repr
 from agentflow_env.turn.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
@@ -26,17 +25,6 @@ __all__ = ["AgentFlowEnv"]
 _monotonic = time.monotonic
 
 logger = logging.getLogger(__name__)
-
-
-def run_tool(tool: Tool, command: str, timeout: float) -> ToolResult:
-    """``tool.run``, with an exception turned into an error result: a tool must never crash the episode (nor
-    a transport that dies mid-call: an ``asyncio.CancelledError`` is that turn's tool error too)."""
-    try:
-        return tool.run(command, timeout)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:
-        return tool_failed(tool, exc)
 
 
 def tool_failed(tool: Tool, exc: BaseException) -> ToolResult:
@@ -186,15 +174,8 @@ class AgentFlowEnv(TaskEnv):
         self._signals = TurnSignals(turn_rewards)  # validates the spec (ConfigError on a bad one)
         self._rule_verifier = type(self._verifier) is RuleVerifier
         self._direct_executor = type(self._executor) is DirectExecutor
-        # step's fast path for a canonical tool action plays what ``_step`` would, with these modules
-        cls = type(self)
-        self._fast_turns = (
-            not self.clock.counts_tokens  # the token clock charges the planner and the tool: the general turn
-            and self._rule_verifier
-            and self._direct_executor
-            and cls._run_tool is AgentFlowEnv._run_tool
-            and cls._add_messages is AgentFlowEnv._add_messages
-        )
+        # step's fast reader reads what ``_read`` would (tests/env/test_step_overhead.py), unless a subclass reads
+        self._fast_reads = type(self)._read is AgentFlowEnv._read
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -215,131 +196,48 @@ class AgentFlowEnv(TaskEnv):
     def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
         if self._done or self.task is None:
             raise RuntimeError("call reset() before step(): the episode has ended or not started")
+        started = _monotonic()
+        # The fast reader: a canonical tool action without "{", "<" or NUL (``parsing._CANONICAL_PLAIN_RE``) reads,
+        # outside tool mode and within the length limit, as ``_read`` reads it: its five fields, the text kept whole
+        # (tests/env/test_step_overhead.py checks that the two readers agree).
         if (
-            type(action) is not str
-            or not self._fast_turns
-            or self._tool_mode
-            or "{" in action
-            or "<" in action
-            or "\x00" in action
-            or len(action) > self.max_action_chars
+            type(action) is str
+            and self._fast_reads
+            and not self._tool_mode
+            and len(action) <= self.max_action_chars
+            and (match := _CANONICAL_PLAIN_RE.fullmatch(action)) is not None
         ):
-            return self._step(action)
-        # The fast path: a canonical tool action (``parsing._CANONICAL_RE``: the five fields, each on its line,
-        # no ``{``, ``<`` or NUL) with the direct executor and the rule verifier, played as ``_step`` plays it,
-        # in one frame. Such an action parses to its five fields whatever the tool-call reader says (outside
-        # tool mode it reads only ``{``/``<`` actions), its command is never blank, and the rule verifier
-        # always continues. An unknown tool or an exhausted budget goes to ``_step`` before anything changes.
-        # tests/env/test_step_overhead.py pins this path's turns to ``_step``'s.
-        _bind_clock(None)  # (a wall clock: this thread's LLM calls charge no token clock of another episode)
-        started = _monotonic()  # the turn's time and the clock's, from one reading (the clock runs on monotonic)
-        match = _CANONICAL_RE.fullmatch(action)
-        if match is None:
-            return self._step(action)
-        sub_goal, name, command = match.group(3, 4, 5)
-        tool = self._tools_by_name.get(name) or self._find_tool(name)
-        clock, budget = self.clock, self.time_budget_s  # clock.elapsed(), written out (twice)
-        spent, since = clock.state
-        remaining = budget - (spent if since is None else spent + started - since)
-        if tool is None or remaining <= 0:
-            return self._step(action)
-        self.turn = turn = self.turn + 1
-        timeout = self.tool_timeout_s if self.tool_timeout_s < remaining else remaining
-        try:  # run_tool, written out (one frame less)
-            result = tool.run(command, timeout)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:
-            result = tool_failed(tool, exc)
-        text, error, tool_name = result.text, result.error, tool.name
-        if len(text) > self.max_action_chars:  # the per-turn text budget (shorten, written out)
-            text = shorten(text, self.max_action_chars)
-        if error is not None and len(error) > self.max_action_chars:
-            error = shorten(error, self.max_action_chars)
-        memory = self.memory
-        memory.add_step(turn, tool_name, sub_goal, command, text, result.ok, error)
-        ended = _monotonic()
-        spent, since = clock.state
-        left_s = budget - (spent if since is None else spent + ended - since)
-        verifier = None if left_s <= 0 else "CONTINUE"
-        # TurnSignals.observe_turn of a tool that ran, written out
-        turn_signals = self._signals
-        calls = turn_signals.calls
-        seen = len(calls)
-        calls.add((tool_name, " ".join(command.split())))
-        repeated = len(calls) == seen  # the call was there already (one hash instead of a lookup and an add)
-        signals = {
-            "invalid_action": False,
-            "tool_error": error is not None,
-            "repeated_call": repeated,
-            "verifier": verifier,
-        }
-        task, left = self.task, self.max_turns - turn
-        truncated = left <= 0
-        if not truncated and verifier is None:  # out of time
-            truncated = self.budget_cut = True
-            error = (error or "") + " (time budget exhausted)"
-        seconds = ended - started
-        # the parse is kept as its match; _trajectory writes its fields as ParsedAction.to_dict would
-        self._records.append((turn, action, match, tool_name, command, text, seconds, error, verifier))
-        messages = self._messages
-        messages += ({"role": "assistant", "content": action}, {"role": "user", "content": text})
-        reward = 0.0 if turn_signals.spec is None else turn_signals.shaping(signals)
-        info = {  # _info(), written out
-            "task_id": task.id,
-            "turn": turn,
-            "turns_left": left if left > 0 else 0,
-            "tool_names": self.tool_names[:],
-            "family": task.family,
-            "memory_steps": memory.to_list(),
-            "tools": self.tool_schemas,
-            "messages": messages[:],
-            "turn_signals": signals,
-        }
-        if truncated:
-            reward += self._finish(None, info)
-        text = memory.text(self.memory_budget)
-        prompt = self._prompt
-        obs = {  # _observation(), written out
-            "question": task.question,
-            "memory": text,
-            "tools": prompt.tools_text,
-            "prompt": prompt.render(task.question, text, left),
-        }
-        if self.render_mode == "human":
-            self.render()
-        return obs, reward, False, truncated, info
+            justification, context, sub_goal, tool_name, command = match.groups()
+            parsed = ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", [])
+            return self._play(started, action, None, parsed, None)
+        return self._play(started, *self._read(action))
 
-    def _step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
-        """The general turn: any action, any modules."""
+    def _play(
+        self, started: float, kept: str, call: ToolCallAction | None, parsed: ParsedAction, rejected: str | None
+    ) -> tuple[dict, float, bool, bool, dict]:
+        """The turn, once read (``kept``: the action's text within ``max_action_chars``): run its tool or take its
+        answer, ask the verifier, remember the turn, and answer with ``(obs, reward, terminated, truncated, info)``."""
         assert self.task is not None  # step checked it
-        started = time.perf_counter()
         self.turn = turn = self.turn + 1
-        verifier_note = None
-        action_text, call, parsed, rejected = self._read(action, turn)
-        self._bind_clock()
-        self._charge_planner(self._planner_prompt, action_text)  # the token clock's charge (the runner's on the wall)
+        self._bind_clock()  # this thread's LLM calls charge this episode's token clock
+        self._charge_planner(self._planner_prompt, kept)  # the token clock's charge (the runner's on the wall)
         terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
-        answer: str | None = None
-        verifier: str | None = None
-        is_final = parsed.is_final
+        answer = verifier = verifier_note = None
+        is_final = parsed.final_answer is not None and parsed.is_final  # a tool action calls no property
         if is_final:
-            answer = parsed.final_answer
-            terminated = True
+            answer, terminated = parsed.final_answer, True
             tool = command = result = error = None
         else:
-            tool, command, result, error = self._run_tool(parsed)
-            out_of_time = self._time_left() <= 0
+            tool, command, result, error, left_s = self._run_tool(parsed)
+            out_of_time = left_s <= 0
             if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
                 verifier = "CONTINUE"  # the rule verifier never stops (and takes no time)
             else:
-                verdict = self._verifier.verify(self.task.question, self._memory_text(), turn)
-                verifier = "STOP" if verdict == "STOP" else "CONTINUE"
-                terminated = verdict == "STOP"
+                verifier, verifier_note = self._verify(turn)
+                terminated = verifier == "STOP"
                 out_of_time = self._time_left() <= 0  # the verifier's own time counts
-                verifier_note = getattr(self._verifier, "last_note", None) if verifier else None
         signals = self._signals.observe_turn(tool, command, result, error, verifier, is_final)
         if not terminated:
             if turn >= self.max_turns:
@@ -349,14 +247,10 @@ class AgentFlowEnv(TaskEnv):
                 self._cut_by_budget()
                 error = (error or "") + " (time budget exhausted)"
         # the turn's record; its dict (TurnRecord.to_dict) is built only when the trajectory is read
-        kept = action_text if len(action_text) <= self.max_action_chars else shorten(action_text, self.max_action_chars)
-        self._records.append(
-            (turn, kept, parsed, tool, command, result, time.perf_counter() - started, error, verifier)
-        )
+        self._records.append((turn, kept, parsed, tool, command, result, _monotonic() - started, error, verifier))
         self._add_messages(kept, call, parsed, result, error)
         reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)  # penalties are opt-in
-        info = self._info()
-        info["turn_signals"] = signals
+        info = self._info(signals)
         if rejected:
             info["action_rejected"] = rejected
         if verifier_note:
@@ -376,68 +270,87 @@ class AgentFlowEnv(TaskEnv):
         return text
 
     # ------------------------------------------------------------------ internals
-    def _read(self, action: Any, turn: int) -> tuple[str, ToolCallAction | None, ParsedAction, str | None]:
-        """The action read, whatever its type: ``(its text, the tool call or None, the parse, why it was not read)``."""
+    def _read(self, action: Any) -> tuple[str, ToolCallAction | None, ParsedAction, str | None]:
+        """The action read, whatever its type: ``(its text within max_action_chars, the tool call or None, the
+        parse, why it was not read)``."""
         action, action_text, rejected = readable_action(action)  # never raises, whatever the object
-        if rejected is None and isinstance(action, (str, dict)) and len(action_text) > self.max_action_chars:
+        limit = self.max_action_chars
+        kept = action_text if len(action_text) <= limit else shorten(action_text, limit)
+        if rejected is None and isinstance(action, (str, dict)) and len(action_text) > limit:
             rejected = (
-                f"the action is {len(action_text):,} characters long, over the limit of {self.max_action_chars:,} "
+                f"the action is {len(action_text):,} characters long, over the limit of {limit:,} "
                 "(max_action_chars), so it was not read"
             )
         if rejected is not None:
-            return action_text, None, ParsedAction(problems=[rejected]), rejected
+            return kept, None, ParsedAction(problems=[rejected]), rejected
         # a str without "{" or "<" is neither a message nor a hermes call: read_tool_action's None, without the call
         maybe_call = action_text and (self._tool_mode or type(action) is not str or "{" in action or "<" in action)
         try:
-            read = read_tool_action(action, turn, self._tool_mode, self._find_tool) if maybe_call else None
+            read = read_tool_action(action, self.turn + 1, self._tool_mode, self._find_tool) if maybe_call else None
         except Exception as exc:  # a message of an odd shape: the turn is spent, memory says why
             rejected = f"the action cannot be read as a tool call: {type(exc).__name__}: {safe_repr(str(exc))}"
-            return action_text, None, ParsedAction(problems=[rejected]), rejected
+            return kept, None, ParsedAction(problems=[rejected]), rejected
         if read is None:
-            return action_text, None, parse_action(action), None
+            return kept, None, parse_action(action), None
         self._tool_mode = True
-        return action_text, read[0], read[1], None
+        return kept, read[0], read[1], None
 
-    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None]:
-        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)``."""
+    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None, float]:
+        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)`` and the
+        seconds left after it."""
         assert self.task is not None
-        problem = parsed.problems[0] if parsed.problems else None
-        tool = None
-        if problem is None:
-            name = parsed.tool_name
-            if not name:
-                problem = "the action has no 'Tool Name:' field and no 'Final Answer:'"
-            else:
-                tool = self._find_tool(name)
-                if tool is None:
-                    problem = f"unknown tool {name[:80]!r}"
-        command = None
-        remaining = 0.0
-        if problem is None:
-            assert tool is not None
+        name, problems = parsed.tool_name, parsed.problems
+        tool = None if problems or not name else self._tools_by_name.get(name) or self._find_tool(name)
+        if tool is None:
+            no_tool = (
+                f"unknown tool {name[:80]!r}" if name else "the action has no 'Tool Name:' field and no 'Final Answer:'"
+            )
+            return self._invalid(parsed, problems[0] if problems else no_tool)
+        clock, budget = self.clock, self.time_budget_s  # clock.elapsed(), written out: before and after the tool
+        spent, since = clock.state
+        remaining = budget - (spent if since is None else spent + _monotonic() - since)
+        if remaining <= 0:
+            return self._out_of_time(parsed)
+        command: str | None = parsed.command
+        problem: str | None = None
+        if not self._direct_executor:
+            command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
             remaining = self._time_left()
-            if remaining <= 0:
-                return self._out_of_time(parsed)
-            if self._direct_executor:  # the planner's command as it is: no memory rendering, no time taken
-                command = parsed.command
-                if not command.strip():  # the executor says what is missing
-                    command, problem = self._executor.command(parsed, tool, self.task.question, "")
-            else:
-                command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
-                remaining = self._time_left()
-        if problem is not None or tool is None or command is None:
-            message = self._invalid_message(problem or "invalid action")
-            self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
-            return None, None, message, problem
+        elif not command or command.isspace():  # the direct executor runs the command as it is, says what is missing
+            command, problem = self._executor.command(parsed, tool, self.task.question, "")
+        if problem is not None or command is None:
+            return self._invalid(parsed, problem or "invalid action")
         if remaining <= 0:  # the executor used up the rest
             return self._out_of_time(parsed)
         self.clock.charge_tool(tool.name)  # the token clock's fixed charge (the wall clock times the call)
-        result = run_tool(tool, command, self._tool_time(remaining))
-        text, error = shorten(result.text, self.max_action_chars), result.error
-        if error is not None:
-            error = shorten(error, self.max_action_chars)
+        try:  # a tool must never crash the episode (nor a transport that dies mid-call: CancelledError included)
+            result = tool.run(command, self._tool_time(remaining))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            result = tool_failed(tool, exc)
+        text, error, limit = result.text, result.error, self.max_action_chars  # the per-turn text budget
+        if len(text) > limit:
+            text = shorten(text, limit)
+        if error is not None and len(error) > limit:
+            error = shorten(error, limit)
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
-        return tool.name, command, text, error
+        spent, since = clock.state
+        return tool.name, command, text, error, budget - (spent if since is None else spent + _monotonic() - since)
+
+    def _invalid(
+        self, parsed: ParsedAction, problem: str, out_of_time: bool = False
+    ) -> tuple[None, None, str, str, float]:
+        """The turn spent without running a tool; memory says why."""
+        message = f"Not run: {problem}." if out_of_time else self._invalid_message(problem)
+        self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
+        return None, None, message, problem, self._time_left()
+
+    def _verify(self, turn: int) -> tuple[str, str | None]:
+        """The verifier's verdict on the turn (``"STOP"`` or ``"CONTINUE"``) and its note on an unreadable reply."""
+        assert self.task is not None
+        verdict = self._verifier.verify(self.task.question, self._memory_text(), turn)
+        return ("STOP" if verdict == "STOP" else "CONTINUE"), getattr(self._verifier, "last_note", None)
 
     def _find_tool(self, name: str) -> Tool | None:
         # an exact name skips normalising; tool names are short, so a long one is unknown without the name cache
@@ -452,9 +365,10 @@ class AgentFlowEnv(TaskEnv):
         """The turn as chat messages: the assistant's, then a ``tool`` reply per call (or a ``user`` note
         after a text-format action that ran a tool or was invalid). ``result``/``error``: the turn record's."""
         if call is None:
-            self._messages.append({"role": "assistant", "content": action_text})
-            if not parsed.is_final and result is not None:
-                self._messages.append({"role": "user", "content": result})
+            if result is None:  # a final answer (a text action that was not run has a result: why)
+                self._messages.append({"role": "assistant", "content": action_text})
+            else:
+                self._messages += ({"role": "assistant", "content": action_text}, {"role": "user", "content": result})
             return
         self._messages.append(call.message())
         for i, item in enumerate(call.calls):
@@ -466,12 +380,10 @@ class AgentFlowEnv(TaskEnv):
         if not call.calls and not parsed.is_final and result is not None:
             self._messages.append({"role": "user", "content": result})
 
-    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str]:
+    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str, float]:
         self._cut_by_budget()
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
-        message = f"Not run: {problem}."
-        self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
-        return None, None, message, problem
+        return self._invalid(parsed, problem, out_of_time=True)
 
     def _invalid_message(self, problem: str) -> str:
         tools = ", ".join(self.tool_names) if self.tool_names else "(none)"
@@ -497,8 +409,7 @@ class AgentFlowEnv(TaskEnv):
         """This episode's turns as dicts (:meth:`TurnRecord.to_dict`), each built once, on first read."""
         dicts, records = self._record_dicts, self._records
         for turn, action, parsed, tool, command, result, seconds, error, verifier in records[len(dicts) :]:
-            fields = parsed.to_dict() if type(parsed) is ParsedAction else _canonical_fields(parsed.groups())
-            record = TurnRecord(turn, action, fields, tool, command, result, seconds, error, verifier)
+            record = TurnRecord(turn, action, parsed.to_dict(), tool, command, result, seconds, error, verifier)
             dicts.append(record.to_dict())
         return dicts
 
@@ -514,21 +425,20 @@ class AgentFlowEnv(TaskEnv):
         self._planner_prompt = text = prompt.render(question, memory, self.max_turns - self.turn)
         return {"question": question, "memory": memory, "tools": prompt.tools_text, "prompt": text}
 
-    def _info(self) -> dict[str, Any]:
-        assert self.task is not None
-        return {
-            "task_id": self.task.id,
-            "turn": self.turn,
-            "turns_left": self.max_turns - self.turn if self.turn < self.max_turns else 0,
+    def _info(self, turn_signals: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The step's info (``turn_signals``: the turn's, none after ``reset``)."""
+        task, turn = self.task, self.turn
+        assert task is not None
+        info = {
+            "task_id": task.id,
+            "turn": turn,
+            "turns_left": self.max_turns - turn if turn < self.max_turns else 0,
             "tool_names": self.tool_names[:],
-            "family": self.task.family,
+            "family": task.family,
             "memory_steps": self.memory.to_list(),
             "tools": self.tool_schemas,
-            "messages": list(self._messages),
+            "messages": self._messages[:],
         }
-
-
-def _canonical_fields(groups: tuple[str, ...]) -> dict[str, Any]:
-    """``ParsedAction.to_dict()`` of a canonical tool action from its five fields (``parsing._CANONICAL_RE``)."""
-    justification, context, sub_goal, tool_name, command = groups
-    return ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", []).to_dict()
+        if turn_signals is not None:
+            info["turn_signals"] = turn_signals
+        return info

@@ -26,7 +26,7 @@ import importlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from agentflow_env.engines.base import Engine, Prompt, SamplingParams, as_chat
+from agentflow_env.engines.base import Engine, Prompt, SamplingParams, as_chat, prompt_text
 from agentflow_env.error import ConfigError
 
 if TYPE_CHECKING:
@@ -77,13 +77,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'agentflow_env.engines' has no attribute {name!r}")
-
-
-def prompt_text(prompt: Prompt) -> str:
-    """A prompt as plain text: the string itself, or a chat's contents as ``role: content`` blocks."""
-    if isinstance(prompt, str):
-        return prompt
-    return "\n\n".join(f"{m.get('role', 'user')}: {m.get('content') or ''}" for m in prompt)
 
 
 def _option_value(raw: str) -> Any:

@@ -38,3 +38,10 @@ def as_chat(prompt: Prompt) -> list[Message]:
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     return list(prompt)
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """A prompt as plain text: the string itself, or a chat's contents as ``role: content`` blocks."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n\n".join(f"{m.get('role', 'user')}: {m.get('content') or ''}" for m in prompt)

@@ -209,7 +209,7 @@ class OpenAIEngine:
         if self.mode == "chat":
             out = _readable(lambda: self.client.chat.completions.create(messages=as_chat(prompt), **kwargs))
             return out.choices[0].message.content or "", self._record(out)
-        from agentflow_env.engines import prompt_text
+        from agentflow_env.engines.base import prompt_text
 
         out = _readable(lambda: self.client.completions.create(prompt=prompt_text(prompt), **kwargs), chat=False)
         return out.choices[0].text or "", self._record(out)

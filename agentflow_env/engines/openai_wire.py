@@ -19,7 +19,7 @@ from typing import Any
 
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.engines.completions import Completion, TokenPrompt
-from agentflow_env.turn.tool_calls import hermes_tool_calls
+from agentflow_env.engines.hermes import hermes_tool_calls
 
 __all__ = ["BadRequest", "HTTPFault", "UnknownModel", "parse_request", "reply", "stream_events", "tool_prompt"]
 

@@ -153,7 +153,7 @@ class ScriptedEngine:
         return [self._reply(prompt, sampling) for prompt in prompts]
 
     def _reply(self, prompt: Prompt, sampling: SamplingParams) -> str:
-        from agentflow_env.engines import prompt_text
+        from agentflow_env.engines.base import prompt_text
 
         text = prompt_text(prompt)
         with self._lock:

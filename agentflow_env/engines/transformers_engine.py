@@ -125,7 +125,7 @@ class TransformersEngine:
         if isinstance(prompt, str):
             return prompt
         if not self.use_chat_template:
-            from agentflow_env.engines import prompt_text
+            from agentflow_env.engines.base import prompt_text
 
             return prompt_text(prompt)
         return self.tokenizer.apply_chat_template(as_chat(prompt), tokenize=False, add_generation_prompt=True)

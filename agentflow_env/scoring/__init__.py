@@ -11,6 +11,7 @@ Scorer modules import only when named (the math scorer pulls in sympy).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from agentflow_env.error import ConfigError
@@ -19,6 +20,8 @@ from agentflow_env.scoring.base import Scorer
 __all__ = ["SCORER_NAMES", "Scorer", "make_scorer", "scorer_kind"]
 
 SCORER_NAMES = ("judge", "em", "f1", "cover", "gaia", "math", "choice", "game24")
+# rules="agentflow:PATH": AgentFlow's own judge, read from its checkout by the paper flow
+AGENTFLOW_JUDGE = "agentflow_env.paper_flow.agentflow_judge:AgentFlowJudge"
 
 
 def make_scorer(name: str, *, judge_engine: Any = None, **options: Any) -> Scorer:
@@ -33,9 +36,8 @@ def make_scorer(name: str, *, judge_engine: Any = None, **options: Any) -> Score
             )
         rules = options.pop("rules", "builtin")
         if isinstance(rules, str) and rules.startswith("agentflow:"):  # AgentFlow's grading, from its checkout
-            from agentflow_env.paper_flow.agentflow_judge import AgentFlowJudge
-
-            return AgentFlowJudge(judge_engine, rules[len("agentflow:") :], **options)
+            module, _, cls = AGENTFLOW_JUDGE.partition(":")  # the paper flow sits above scoring: named, not imported
+            return getattr(importlib.import_module(module), cls)(judge_engine, rules[len("agentflow:") :], **options)
         if rules != "builtin":
             raise ConfigError(f'judge rules={rules!r}; use "builtin" (this project\'s judge) or "agentflow:PATH"')
         return JudgeScorer(judge_engine, **options)

@@ -300,6 +300,13 @@ _CANONICAL_RE = re.compile(
     rf"Justification: {_VALUE}\nContext: {_VALUE}\nSub-Goal: {_VALUE}\nTool Name: {_VALUE}\nCommand: {_VALUE}\n?"
 )
 _CANONICAL_FINAL_RE = re.compile(rf"Final Answer: {_VALUE}\n?")
+# a canonical tool action with no "{", "<" or NUL anywhere (the labels hold none): one no JSON object, tool-call
+# block or answer tag can claim and no NUL shortens, so it reads as its five fields (the env's fast reader)
+_PLAIN_VALUE = r"([^\s*_`{<\x00][^\n{<\x00]*)(?<![\s*`])"
+_CANONICAL_PLAIN_RE = re.compile(
+    rf"Justification: {_PLAIN_VALUE}\nContext: {_PLAIN_VALUE}\nSub-Goal: {_PLAIN_VALUE}\n"
+    rf"Tool Name: {_PLAIN_VALUE}\nCommand: {_PLAIN_VALUE}\n?"
+)
 
 
 def _parse_canonical(action: str) -> ParsedAction | None:

@@ -25,6 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentflow_env.engines.hermes import MAX_JSON_CHARS as _MAX_JSON_CHARS
+from agentflow_env.engines.hermes import OPEN_TAG as _OPEN
+from agentflow_env.engines.hermes import hermes_tool_calls
 from agentflow_env.tools.base import Tool, normalize_tool_name
 from agentflow_env.turn.parsing import ParsedAction, parse_action
 
@@ -42,8 +45,6 @@ __all__ = [
 ]
 
 FINAL_ANSWER = "final_answer"
-_MAX_JSON_CHARS = 200_000  # a tool call's arguments longer than this are not read (the action limit caps it too)
-_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 
 SYSTEM_PROMPT = (
     "You answer questions step by step with tools. Each turn, call exactly one tool; its result comes back "
@@ -197,33 +198,6 @@ def _from_message(msg: dict[str, Any], turn: int) -> ToolCallAction:
             continue
         out.calls.append(_call(fn.get("name"), fn.get("arguments"), item.get("id"), i, turn))
     return out
-
-
-def hermes_tool_calls(text: str) -> tuple[list[tuple[Any, Any]], str, list[str]]:
-    """``<tool_call>{"name", "arguments"}</tool_call>`` blocks in ``text``: ``(calls, the text outside them,
-    problems)``. An unclosed last block runs to the end (a reply cut at the closing tag)."""
-    calls: list[tuple[Any, Any]] = []
-    problems: list[str] = []
-    outside: list[str] = []
-    pos = 0
-    while (start := text.find(_OPEN, pos)) >= 0:
-        outside.append(text[pos:start])
-        body_start = start + len(_OPEN)
-        end = text.find(_CLOSE, body_start)
-        body = text[body_start : len(text) if end < 0 else end]
-        pos = len(text) if end < 0 else end + len(_CLOSE)
-        obj: Any = None
-        if len(body) <= _MAX_JSON_CHARS:
-            try:
-                obj = json.loads(body)
-            except (ValueError, RecursionError):
-                obj = None
-        if not isinstance(obj, dict) or not obj.get("name"):
-            problems.append('a <tool_call> block is not JSON {"name": ..., "arguments": {...}}')
-            continue
-        calls.append((obj.get("name"), obj.get("arguments", obj.get("parameters"))))
-    outside.append(text[pos:])
-    return calls, "".join(outside).strip(), problems
 
 
 def _from_hermes(text: str, turn: int) -> ToolCallAction:

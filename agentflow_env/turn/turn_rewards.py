@@ -120,14 +120,13 @@ class TurnSignals:
     ) -> dict[str, Any]:
         """:meth:`observe` from the record's fields (the env's turn loop builds no record)."""
         if tool is not None:
-            call = (tool, " ".join((command if type(command) is str else str(command or "")).split()))
             calls = self.calls
-            repeated = call in calls
-            calls.add(call)
+            seen = len(calls)
+            calls.add((tool, " ".join((command if type(command) is str else str(command or "")).split())))
             return {
                 "invalid_action": False,
                 "tool_error": error is not None,
-                "repeated_call": repeated,
+                "repeated_call": len(calls) == seen,  # the call was there already (one hash, not a lookup and an add)
                 "verifier": verifier,
             }
         invalid = not is_final and result is not None and result.startswith(INVALID_PREFIX)

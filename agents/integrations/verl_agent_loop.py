@@ -31,14 +31,14 @@ advantages are normalised over rollouts and each turn row weighs 1/T_i, as in :m
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
-import threading
-from collections import defaultdict
 from typing import Any
 from uuid import uuid4
 
 import agentflow_env  # noqa: F401  (registers the env ids)
 from agentflow_env.error import ConfigError, DependencyNotInstalled
+from agentflow_env.vector.env_pool import EnvPool
 from agents.integrations.chat import ChatCodec
 from agents.integrations.trajectory import EnvTurn, play_trajectory, text_turns, tool_call_turns
 from agents.integrations.verl_data import make_row_env
@@ -89,32 +89,13 @@ def episode_spec(kwargs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _EnvPool:
-    """Idle envs per (id, split, kwargs), reused across rollouts of this worker process."""
-
-    def __init__(self) -> None:
-        self._idle: dict[str, list[Any]] = defaultdict(list)
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(spec: dict[str, Any]) -> str:
-        return json.dumps(
-            [spec["env_id"], spec["split"], spec["env_kwargs"], spec["train_set"]], sort_keys=True, default=str
-        )
-
-    def take(self, spec: dict[str, Any]) -> Any:
-        with self._lock:
-            idle = self._idle[self._key(spec)]
-            if idle:
-                return idle.pop()
-        return make_row_env(spec["env_id"], spec["split"], spec["env_kwargs"], spec["train_set"])
-
-    def give_back(self, spec: dict[str, Any], env: Any) -> None:
-        with self._lock:
-            self._idle[self._key(spec)].append(env)
+def _make_env(env_id: str, *, split: str, env_kwargs: dict[str, Any], train_set: str) -> Any:
+    return make_row_env(env_id, split, env_kwargs, train_set)
 
 
-_POOL = _EnvPool()
+# idle envs per (id, split, kwargs, train set), reused across rollouts of this worker process
+_POOL = EnvPool(_make_env)
+atexit.register(_POOL.close)
 
 
 @register(AGENT_NAME)
@@ -150,7 +131,8 @@ class AgentFlowAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput | list[AgentLoopOutput]:
         spec = episode_spec(kwargs)
         loop = asyncio.get_running_loop()
-        env = await loop.run_in_executor(None, _POOL.take, spec)
+        pooled = {"split": spec["split"], "env_kwargs": spec["env_kwargs"], "train_set": spec["train_set"]}
+        env = await loop.run_in_executor(None, lambda: _POOL.borrow(spec["env_id"], **pooled))
         try:
             options = {"task_id": spec["task_id"], "tool_calling": spec["tool_calling"]}
             obs, info = await loop.run_in_executor(None, lambda: env.reset(seed=spec["seed"], options=options))
@@ -160,7 +142,7 @@ class AgentFlowAgentLoop(AgentLoopBase):
                 return await self._run_tool_calls(env, info, sampling_params, loop)
             return await self._run_trajectory(env, obs, sampling_params, loop)
         finally:
-            _POOL.give_back(spec, env)
+            _POOL.give_back(env)
 
     def _turn_limit_reached(self, turns: int) -> bool:
         return self.max_turns is not None and turns >= self.max_turns

@@ -112,7 +112,7 @@ def test_the_token_clock_ends_an_episode_at_the_same_turn_however_long_its_tool_
 
 def test_the_wall_clock_is_the_default_and_says_when_it_did_not_cut() -> None:
     env = _modes_env("wall")
-    assert env._fast_turns and type(env.clock) is EpisodeClock
+    assert type(env.clock) is EpisodeClock
     env.reset(seed=0)
     for _ in range(5):
         env.step(ACTION)

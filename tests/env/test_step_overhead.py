@@ -1,4 +1,6 @@
-"""What the tool turn's fast paths must keep: the same memory text, trajectory and infos as before."""
+"""What the turn's fast parts must keep: ``step``'s fast reader reads as ``_read`` does, and an episode plays
+byte for byte the same with it and without it, whatever the action's format; memory rendered step by step equals a
+fresh rendering."""
 
 from __future__ import annotations
 
@@ -141,14 +143,54 @@ FAST_PATH_ACTIONS = [
 ]
 
 
+def test_the_fast_reader_reads_as_the_tolerant_reader():
+    """Every action ``step`` reads the fast way gives ``_read``'s very reading; a canonical action that holds a
+    "{", "<" or NUL (which JSON, a tool-call block, an answer tag or the NUL filter may claim) is not read fast."""
+    from agentflow_env.turn.parsing import _CANONICAL_PLAIN_RE, _CANONICAL_RE
+
+    env = AgentFlowEnv([Task(id="q", question="Q?", answer="x")], lambda p, t: 0.0, [Echo()], max_action_chars=1000)
+    env.reset(seed=0)
+    canonical = [a for a in [*FAST_PATH_ACTIONS, *READER_ACTIONS] if isinstance(a, str) and _CANONICAL_RE.fullmatch(a)]
+    fast = [a for a in canonical if _CANONICAL_PLAIN_RE.fullmatch(a)]
+    assert len(fast) >= 8 and len(canonical) - len(fast) == 4
+    assert all(any(c in a for c in "{<\x00") for a in canonical if a not in fast)
+    for action in fast:
+        kept, call, parsed, rejected = env._read(action)
+        if len(action) > env.max_action_chars:
+            assert rejected and kept != action  # step's length check sends it to _read
+            continue
+        assert (kept, call, rejected) == (action, None, None)
+        groups = _CANONICAL_RE.fullmatch(action).groups()  # type: ignore[union-attr]
+        assert (parsed.justification, parsed.context, parsed.sub_goal, parsed.tool_name, parsed.command) == groups
+        assert (parsed.final_answer, parsed.format, parsed.problems) == (None, "text", [])
+
+
+READER_ACTIONS = [
+    _canonical("Echo_Tool", "x" * 1100),  # over max_action_chars=1000: rejected by both
+    _canonical("Echo_Tool", '{"a": 1}'),  # "{": a JSON object may win
+    _canonical("Echo_Tool", "a\x00b"),
+    _canonical("Echo_Tool", "<answer>7</answer>"),  # an answer tag in a tool action is a final answer
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "Echo_Tool", "arguments": '{"command": "a"}'}}
+        ],
+    },
+    '<tool_call>{"name": "Echo_Tool", "arguments": {"command": "h"}}</tool_call>',
+    _canonical("Echo_Tool", "after a native call"),  # in tool mode: the tolerant reader
+]
+
+
 def test_the_canonical_tool_turn_plays_as_the_general_path():
-    """The fast path (``step`` on a canonical tool action) gives byte for byte what ``_step`` gives."""
+    """With the fast reader and without it, any mix of action formats plays byte for byte the same episode."""
     for kwargs in (
         {},
         {"memory_budget": 400},
         {"max_turns": 3},
         {"turn_rewards": {"repeated_call": -0.1, "tool_error": -0.05}},
         {"render_mode": "ansi"},
+        {"max_action_chars": 1000},
     ):
         runs = []
         for fast in (True, False):
@@ -156,15 +198,15 @@ def test_the_canonical_tool_turn_plays_as_the_general_path():
                 [Task(id=f"q{i}", question=f"Q{i}?", answer="x") for i in range(5)],
                 lambda p, t: float(p == t.answer),
                 [Echo(), Flaky(), Odd(), OwnRun()],
-                **{"max_turns": 14, **kwargs},
+                **{"max_turns": 22, **kwargs},
             )
-            env._fast_turns = fast
+            env._fast_reads = fast
             out = []
             for seed in range(4):
-                actions = list(FAST_PATH_ACTIONS)
+                actions = [*FAST_PATH_ACTIONS[:-1], *READER_ACTIONS]
                 random.Random(seed).shuffle(actions)
                 out.append(json.dumps(env.reset(seed=seed), default=str))  # key order counts too
-                for action in actions:
+                for action in [*actions, FAST_PATH_ACTIONS[-1]]:
                     step = env.step(action)
                     out.append(json.dumps(_untimed(list(step)), default=str))
                     if step[2] or step[3]:
@@ -173,4 +215,4 @@ def test_the_canonical_tool_turn_plays_as_the_general_path():
                 out.append(json.dumps(_untimed([env.render(), env.memory.to_list()])))
             runs.append(out)
         assert runs[0] == runs[1]
-    assert env._fast_turns is False  # the second run really took the general path
+    assert env._fast_reads is False  # the second run really read everything the tolerant way

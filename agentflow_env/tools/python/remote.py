@@ -47,7 +47,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentflow_env.error import ConfigError, ToolError
-from agentflow_env.remote.client import _Transport
+from agentflow_env.remote.connection import KeepAliveConnection
 from agentflow_env.tools.python.outcome import CellOutcome
 from agentflow_env.tools.python.sandbox.launcher import SandboxInfo, SandboxLimits
 from agentflow_env.tools.python.wire import parse_replay_reply, replay_program
@@ -71,16 +71,16 @@ class _Pool:
 
     def __init__(self, url: str, token: str):
         self.url, self.token = url, token
-        self.idle: list[_Transport] = []
+        self.idle: list[KeepAliveConnection] = []
         self.lock = threading.Lock()
 
-    def take(self) -> _Transport:
+    def take(self) -> KeepAliveConnection:
         with self.lock:
             if self.idle:
                 return self.idle.pop()
-        return _Transport(self.url, CONNECT_TIMEOUT_S, self.token)
+        return KeepAliveConnection(self.url, CONNECT_TIMEOUT_S, self.token)
 
-    def give(self, transport: _Transport) -> None:
+    def give(self, transport: KeepAliveConnection) -> None:
         with self.lock:
             if transport._sock is not None and len(self.idle) < POOL_IDLE:
                 self.idle.append(transport)
