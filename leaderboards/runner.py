@@ -31,6 +31,7 @@ from agentflow_env.error import ConfigError
 from agentflow_env.scoring.fingerprint import judge_fingerprint
 from leaderboards.control import apply_control, control_record
 from leaderboards.episodes import normalize_actions, run_units
+from leaderboards.group_commit import GroupCommit
 from leaderboards.protocol import NOT_COMPARABLE, PlannerSetup, Protocol, RunPlan, WorkUnit, load_protocol
 from leaderboards.retrieval import check_search_backends, collect_retrieval, tools_comparability
 from leaderboards.store import (
@@ -38,7 +39,6 @@ from leaderboards.store import (
     TASKS_FILE,
     TRAJECTORIES_FILE,
     EvalResult,
-    JsonlAppender,
     RunRecord,
     git_state,
     load_run,
@@ -589,7 +589,8 @@ def _evaluate_locked(config: EvalConfig, plan: RunPlan, policies: dict[str, Any]
         write_json_atomic(run_dir / RUN_FILE, record.to_dict())
         session_start = time.monotonic()
         try:
-            with JsonlAppender(run_dir / TRAJECTORIES_FILE) as traj, JsonlAppender(run_dir / TASKS_FILE) as tasks:
+            with GroupCommit() as group:  # lines reach disk in batches, trajectories before their outcomes
+                traj, tasks = group.appender(run_dir / TRAJECTORIES_FILE), group.appender(run_dir / TASKS_FILE)
                 run_units(todo, len(units), len(units) - len(todo), policies, pool, config, traj, tasks)
             record.complete = True
         finally:
