@@ -109,7 +109,9 @@ class OpenAIEngine:
             except ImportError as exc:
                 raise DependencyNotInstalled("openai", "engines") from exc
             # retries are ours (the client's own would multiply with them)
-            self._client = openai.OpenAI(base_url=self.base_url, timeout=self.timeout, max_retries=0, api_key=self.api_key)
+            self._client = openai.OpenAI(
+                base_url=self.base_url, timeout=self.timeout, max_retries=0, api_key=self.api_key
+            )
         return self._client
 
     @classmethod

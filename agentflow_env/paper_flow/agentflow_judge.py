@@ -30,7 +30,7 @@ from typing import Any
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError, EngineError
-from agentflow_env.paper_flow.agentflow_source import AgentFlowSourceError, find_package_dir
+from agentflow_env.paper_flow.agentflow_source import AgentFlowSourceError, _parse, find_package_dir
 from agentflow_env.types import Task
 
 __all__ = ["AgentFlowJudge", "AgentFlowScoring", "judge_record", "most_similar_option"]
@@ -82,15 +82,6 @@ def judge_record(task: Task) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ reading the checkout
-def _parse(path: Path) -> ast.Module:
-    try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except FileNotFoundError:
-        raise AgentFlowSourceError(f"AgentFlow file not found: {path}") from None
-    except SyntaxError as exc:
-        raise AgentFlowSourceError(f"{path} does not parse: {exc}") from None
-
-
 def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     out: dict[str, ast.FunctionDef] = {}
     for node in ast.walk(tree):

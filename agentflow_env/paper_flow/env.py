@@ -109,7 +109,7 @@ def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
     if prompts.startswith("agentflow:") and prompts[len("agentflow:") :].strip():
         from agentflow_env.paper_flow.agentflow_source import AgentFlowPrompts
 
-        return AgentFlowPrompts(prompts[len("agentflow:") :].strip())
+        return AgentFlowPrompts.cached(prompts[len("agentflow:") :].strip())  # read once per run
     raise ConfigError(f"prompts={prompts!r}; use 'builtin' or 'agentflow:PATH' (a local AgentFlow checkout)")
 
 
