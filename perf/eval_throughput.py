@@ -423,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         "nice": os.nice(0),
         "load_at_start": load_now(),
         "server": "aiohttp in a child process (its CPU is not the eval's)",
+        "code_version": _code_version(),
         "results": results,
     }
     skipped: dict[str, str] = {}
@@ -451,6 +452,20 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _code_version() -> dict[str, Any]:
+    """The commit measured (and whether the tree had changes beside it)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        return out.stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "HEAD") or None,
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
 
 
 def question_hash(text: str) -> int:

@@ -97,8 +97,8 @@ class OpenAIEngine:
         if not self._via_client:
             try:
                 import aiohttp  # noqa: F401
-            except ImportError as exc:
-                raise DependencyNotInstalled("aiohttp", "engines") from exc
+            except ImportError:  # without aiohttp: the openai client, a thread per request
+                self._via_client = True
 
     @property
     def client(self) -> Any:
