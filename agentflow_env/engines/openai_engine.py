@@ -259,20 +259,24 @@ class OpenAIEngine:
                 try:
                     return self._request(prompt, sampling, tools)
                 except Exception as exc:
-                    retry, wait_hint = _retryable(exc)
-                    reason = _short(exc)
-                    if not retry or attempt >= self.max_retries:
-                        tries = f" after {attempt + 1} tries" if retry else ""
-                        kind = MalformedReplyError if isinstance(exc, _Malformed) else EngineError
-                        raise kind(
-                            f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}"
-                        ) from exc
-            delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
-            if wait_hint is not None and wait_hint <= self.max_backoff:
-                delay = max(wait_hint, 0.0)
-            logger.warning("%s: %s; retry %d/%d in %.2fs", self.base_url, reason, attempt + 1, self.max_retries, delay)
+                    delay = self._after_failure(exc, attempt)
             time.sleep(delay)
             attempt += 1
+
+    def _after_failure(self, exc: Exception, attempt: int) -> float:
+        """Seconds to wait before retrying after ``exc`` on try ``attempt`` (from 0); raises the engine's error
+        (``MalformedReplyError`` for an unreadable reply) when ``exc`` is not retried or no try is left."""
+        retry, wait_hint = _retryable(exc)
+        reason = _short(exc)
+        if not retry or attempt >= self.max_retries:
+            tries = f" after {attempt + 1} tries" if retry else ""
+            kind = MalformedReplyError if isinstance(exc, _Malformed) else EngineError
+            raise kind(f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}") from exc
+        delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
+        if wait_hint is not None and wait_hint <= self.max_backoff:
+            delay = max(wait_hint, 0.0)
+        logger.warning("%s: %s; retry %d/%d in %.2fs", self.base_url, reason, attempt + 1, self.max_retries, delay)
+        return delay
 
     # ------------------------------------------------------------------ on the event loop
     async def agenerate(
@@ -338,18 +342,7 @@ class OpenAIEngine:
                     try:
                         return await self._post(data, tools is not None)
                     except Exception as exc:
-                        retry, wait_hint = _retryable(exc)
-                        reason = _short(exc)
-                        if not retry or attempt >= self.max_retries:
-                            tries = f" after {attempt + 1} tries" if retry else ""
-                            kind = MalformedReplyError if isinstance(exc, _Malformed) else EngineError
-                            raise kind(
-                                f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}"
-                            ) from exc
-            delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
-            if wait_hint is not None and wait_hint <= self.max_backoff:
-                delay = max(wait_hint, 0.0)
-            logger.warning("%s: %s; retry %d/%d in %.2fs", self.base_url, reason, attempt + 1, self.max_retries, delay)
+                        delay = self._after_failure(exc, attempt)
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -357,13 +350,15 @@ class OpenAIEngine:
         import aiohttp
 
         session = await self._event_loop().session()
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        # as the openai client (httpx) reads ``timeout``: for the connection (a free one from the pool included)
+        # and for each read, not for the whole reply
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_read=self.timeout)
         try:
             async with session.post(self._url, data=data, headers=self._headers, timeout=timeout) as resp:
                 raw = await resp.read()
                 status, retry_after = resp.status, resp.headers.get("retry-after")
         except asyncio.TimeoutError:
-            raise _Timeout(f"no reply within {self.timeout:g} s") from None
+            raise _Timeout(f"no connection or no data within {self.timeout:g} s") from None
         if status >= 300:
             raise _StatusError(status, _error_message(raw), retry_after)
         out = _readable_json(raw, self.mode == "chat")
