@@ -1,9 +1,10 @@
 """The episodes of an eval: ``concurrency`` in flight on the scheduler, or lock-step turns for a stateful policy.
 
-:func:`run_units` plays a run's remaining units and appends each finished episode (trajectory, then outcome)
-as it ends. An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each
-episode on its own, the planner's batches gathered within ``batch_window_s``. Any other policy plays lock-step
-turns (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
+:func:`run_units` plays the remaining units of one :class:`EvalSession` (what the runner hands over: units,
+policies, envs, config and result files) and appends each finished episode (trajectory, then outcome) as it ends.
+An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each episode on
+its own, the planner's batches gathered within ``batch_window_s``. Any other policy plays lock-step turns
+(:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
 Either way each episode's clock counts only its own work.
 """
 
