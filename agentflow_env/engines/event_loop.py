@@ -9,6 +9,7 @@ the coroutine itself. :func:`shared_loop` is the process's loop (made on first u
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from collections.abc import Coroutine
@@ -103,4 +104,5 @@ def shared_loop() -> EventLoopThread:
     with _SHARED_LOCK:
         if _SHARED is None or not _SHARED.alive:
             _SHARED = EventLoopThread()
+            atexit.register(_SHARED.close)  # the session's connections close cleanly at exit
         return _SHARED
