@@ -1,22 +1,26 @@
 """Evaluation and rollout throughput against a loopback LLM server that answers after a fixed latency L.
 
-The server (:class:`LatencyServer`) gives a valid reply to every call of both flows: the planner, the paper
-flow's query analysis, executor, generalist tool, verifier and final output, the llm modes' executor, verifier
-and generator, and the judge. Each episode takes two tool steps. It counts requests in flight over time.
+The replies (``classify``, ``default_reply``) answer every call of both flows: the planner, the paper flow's
+query analysis, executor, generalist tool, verifier and final output, the llm modes' executor, verifier and
+generator, and the judge; each episode takes two tool steps (paper-v2, on AgentFlow's own prompts, one). The
+measurement serves them from a process of its own (:mod:`perf.latency_process`, aiohttp), so the eval's CPU is
+this process's alone; :class:`LatencyServer` serves them in-process for the tests.
 
 With C episodes in flight and k LLM calls per episode, each taking L, no runner can finish more than
-C/(k*L) episodes per second; ``ratio`` is the measured rate over that bound.
+C/(k*L) episodes per second (``ratio``: the rate over that bound, ``steady_ratio`` without the ramp-up and
+the last wave), nor more than C/L requests per second (``ratio_active``: over the active window, first request
+in to last reply out). Each row also gives ``eval_cpu_ms_per_request`` (this process's CPU, every thread, per
+request; ``_active``: within the active window), the load average before and after, and ``floor``: the same
+request bodies sent again from one asyncio loop with a bare aiohttp session, at the same C.
 
-    python perf/eval_throughput.py                       # every case (a few minutes)
-    python perf/eval_throughput.py --latency 0.5 --concurrency 64 --cases paper offline_llm rollouts
+    python perf/eval_throughput.py --data-dir TESTSETS --agentflow-src CHECKOUT   # C = 64, L = 0.1 and 0.5
+    python perf/eval_throughput.py --latency 0.5 --concurrency 16 64 --cases offline_llm paper rollouts
 
-paper-v1 runs ``--fast`` with more tasks per benchmark (``EvalConfig.fast_tasks``), offline-v1 with the llm
-modes up to 100 tasks per family, rollouts ``collect_group_rollouts`` with G = 4 on Gen-Math, each about
-``--waves`` episodes per slot. ``ratio`` is over the whole run; ``steady_ratio`` leaves out the ramp-up and
-the last wave (from the first episode's end to the end of episode N - C).
-
-Prints one JSON object; ``--out FILE`` also writes it. paper-v1 needs the AgentFlow test sets
-(``--data-dir`` or $AGENTFLOW_DATA_DIR); without them that case is skipped and says so.
+Cases: ``offline_llm`` (offline-v1 with the llm modes, up to 100 tasks per family), ``paper_v2`` (paper-v2
+``--fast`` with ``--agentflow-src``), ``paper`` (paper-v1 ``--fast``), ``rollouts`` (``collect_group_rollouts``,
+G = 4 on Gen-Math), each about ``--waves`` episodes per slot. Prints one JSON object; ``--out FILE`` also writes
+it. The paper cases need the AgentFlow test sets (``--data-dir`` or $AGENTFLOW_DATA_DIR) and paper-v2 the
+checkout (``--agentflow-src`` or $AGENTFLOW_SRC); without them a case is skipped and the output says so.
 """
 
 from __future__ import annotations
