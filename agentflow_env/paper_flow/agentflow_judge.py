@@ -31,6 +31,7 @@ from agentflow_env.engines.base import SamplingParams
 from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError, EngineError
 from agentflow_env.paper_flow.agentflow_source import AgentFlowSourceError, _parse, find_package_dir
+from agentflow_env.paper_flow.checkout_cache import cached_build
 from agentflow_env.types import Task
 
 __all__ = ["AgentFlowJudge", "AgentFlowScoring", "judge_record", "most_similar_option"]
@@ -187,6 +188,11 @@ class _FString:
 
 class AgentFlowScoring:
     """The prompts, answer pattern, two-stage task list and reply fields of a checkout's scoring script."""
+
+    @classmethod
+    def cached(cls, path: str | Path) -> AgentFlowScoring:
+        """The scoring script of the checkout at ``path``, read once per process while it is unchanged."""
+        return cached_build(("scoring", str(Path(path).expanduser())), lambda: cls(path))
 
     def __init__(self, path: str | Path):
         root = Path(path).expanduser()
@@ -349,7 +355,7 @@ class AgentFlowJudge:
 
             engine = make_engine(engine)
         self.engine = engine
-        self.scoring = source if isinstance(source, AgentFlowScoring) else AgentFlowScoring(source)
+        self.scoring = source if isinstance(source, AgentFlowScoring) else AgentFlowScoring.cached(source)
         self.retries = int(retries)
         self.max_tokens = int(max_tokens)
         self.fallbacks = 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError
-from agentflow_env.paper_flow.checkout_cache import cached_build, checkout_stamp, parse_cached
+from agentflow_env.paper_flow.checkout_cache import cached_build, parse_cached
 from agentflow_env.paper_flow.memory import ActionMemory
 
 __all__ = ["AGENTFLOW_ENABLED_TOOLS", "AgentFlowPrompts", "AgentFlowSourceError", "find_package_dir"]
@@ -340,8 +340,9 @@ class AgentFlowPrompts:
         """The prompts of the checkout at ``path``, built once per process while its ``.py`` files are unchanged
         (every env of a run shares them; they are read-only once built)."""
         package = find_package_dir(path)
-        key = ("prompts", str(Path(path).expanduser()), tuple(enabled_tools), checkout_stamp(package))
-        return cached_build(key, lambda: cls(path, enabled_tools))
+        key = ("prompts", str(Path(path).expanduser()), tuple(enabled_tools))
+        folders = [package, package / "models", package / "tools"]  # a tool added or removed shows in their mtime
+        return cached_build(key, lambda: cls(path, enabled_tools), [f for f in folders if f.is_dir()])
 
     def __init__(self, path: str | Path, enabled_tools: tuple[str, ...] | list[str] = AGENTFLOW_ENABLED_TOOLS):
         self.package = find_package_dir(path)
