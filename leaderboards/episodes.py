@@ -1,9 +1,10 @@
 """The episodes of an eval: ``concurrency`` in flight on the scheduler, or lock-step turns for a stateful policy.
 
-:func:`run_units` plays a run's remaining units and appends each finished episode (trajectory, then outcome)
-as it ends. An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each
-episode on its own, the planner's batches gathered within ``batch_window_s``. Any other policy plays lock-step
-turns (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
+:func:`run_units` plays the remaining units of one :class:`EvalSession` (what the runner hands over: units,
+policies, envs, config and result files) and appends each finished episode (trajectory, then outcome) as it ends.
+An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each episode on
+its own, the planner's batches gathered within ``batch_window_s``. Any other policy plays lock-step turns
+(:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
 Either way each episode's clock counts only its own work.
 """
 
@@ -16,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentflow_env.error import ConfigError, EngineError, MalformedReplyError
 from leaderboards.leaks import episode_leaks
@@ -25,9 +26,10 @@ from leaderboards.protocol import WorkUnit
 from leaderboards.store import TRAJECTORIES_FILE, JsonlAppender, TaskOutcome
 
 if TYPE_CHECKING:
-    from leaderboards.runner import EvalConfig, _EnvPool
+    from leaderboards.config import EvalConfig
+    from leaderboards.protocol import RunPlan
 
-__all__ = ["normalize_actions", "run_turns", "run_units"]
+__all__ = ["EnvSource", "EvalSession", "normalize_actions", "run_turns", "run_units"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +103,34 @@ def _warn_token_count(problem: str) -> None:
         logger.warning("the policy reported %s; this action's token count is recorded as unknown", problem)
 
 
+class EnvSource(Protocol):
+    """Where an eval's episodes take their envs from and give them back (the runner's env pool)."""
+
+    plan: RunPlan
+    ledger: Any  # the run's call ledger (leaderboards/ledger.py), or None
+
+    def acquire(self, env_id: str, seed: int | None = None) -> Any: ...
+
+    def release(self, env_id: str, env: Any, seed: int | None = None) -> None: ...
+
+    def close_env_id(self, env_id: str) -> None: ...
+
+
+@dataclass
+class EvalSession:
+    """One session of an eval: the units still to play (``todo``, of ``total``; ``initial`` already stored), each
+    env id's policy, the envs, the config and the two result files (trajectories, then outcomes)."""
+
+    todo: deque[WorkUnit]
+    total: int
+    initial: int
+    policies: dict[str, Any]
+    pool: EnvSource
+    config: EvalConfig
+    traj: JsonlAppender
+    tasks: JsonlAppender
+
+
 @dataclass
 class _Episode:
     unit: WorkUnit
@@ -115,16 +145,15 @@ class _Episode:
     acts: list[tuple[Any, ...]] | None = None  # per turn: action, token counts, observation estimate, unread reply
 
 
-def _start_session(
-    todo: deque[WorkUnit], total: int, initial: int, policies: dict[str, Any], pool: _EnvPool
-) -> dict[str, int]:
+def _start_session(session: EvalSession) -> dict[str, int]:
     """Episodes left per env id (an env id with none left is closed at once); says when a run resumes."""
-    remaining = {e: 0 for e in policies}
-    for u in todo:
+    remaining = {e: 0 for e in session.policies}
+    for u in session.todo:
         remaining[u.env_id] = remaining.get(u.env_id, 0) + 1
     for env_id, count in remaining.items():
         if count == 0:
-            pool.close_env_id(env_id)
+            session.pool.close_env_id(env_id)
+    total, initial = session.total, session.initial
     if initial:
         logger.warning(
             "resuming: %d of %d episodes are already stored; running the other %d", initial, total, total - initial
@@ -132,29 +161,20 @@ def _start_session(
     return remaining
 
 
-def _progress_bar(config: EvalConfig, total: int, initial: int, unit: str) -> Any:
+def _progress_bar(session: EvalSession, unit: str) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(
-        total=total,
-        initial=initial,
-        desc=f"eval {config.policy}",
+        total=session.total,
+        initial=session.initial,
+        desc=f"eval {session.config.policy}",
         unit=unit,
-        disable=not config.progress,
+        disable=not session.config.progress,
         dynamic_ncols=True,
     )
 
 
-def run_turns(
-    todo: deque[WorkUnit],
-    total: int,
-    initial: int,
-    policies: dict[str, Any],
-    pool: _EnvPool,
-    config: EvalConfig,
-    traj: JsonlAppender,
-    tasks: JsonlAppender,
-) -> None:
+def run_turns(session: EvalSession) -> None:
     """Lock-step turns, for a policy that takes one batch at a time and whose actions depend on the batch (a
     seeded random planner, a local model sampling with a seed): every episode in flight gets one ``act`` per
     turn, in the order they started, so a seeded run repeats exactly. The envs' steps run in parallel; each
@@ -163,9 +183,10 @@ def run_turns(
 
     from agentflow_env.vector.scheduler import pause_clock
 
-    remaining = _start_session(todo, total, initial, policies, pool)
+    todo, policies, pool, config = session.todo, session.policies, session.pool, session.config
+    remaining = _start_session(session)
     active: list[_Episode] = []
-    bar = _progress_bar(config, total, initial, unit="task")
+    bar = _progress_bar(session, unit="task")
     scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
     steps = ThreadPoolExecutor(max_workers=max(1, min(config.concurrency or 1, 64)), thread_name_prefix="env-step")
     try:
@@ -180,7 +201,7 @@ def run_turns(
             finished = _turn(active, policies, steps)
             for ep, reward, info in finished:
                 _check_judged(ep.unit, ep.env, info, pool.plan.benchmark(ep.unit.env_id).entry.scorer)
-                _record(_Finished.of(ep), reward, info, traj, tasks)
+                _record(_Finished.of(ep), reward, info, session.traj, session.tasks)
                 record_planner(pool.ledger, ep.unit.env_id, ep.acts or [], ep.planner_s)
                 active.remove(ep)
                 pool.release(ep.unit.env_id, ep.env, ep.unit.seed)
@@ -289,31 +310,23 @@ def _act_function(policy: Any) -> Callable[[list[dict[str, str]]], list[tuple[An
     return call
 
 
-def run_units(
-    todo: deque[WorkUnit],
-    total: int,
-    initial: int,
-    policies: dict[str, Any],
-    pool: _EnvPool,
-    config: EvalConfig,
-    traj: JsonlAppender,
-    tasks: JsonlAppender,
-) -> None:
+def run_units(session: EvalSession) -> None:
     """Every unit of ``todo``, ``config.concurrency`` episodes in flight (``vector.scheduler.run_episodes``).
 
     A policy that cannot take concurrent ``act`` calls (not ``concurrent_act``) plays in lock-step turns instead
     (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
     """
+    todo, policies, pool, config = session.todo, session.policies, session.pool, session.config
     if not all(getattr(p, "concurrent_act", False) or getattr(p, "batch_free", False) for p in policies.values()):
-        return run_turns(todo, total, initial, policies, pool, config, traj, tasks)
+        return run_turns(session)
 
     from agentflow_env.engines.meter import METER
     from agentflow_env.vector.scheduler import SchedulerStats, run_episodes
 
-    remaining = _start_session(todo, total, initial, policies, pool)
+    remaining = _start_session(session)
     stats = SchedulerStats()
     batchers = _batchers(policies, config, stats)
-    bar = _progress_bar(config, total, initial, unit="ep")
+    bar = _progress_bar(session, unit="ep")
     meter0 = METER.snapshot() if config.progress else {}
     scored, score_sum = 0, 0.0  # this session's episodes, for the bar's running mean score
 
@@ -336,7 +349,7 @@ def run_units(
         info["_terminated"] = bool(ep.terminated)
         reward = ep.rewards[-1] if ep.rewards else 0.0
         _check_judged(ep.job, ep.env, info, pool.plan.benchmark(ep.job.env_id).entry.scorer)
-        _record(ep, reward, info, traj, tasks)
+        _record(ep, reward, info, session.traj, session.tasks)
         record_planner(pool.ledger, ep.job.env_id, ep.acts, ep.planner_s)
         remaining[ep.job.env_id] -= 1
         if remaining[ep.job.env_id] == 0:

@@ -1,8 +1,9 @@
 """The results store: one folder per run with ``run.json``, ``tasks.jsonl`` and ``trajectories.jsonl``
 (stored references keep their task lines packed as ``tasks.jsonl.gz`` and no trajectories).
 
-Task lines are appended one per finished episode with write+flush+fsync, so an interrupted run
-resumes from what is on disk; a torn last line (a crash mid-write) is dropped and cut off on reopen.
+Task lines are appended one per finished episode (an eval commits them in groups, trajectories first:
+:mod:`leaderboards.group_commit`), so an interrupted run resumes from what is on disk; a torn last line (a crash
+mid-write) is dropped and cut off on reopen.
 """
 
 from __future__ import annotations

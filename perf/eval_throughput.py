@@ -1,22 +1,26 @@
 """Evaluation and rollout throughput against a loopback LLM server that answers after a fixed latency L.
 
-The server (:class:`LatencyServer`) gives a valid reply to every call of both flows: the planner, the paper
-flow's query analysis, executor, generalist tool, verifier and final output, the llm modes' executor, verifier
-and generator, and the judge. Each episode takes two tool steps. It counts requests in flight over time.
+The replies (``classify``, ``default_reply``) answer every call of both flows: the planner, the paper flow's
+query analysis, executor, generalist tool, verifier and final output, the llm modes' executor, verifier and
+generator, and the judge; each episode takes two tool steps (paper-v2, on AgentFlow's own prompts, one). The
+measurement serves them from a process of its own (:mod:`perf.latency_process`, aiohttp), so the eval's CPU is
+this process's alone; :class:`LatencyServer` serves them in-process for the tests.
 
 With C episodes in flight and k LLM calls per episode, each taking L, no runner can finish more than
-C/(k*L) episodes per second; ``ratio`` is the measured rate over that bound.
+C/(k*L) episodes per second (``ratio``: the rate over that bound, ``steady_ratio`` without the ramp-up and
+the last wave), nor more than C/L requests per second (``ratio_active``: over the active window, first request
+in to last reply out). Each row also gives ``eval_cpu_ms_per_request`` (this process's CPU, every thread, per
+request; ``_active``: within the active window), the load average before and after, and ``floor``: the same
+request bodies sent again from one asyncio loop with a bare aiohttp session, at the same C.
 
-    python perf/eval_throughput.py                       # every case (a few minutes)
-    python perf/eval_throughput.py --latency 0.5 --concurrency 64 --cases paper offline_llm rollouts
+    python perf/eval_throughput.py --data-dir TESTSETS --agentflow-src CHECKOUT   # C = 64, L = 0.1 and 0.5
+    python perf/eval_throughput.py --latency 0.5 --concurrency 16 64 --cases offline_llm paper rollouts
 
-paper-v1 runs ``--fast`` with more tasks per benchmark (``EvalConfig.fast_tasks``), offline-v1 with the llm
-modes up to 100 tasks per family, rollouts ``collect_group_rollouts`` with G = 4 on Gen-Math, each about
-``--waves`` episodes per slot. ``ratio`` is over the whole run; ``steady_ratio`` leaves out the ramp-up and
-the last wave (from the first episode's end to the end of episode N - C).
-
-Prints one JSON object; ``--out FILE`` also writes it. paper-v1 needs the AgentFlow test sets
-(``--data-dir`` or $AGENTFLOW_DATA_DIR); without them that case is skipped and says so.
+Cases: ``offline_llm`` (offline-v1 with the llm modes, up to 100 tasks per family), ``paper_v2`` (paper-v2
+``--fast`` with ``--agentflow-src``), ``paper`` (paper-v1 ``--fast``), ``rollouts`` (``collect_group_rollouts``,
+G = 4 on Gen-Math), each about ``--waves`` episodes per slot. Prints one JSON object; ``--out FILE`` also writes
+it. The paper cases need the AgentFlow test sets (``--data-dir`` or $AGENTFLOW_DATA_DIR) and paper-v2 the
+checkout (``--agentflow-src`` or $AGENTFLOW_SRC); without them a case is skipped and the output says so.
 """
 
 from __future__ import annotations
@@ -229,42 +233,114 @@ def offline_llm_protocol(url: str, folder: Path, fast_tasks: int = 8) -> Path:
     return path
 
 
-def _measure(server: LatencyServer, latency: float, concurrency: int, run: Callable[[], int]) -> dict[str, Any]:
-    server.reset_counters()
+def _measure(server: Any, latency: float, concurrency: int, run: Callable[[], int], floor: bool) -> dict[str, Any]:
+    """One case against ``server`` (a :class:`perf.latency_process.ServerProcess`): the eval's rates and CPU,
+    then, with ``floor``, the same request bodies replayed from one asyncio loop with bare aiohttp."""
+    from perf.latency_process import load_now, replay_floor
+
+    server.reset()
+    load0 = load_now()
+    sampler = _CpuSampler()
     cpu0, t0 = time.process_time(), time.perf_counter()
     episodes = run()
     wall = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
-    counts = server.counters()
-    k = counts["requests"] / max(episodes, 1)
+    cpu = time.process_time() - cpu0  # every thread of this process (the server runs in another)
+    sampler.stop()
+    load1 = load_now()
+    counts = server.stats()
+    requests = counts["requests"]
+    k = requests / max(episodes, 1)
     rate = episodes / wall
     bound = concurrency / (k * latency) if k else float("nan")
+    window = counts["active_window_s"]
     # steady state: from the first episode's end to the end of episode N - C (after it, slots fall idle)
     ends = sorted(counts["finished"].get("judge") or counts["finished"].get("llm_generator") or [])
     steady = None
     if len(ends) == episodes and episodes > concurrency + 1:
         last = ends[episodes - concurrency - 1]
         steady = (episodes - concurrency - 1) / (last - ends[0]) if last > ends[0] else None
-    return {
+    row = {
         "latency_s": latency,
         "concurrency": concurrency,
         "episodes": episodes,
+        "requests": requests,
         "calls_per_episode": round(k, 2),
         "calls_by_kind": counts["by_kind"],
-        "mean_requests_in_flight": round(counts["mean_in_flight"], 2),
+        # requests per second over the active window (first request in to last reply out) over C/L
+        "ratio_active": round(requests / window / (concurrency / latency), 3) if window > 0 else None,
+        "mean_requests_in_flight": round(counts["mean_in_flight_active"], 2),
         "peak_requests_in_flight": counts["peak_in_flight"],
+        "eval_cpu_ms_per_request": round(1000 * cpu / max(requests, 1), 3),
+        # only the CPU spent between the first request and the last reply (imports, task generation and the
+        # run's set-up before its first request left out; the envs built while it runs are in)
+        "eval_cpu_ms_per_request_active": round(
+            1000 * sampler.between(counts["first_start"], counts["last_end"]) / max(requests, 1), 3
+        )
+        if window > 0
+        else None,
         "episodes_per_s": round(rate, 3),
         "bound_episodes_per_s": round(bound, 3),
         "ratio": round(rate / bound, 3),
         "steady_episodes_per_s": round(steady, 3) if steady else None,
         "steady_ratio": round(steady / bound, 3) if steady else None,  # without the ramp-up and the last wave
         "wall_s": round(wall, 2),
+        "active_window_s": round(window, 2),
         "client_cpu_s": round(cpu, 2),
         "client_cpu_share": round(cpu / wall, 2),  # CPU seconds of this process per wall second (cores busy)
+        "load_before": load0,
+        "load_after": load1,
     }
+    if floor:
+        bodies = server.bodies()
+        server.reset()
+        fcpu, fwall = replay_floor(server.url, bodies, concurrency)
+        fcounts = server.stats()
+        fwindow = fcounts["active_window_s"]
+        row["floor"] = {
+            "requests": len(bodies),
+            "cpu_ms_per_request": round(1000 * fcpu / max(len(bodies), 1), 3),
+            "ratio_active": round(len(bodies) / fwindow / (concurrency / latency), 3) if fwindow > 0 else None,
+            "wall_s": round(fwall, 2),
+            "load_after": load_now(),
+        }
+        row["cpu_over_floor"] = round(row["eval_cpu_ms_per_request"] / max(row["floor"]["cpu_ms_per_request"], 1e-9), 2)
+    return row
 
 
-def run_eval(protocol: str, url: str, concurrency: int, data_dir: str | None, tasks: int) -> int:
+class _CpuSampler:
+    """This process's CPU time (all threads), sampled every 20 ms on the monotonic clock the server's times use."""
+
+    def __init__(self, every_s: float = 0.02):
+        self.samples: list[tuple[float, float]] = [(time.monotonic(), time.process_time())]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.samples.append((time.monotonic(), time.process_time()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append((time.monotonic(), time.process_time()))
+
+    def at(self, when: float) -> float:
+        """CPU seconds at monotonic time ``when`` (linear between the samples around it)."""
+        import bisect
+
+        times = [t for t, _ in self.samples]
+        i = min(max(bisect.bisect_left(times, when), 1), len(times) - 1)
+        (ta, ca), (tb, cb) = self.samples[i - 1], self.samples[i]
+        return ca + (cb - ca) * min(max((when - ta) / (tb - ta), 0.0), 1.0) if tb > ta else cb
+
+    def between(self, start: float, end: float) -> float:
+        return self.at(end) - self.at(start)
+
+
+def run_eval(
+    protocol: str, url: str, concurrency: int, data_dir: str | None, tasks: int, agentflow_src: str | None = None
+) -> int:
     """``tasks`` tasks of each benchmark (a --fast run sized so that many waves of C episodes run)."""
     from leaderboards.protocol import load_protocol
     from leaderboards.runner import EvalConfig, evaluate
@@ -283,6 +359,8 @@ def run_eval(protocol: str, url: str, concurrency: int, data_dir: str | None, ta
                 fast=True,
                 fast_tasks=fast_tasks,
                 progress=False,
+                agentflow_src=agentflow_src,
+                allow_missing_tools=agentflow_src is not None,  # paper-v2's search tools have no backend here
             )
         )
         return len(result.outcomes)
@@ -319,44 +397,79 @@ def _case(case: str, url: str, concurrency: int, offline: Path, args: argparse.N
     waves = args.waves  # about this many episodes per slot, so the ramp-up and the last wave weigh little
     if case == "paper":  # 10 benchmarks x 3 trials
         return run_eval("paper-v1", url, concurrency, args.data_dir, max(5, -(-waves * concurrency // 30)))
+    if case == "paper_v2":  # paper-v2 with AgentFlow's prompts and judge read from --agentflow-src
+        tasks = max(5, -(-waves * concurrency // 30))
+        return run_eval("paper-v2", url, concurrency, args.data_dir, tasks, agentflow_src=args.agentflow_src)
     if case == "offline_llm":  # 5 benchmarks
         return run_eval(str(offline), url, concurrency, None, min(100, max(8, -(-waves * concurrency // 5))))
     return run_rollouts(url, concurrency, max(8, -(-waves * concurrency // 4)), 4)  # G = 4
 
 
 def main(argv: list[str] | None = None) -> int:
+    from perf.latency_process import ServerProcess, load_now
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--latency", type=float, nargs="+", default=[0.1, 0.5])
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
-    parser.add_argument("--cases", nargs="+", default=["paper", "offline_llm", "rollouts"])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[64])
+    parser.add_argument("--cases", nargs="+", default=["offline_llm", "paper_v2", "paper", "rollouts"])
     parser.add_argument("--data-dir", default=os.environ.get("AGENTFLOW_DATA_DIR"))
+    parser.add_argument("--agentflow-src", default=os.environ.get("AGENTFLOW_SRC"))
     parser.add_argument("--waves", type=int, default=8, help="episodes per slot: N = waves x C per case")
+    parser.add_argument("--no-floor", action="store_true", help="skip the bare-aiohttp replay of each case")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     import logging
 
     logging.disable(logging.WARNING)
     results: list[dict[str, Any]] = []
-    report: dict[str, Any] = {"cpu_count": os.cpu_count(), "results": results}
+    report: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "nice": os.nice(0),
+        "load_at_start": load_now(),
+        "server": "aiohttp in a child process (its CPU is not the eval's)",
+        "code_version": _code_version(),
+        "results": results,
+    }
+    skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for latency in args.latency:
-            with LatencyServer(latency) as server:
-                offline = offline_llm_protocol(server.url, Path(tmp))
-                for c in args.concurrency:
-                    for case in args.cases:
-                        if case == "paper" and not args.data_dir:
-                            report["paper_skipped"] = "no --data-dir / $AGENTFLOW_DATA_DIR (the AgentFlow test sets)"
-                            continue
+            for case in args.cases:
+                if case in ("paper", "paper_v2") and not args.data_dir:
+                    skipped[case] = "no --data-dir / $AGENTFLOW_DATA_DIR (the AgentFlow test sets)"
+                    continue
+                if case == "paper_v2" and not args.agentflow_src:
+                    skipped[case] = "no --agentflow-src / $AGENTFLOW_SRC (the AgentFlow checkout)"
+                    continue
+                with ServerProcess(latency, "paper_v2" if case == "paper_v2" else "default") as server:
+                    offline = offline_llm_protocol(server.url, Path(tmp))
+                    for c in args.concurrency:
                         run = functools.partial(_case, case, server.url, c, offline, args)
-                        row = {"case": case, **_measure(server, latency, c, run)}
+                        row = {"case": case, **_measure(server, latency, c, run, not args.no_floor)}
                         results.append(row)
-                        print(json.dumps(row), file=sys.stderr, flush=True)
+                        print(json.dumps({k: v for k, v in row.items() if k != "calls_by_kind"}), file=sys.stderr)
+    if skipped:
+        report["skipped"] = skipped
+    report["load_at_end"] = load_now()
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _code_version() -> dict[str, Any]:
+    """The commit measured (and whether the tree had changes beside it)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        return out.stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "HEAD") or None,
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
 
 
 def question_hash(text: str) -> int:

@@ -1,4 +1,9 @@
-"""The OpenAI-compatible HTTP engine (vLLM serve, SGLang, OpenAI, Ollama) on the ``openai`` package.
+"""The OpenAI-compatible HTTP engine (vLLM serve, SGLang, OpenAI, Ollama).
+
+Requests go out as coroutines on the process's one HTTP event loop (:mod:`agentflow_env.engines.event_loop`:
+aiohttp, keep-alive pooled, no thread per request); ``generate`` is synchronous and waits for them, and
+``agenerate`` is the same call for code already on that loop. An engine given an ``openai`` client object
+(``client=``) sends through it instead, a thread per request of a batch, as before.
 
 Batched prompts run concurrently under a limit; 429, 5xx, timeouts and dropped connections are retried with backoff,
 and so is a reply that cannot be read (a 200 whose body is not JSON, is empty or cut short, or has no choices):
@@ -7,6 +12,8 @@ after the retries that one is a :class:`~agentflow_env.error.MalformedReplyError
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import os
 import random
@@ -17,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentflow_env.engines.base import Prompt, SamplingParams, as_chat
+from agentflow_env.engines.event_loop import EventLoopThread, shared_loop
 from agentflow_env.engines.meter import METER
 from agentflow_env.error import ConfigError, DependencyNotInstalled, EngineError, MalformedReplyError
 
@@ -78,19 +86,33 @@ class OpenAIEngine:
         self.usage_total = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "requests_with_usage": 0}
         self._usage_lock = threading.Lock()
         self._rng = random.Random(0)
-        if client is None:
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        # client given: requests go through it, a thread each; else through aiohttp on the shared event loop
+        self._client = client
+        self._via_client = client is not None
+        self._loop: EventLoopThread | None = None
+        self._aslots: asyncio.Semaphore | None = None  # made on the loop (set_concurrency makes a new one)
+        self._headers = {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"}
+        self._url = f"{self.base_url}/{'chat/completions' if mode == 'chat' else 'completions'}"
+        if not self._via_client:
+            try:
+                import aiohttp  # noqa: F401
+            except ImportError:  # without aiohttp: the openai client, a thread per request
+                self._via_client = True
+
+    @property
+    def client(self) -> Any:
+        """The ``openai`` client (made on first use when none was given; ``generate`` does not use it then)."""
+        if self._client is None:
             try:
                 import openai
             except ImportError as exc:
                 raise DependencyNotInstalled("openai", "engines") from exc
             # retries are ours (the client's own would multiply with them)
-            client = openai.OpenAI(
-                base_url=self.base_url,
-                timeout=self.timeout,
-                max_retries=0,
-                api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            self._client = openai.OpenAI(
+                base_url=self.base_url, timeout=self.timeout, max_retries=0, api_key=self.api_key
             )
-        self.client = client
+        return self._client
 
     @classmethod
     def from_spec(cls, target: str, **options: Any) -> OpenAIEngine:
@@ -116,13 +138,14 @@ class OpenAIEngine:
             raise ConfigError(f"concurrency must be >= 1, got {n}")
         self.concurrency = int(n)
         self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._aslots = None  # the next request on the loop makes it with the new limit
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
 
     def close(self) -> None:
-        """Close the HTTP connections (the engine must not be used afterwards)."""
-        close = getattr(self.client, "close", None)
+        """Close the ``openai`` client's connections, if it has one (the shared event loop's pool stays)."""
+        close = getattr(self._client, "close", None)
         if callable(close):
             close()
 
@@ -133,7 +156,9 @@ class OpenAIEngine:
         if sampling.n != 1:
             raise ConfigError("engines return one completion per prompt; repeat the prompt instead of n > 1")
         prompts = list(prompts)
-        if len(prompts) <= 1:
+        if not self._via_client:
+            results = self._event_loop().run(self._many(prompts, sampling, None))
+        elif len(prompts) <= 1:
             results = [self._one(p, sampling) for p in prompts]
         else:
             workers = min(self.concurrency, len(prompts))
@@ -145,12 +170,19 @@ class OpenAIEngine:
     def _record(self, out: Any) -> dict[str, int] | None:
         """The reply's token counts, when the server reported real ones (not an estimate)."""
         usage = getattr(out, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None)
-        completion = getattr(usage, "completion_tokens", None)
         extra = getattr(usage, "model_extra", None) or {}
+        return self._count(getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None), extra)
+
+    def _count(self, prompt: Any, completion: Any, extra: dict[str, Any]) -> dict[str, int] | None:
         with self._usage_lock:
             self.usage_total["requests"] += 1
-            if not isinstance(prompt, int) or not isinstance(completion, int) or extra.get("estimated"):
+            if (
+                not isinstance(prompt, int)
+                or not isinstance(completion, int)
+                or isinstance(prompt, bool)
+                or isinstance(completion, bool)
+                or extra.get("estimated")
+            ):
                 return None
             self.usage_total["requests_with_usage"] += 1
             self.usage_total["prompt_tokens"] += prompt
@@ -167,6 +199,10 @@ class OpenAIEngine:
         chats = list(chats)
         if self.mode != "chat":
             raise ConfigError("tool calling needs mode='chat' (chat/completions)")
+        if not self._via_client:
+            results = self._event_loop().run(self._many(chats, sampling, tools))
+            self.last_usage = [usage for _, usage in results]
+            return [message for message, _ in results]
         workers = max(min(self.concurrency, len(chats)), 1)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai") as pool:
             results = list(pool.map(lambda c: self._one(c, sampling, tools), chats))
@@ -223,20 +259,172 @@ class OpenAIEngine:
                 try:
                     return self._request(prompt, sampling, tools)
                 except Exception as exc:
-                    retry, wait_hint = _retryable(exc)
-                    reason = _short(exc)
-                    if not retry or attempt >= self.max_retries:
-                        tries = f" after {attempt + 1} tries" if retry else ""
-                        kind = MalformedReplyError if isinstance(exc, _Malformed) else EngineError
-                        raise kind(
-                            f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}"
-                        ) from exc
-            delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
-            if wait_hint is not None and wait_hint <= self.max_backoff:
-                delay = max(wait_hint, 0.0)
-            logger.warning("%s: %s; retry %d/%d in %.2fs", self.base_url, reason, attempt + 1, self.max_retries, delay)
+                    delay = self._after_failure(exc, attempt)
             time.sleep(delay)
             attempt += 1
+
+    def _after_failure(self, exc: Exception, attempt: int) -> float:
+        """Seconds to wait before retrying after ``exc`` on try ``attempt`` (from 0); raises the engine's error
+        (``MalformedReplyError`` for an unreadable reply) when ``exc`` is not retried or no try is left."""
+        retry, wait_hint = _retryable(exc)
+        reason = _short(exc)
+        if not retry or attempt >= self.max_retries:
+            tries = f" after {attempt + 1} tries" if retry else ""
+            kind = MalformedReplyError if isinstance(exc, _Malformed) else EngineError
+            raise kind(f"{self.base_url} ({self.model}) failed{tries}: {type(exc).__name__}: {reason}") from exc
+        delay = min(self.backoff * 2**attempt, self.max_backoff) * (0.75 + 0.5 * self._rng.random())
+        if wait_hint is not None and wait_hint <= self.max_backoff:
+            delay = max(wait_hint, 0.0)
+        logger.warning("%s: %s; retry %d/%d in %.2fs", self.base_url, reason, attempt + 1, self.max_retries, delay)
+        return delay
+
+    # ------------------------------------------------------------------ on the event loop
+    async def agenerate(
+        self, prompts: Sequence[Prompt], sampling: SamplingParams | None = None
+    ) -> tuple[list[str], list[dict[str, int] | None]]:
+        """``generate`` for code on the engine's event loop: the completions and their token counts."""
+        sampling = sampling or SamplingParams()
+        if sampling.n != 1:
+            raise ConfigError("engines return one completion per prompt; repeat the prompt instead of n > 1")
+        results = await self._many(list(prompts), sampling, None)
+        return [text for text, _ in results], [usage for _, usage in results]
+
+    def _event_loop(self) -> EventLoopThread:
+        loop = self._loop
+        if loop is None or not loop.alive:
+            loop = self._loop = shared_loop()
+            self._aslots = None
+        return loop
+
+    async def _many(
+        self, prompts: list[Any], sampling: SamplingParams, tools: list[dict[str, Any]] | None
+    ) -> list[tuple[Any, dict[str, int] | None]]:
+        if len(prompts) == 1:
+            return [await self._one_async(prompts[0], sampling, tools)]
+        # every request runs to its end (as a thread pool's map did); the first failure, in prompt order, is raised
+        out = await asyncio.gather(*(self._one_async(p, sampling, tools) for p in prompts), return_exceptions=True)
+        for item in out:
+            if isinstance(item, BaseException):
+                raise item
+        return out  # type: ignore[return-value]
+
+    def _body(self, prompt: Any, sampling: SamplingParams, tools: list[dict[str, Any]] | None) -> bytes:
+        """The request's JSON body, as the ``openai`` client would send it (``extra_body`` merged at the top)."""
+        body: dict[str, Any] = {"model": self.model}
+        if self.mode == "chat":
+            body["messages"] = as_chat(prompt)
+        else:
+            from agentflow_env.engines import prompt_text
+
+            body["prompt"] = prompt_text(prompt)
+        body.update(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens)
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if sampling.response_format is not None and self.mode == "chat":
+            body["response_format"] = sampling.response_format
+        if tools is not None:
+            body["tools"] = tools
+        body.update(self.extra_body)
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    async def _one_async(
+        self, prompt: Any, sampling: SamplingParams, tools: list[dict[str, Any]] | None
+    ) -> tuple[Any, dict[str, int] | None]:
+        """One request with the retries of ``_one``, as a coroutine on the loop."""
+        if self._aslots is None:
+            self._aslots = asyncio.Semaphore(self.concurrency)
+        slots, data, attempt = self._aslots, self._body(prompt, sampling, tools), 0
+        while True:
+            async with slots:
+                with METER.request():
+                    try:
+                        return await self._post(data, tools is not None)
+                    except Exception as exc:
+                        delay = self._after_failure(exc, attempt)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def _post(self, data: bytes, with_tools: bool) -> tuple[Any, dict[str, int] | None]:
+        import aiohttp
+
+        session = await self._event_loop().session()
+        # as the openai client (httpx) reads ``timeout``: for the connection (a free one from the pool included)
+        # and for each read, not for the whole reply
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_read=self.timeout)
+        try:
+            async with session.post(self._url, data=data, headers=self._headers, timeout=timeout) as resp:
+                raw = await resp.read()
+                status, retry_after = resp.status, resp.headers.get("retry-after")
+        except asyncio.TimeoutError:
+            raise _Timeout(f"no connection or no data within {self.timeout:g} s") from None
+        if status >= 300:
+            raise _StatusError(status, _error_message(raw), retry_after)
+        out = _readable_json(raw, self.mode == "chat")
+        usage = out.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        counts = self._count(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage)
+        first = out["choices"][0]
+        if self.mode != "chat":
+            return first.get("text") or "", counts
+        message = first["message"]
+        if not with_tools:
+            return message.get("content") or "", counts
+        reply: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            reply["tool_calls"] = [
+                {
+                    "id": c.get("id"),
+                    "type": "function",
+                    "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]},
+                }
+                for c in message["tool_calls"]
+            ]
+        return reply, counts
+
+
+class _Timeout(Exception):
+    """No reply within the engine's timeout (retried)."""
+
+
+class _StatusError(Exception):
+    """An HTTP error status (retried when it is 408, 409, 425, 429 or a 5xx)."""
+
+    def __init__(self, status: int, message: str, retry_after: str | None):
+        super().__init__(f"Error code: {status} - {message}")
+        self.status, self.retry_after = status, retry_after
+
+
+def _error_message(raw: bytes) -> str:
+    """An error reply's message (OpenAI's ``{"error": {"message"}}``), else its body, shortened."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        found = json.loads(text)
+        if isinstance(found, dict):
+            error = found.get("error", found)
+            text = str(error.get("message", error) if isinstance(error, dict) else error)
+    except ValueError:
+        pass
+    return text[:500]
+
+
+def _readable_json(raw: bytes, chat: bool) -> dict[str, Any]:
+    """A reply body as a completion with a first choice; else :class:`_Malformed` saying why (as ``_readable``)."""
+    try:
+        out = json.loads(raw)
+    except ValueError as exc:  # the body is empty, not JSON, or cut short
+        raise _Malformed(f"the reply body is not JSON ({exc})") from exc
+    choices = out.get("choices") if isinstance(out, dict) else None
+    if not isinstance(choices, list):
+        shown = _short(ValueError(str(out)), 120) if isinstance(out, str) else type(out).__name__
+        raise _Malformed(f"the reply is not a completion: {shown}")
+    if not choices:
+        raise _Malformed("the reply has no choices")
+    first = choices[0]
+    if not isinstance(first, dict) or (chat and not isinstance(first.get("message"), dict)):
+        raise _Malformed("the reply's first choice has no message")
+    return out
 
 
 class _Malformed(ValueError):
@@ -263,7 +451,16 @@ def _readable(create: Callable[[], Any], chat: bool = True) -> Any:
 
 def _retryable(exc: Exception) -> tuple[bool, float | None]:
     """Whether ``exc`` is worth another try, and the server's Retry-After in seconds if it sent one."""
-    if isinstance(exc, _Malformed):
+    if isinstance(exc, (_Malformed, _Timeout)):
+        return True, None
+    if isinstance(exc, _StatusError):
+        if exc.status in _RETRY_STATUS or exc.status >= 500:
+            try:
+                return True, float(exc.retry_after or "")
+            except ValueError:
+                return True, None
+        return False, None
+    if _is_connection_error(exc):
         return True, None
     try:
         import openai
@@ -281,6 +478,15 @@ def _retryable(exc: Exception) -> tuple[bool, float | None]:
                 pass
             return True, hint
     return False, None
+
+
+def _is_connection_error(exc: Exception) -> bool:
+    """A dropped or refused connection, or a body cut off mid-read (aiohttp's client errors)."""
+    try:
+        import aiohttp
+    except ImportError:
+        return False
+    return isinstance(exc, (aiohttp.ClientError, ConnectionError))
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

@@ -30,7 +30,8 @@ from typing import Any
 from agentflow_env.engines.base import SamplingParams
 from agentflow_env.engines.ledger import generate_as
 from agentflow_env.error import ConfigError, EngineError
-from agentflow_env.paper_flow.agentflow_source import AgentFlowSourceError, find_package_dir
+from agentflow_env.paper_flow.agentflow_source import AgentFlowSourceError, _parse, find_package_dir
+from agentflow_env.paper_flow.checkout_cache import cached_build
 from agentflow_env.types import Task
 
 __all__ = ["AgentFlowJudge", "AgentFlowScoring", "judge_record", "most_similar_option"]
@@ -82,15 +83,6 @@ def judge_record(task: Task) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ reading the checkout
-def _parse(path: Path) -> ast.Module:
-    try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except FileNotFoundError:
-        raise AgentFlowSourceError(f"AgentFlow file not found: {path}") from None
-    except SyntaxError as exc:
-        raise AgentFlowSourceError(f"{path} does not parse: {exc}") from None
-
-
 def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     out: dict[str, ast.FunctionDef] = {}
     for node in ast.walk(tree):
@@ -196,6 +188,11 @@ class _FString:
 
 class AgentFlowScoring:
     """The prompts, answer pattern, two-stage task list and reply fields of a checkout's scoring script."""
+
+    @classmethod
+    def cached(cls, path: str | Path) -> AgentFlowScoring:
+        """The scoring script of the checkout at ``path``, read once per process while it is unchanged."""
+        return cached_build(("scoring", str(Path(path).expanduser())), lambda: cls(path))
 
     def __init__(self, path: str | Path):
         root = Path(path).expanduser()
@@ -358,7 +355,7 @@ class AgentFlowJudge:
 
             engine = make_engine(engine)
         self.engine = engine
-        self.scoring = source if isinstance(source, AgentFlowScoring) else AgentFlowScoring(source)
+        self.scoring = source if isinstance(source, AgentFlowScoring) else AgentFlowScoring.cached(source)
         self.retries = int(retries)
         self.max_tokens = int(max_tokens)
         self.fallbacks = 0

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentflow_env.error import ConfigError
+from agentflow_env.paper_flow.checkout_cache import cached_build, parse_cached
 from agentflow_env.paper_flow.memory import ActionMemory
 
 __all__ = ["AGENTFLOW_ENABLED_TOOLS", "AgentFlowPrompts", "AgentFlowSourceError", "find_package_dir"]
@@ -63,8 +64,9 @@ def find_package_dir(path: str | Path) -> Path:
 
 
 def _parse(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once per process while the file is unchanged (never modify it)."""
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        return parse_cached(path)
     except FileNotFoundError:
         raise AgentFlowSourceError(f"AgentFlow file not found: {path}") from None
     except SyntaxError as exc:
@@ -330,6 +332,17 @@ class AgentFlowPrompts:
 
     ``enabled_tools`` are the class (or TOOL_NAME) names to enable, as in AgentFlow's ``--enabled_tools``.
     """
+
+    @classmethod
+    def cached(
+        cls, path: str | Path, enabled_tools: tuple[str, ...] | list[str] = AGENTFLOW_ENABLED_TOOLS
+    ) -> AgentFlowPrompts:
+        """The prompts of the checkout at ``path``, built once per process while its ``.py`` files are unchanged
+        (every env of a run shares them; they are read-only once built)."""
+        package = find_package_dir(path)
+        key = ("prompts", str(Path(path).expanduser()), tuple(enabled_tools))
+        folders = [package, package / "models", package / "tools"]  # a tool added or removed shows in their mtime
+        return cached_build(key, lambda: cls(path, enabled_tools), [f for f in folders if f.is_dir()])
 
     def __init__(self, path: str | Path, enabled_tools: tuple[str, ...] | list[str] = AGENTFLOW_ENABLED_TOOLS):
         self.package = find_package_dir(path)

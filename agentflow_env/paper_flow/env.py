@@ -34,6 +34,7 @@ import hashlib
 import json
 import logging
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -111,7 +112,7 @@ def resolve_prompts(prompts: str | PromptSource) -> PromptSource:
     if prompts.startswith("agentflow:") and prompts[len("agentflow:") :].strip():
         from agentflow_env.paper_flow.agentflow_source import AgentFlowPrompts
 
-        return AgentFlowPrompts(prompts[len("agentflow:") :].strip())
+        return AgentFlowPrompts.cached(prompts[len("agentflow:") :].strip())  # read once per run
     raise ConfigError(f"prompts={prompts!r}; use 'builtin' or 'agentflow:PATH' (a local AgentFlow checkout)")
 
 
@@ -143,6 +144,22 @@ def prompt_fingerprint(source: PromptSource, tools: list[str], metadata: Mapping
         source.missing_tool_result,
     ]
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+_FINGERPRINTS: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], str]] = weakref.WeakKeyDictionary()
+
+
+def _shared_fingerprint(source: PromptSource, tools: list[str], metadata: Mapping[str, Any]) -> str:
+    """:func:`prompt_fingerprint`, worked out once per prompt source object (every env of a run shares the
+    checkout's source) and toolbox."""
+    key = (*tools, "\x00", json.dumps(metadata, sort_keys=True, default=str))
+    try:
+        known = _FINGERPRINTS.setdefault(source, {})
+    except TypeError:  # a source that cannot be weakly referenced
+        return prompt_fingerprint(source, tools, metadata)
+    if key not in known:
+        known[key] = prompt_fingerprint(source, tools, metadata)
+    return known[key]
 
 
 class PaperFlowEnv(TaskEnv):
@@ -234,7 +251,7 @@ class PaperFlowEnv(TaskEnv):
             metadata = {k: v for k, v in metadata.items() if k in STATED_TOOLS}
         self.toolbox_metadata: dict[str, Any] = metadata
         self.available_tools: list[str] = list(metadata)
-        self.prompt_fingerprint = prompt_fingerprint(self.prompt_source, self.available_tools, metadata)
+        self.prompt_fingerprint = _shared_fingerprint(self.prompt_source, self.available_tools, metadata)
         if isinstance(engine, str):
             from agentflow_env.engines import make_engine
 

@@ -18,6 +18,7 @@ import pytest
 from agentflow_env.paper_flow.agentflow_judge import AgentFlowScoring
 from leaderboards.protocol import COMPARABLE, NOT_COMPARABLE, PROTOCOL_DIR, load_protocol
 from leaderboards.retrieval import MISSING_TOOLS
+from perf.latency_process import paper_v2_reply
 from tests.helpers import LoopbackServer, chat_server
 
 SRC = Path(os.environ.get("AGENTFLOW_SRC") or Path(__file__).resolve().parents[3] / "shared" / "data" / "agentflow-src")
@@ -25,24 +26,11 @@ pytestmark = pytest.mark.skipif(
     not (SRC / "test" / "calculate_score_unified.py").is_file(), reason="AgentFlow sources not present"
 )
 
-# one reply every module reads as it needs: a plan, a command, the verifier's STOP, a final answer
-ENGINE_REPLY = (
-    "Justification: one generalist call.\nContext: none\nSub-Goal: Answer the question directly.\n"
-    "Tool Name: Generalist_Solution_Generator_Tool\n"
-    'Generated Command:\n```python\nexecution = tool.execute(query="Answer the question directly.")\n```\n'
-    "Conclusion: STOP\nAnswer: <answer>42</answer>"
-)
-
 
 def _reply(body: dict[str, Any]) -> str:
-    if body["model"] != "judge":
-        return ENGINE_REPLY
-    schema = (body.get("response_format") or {}).get("json_schema", {}).get("name")
-    if schema == "AnswerExtraction":
-        return json.dumps({"analysis": "a", "extracted_option": "A"})
-    if schema:
-        return json.dumps({"analysis": "a", "true_false": True})
-    return "The answer matches.\nVERDICT: CORRECT"
+    """One reply every module reads as it needs (a plan, a command, the verifier's STOP, a final answer); the
+    judge's structured fields (perf/latency_process.py's paper-v2 replies)."""
+    return paper_v2_reply("judge" if body["model"] == "judge" else "module", body)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ is missing. Not in it: the project checkout, its data and caches, HOME, the host
 
 from __future__ import annotations
 
+import functools
 import glob
 import importlib.util
 import os
@@ -34,13 +35,20 @@ def interpreter() -> str:
 
 
 def with_dependencies(names: Sequence[str]) -> list[str]:
-    """``names`` plus the top-level modules of the packages they require (not extras), transitively."""
+    """``names`` plus the top-level modules of the packages they require (not extras), transitively (worked out
+    once per process and list of names: reading every installed package's metadata costs tens of ms, and each
+    sandbox start asked again)."""
+    return list(_with_dependencies(tuple(names)))
+
+
+@functools.lru_cache(maxsize=32)
+def _with_dependencies(names: tuple[str, ...]) -> tuple[str, ...]:
     import importlib.metadata as md
 
     try:
         owners = md.packages_distributions()
     except Exception:  # broken metadata: the names as given
-        return list(dict.fromkeys(names))
+        return tuple(dict.fromkeys(names))
     provides: dict[str, list[str]] = {}
     for module, dists in owners.items():
         for dist in dists:
@@ -66,7 +74,7 @@ def with_dependencies(names: Sequence[str]) -> list[str]:
                     if module not in found and not module.startswith("_"):
                         found[module] = None
                         todo.append(module)
-    return list(found)
+    return tuple(found)
 
 
 def _package_paths(names: Sequence[str]) -> list[tuple[str, str]]:

@@ -1,0 +1,108 @@
+"""One asyncio event loop per process for every HTTP engine call, on a daemon thread that owns an aiohttp session.
+
+The session pools keep-alive connections per host (one TLS context for all of them); a request is a coroutine
+on the loop, never a thread. Code that runs synchronously (an env's step calling its LLM modules, a notebook)
+submits a coroutine with :meth:`EventLoopThread.run` and waits for its result; code already on the loop awaits
+the coroutine itself. :func:`shared_loop` is the process's loop (made on first use, made again after a fork).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from agentflow_env.error import DependencyNotInstalled
+
+__all__ = ["EventLoopThread", "shared_loop"]
+
+T = TypeVar("T")
+
+
+class EventLoopThread:
+    """An asyncio loop running on its own daemon thread, with one lazily made ``aiohttp.ClientSession``."""
+
+    def __init__(self, name: str = "agentflow-http") -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+        self._session: Any = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self.pid == os.getpid() and self._thread.is_alive()
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Schedule ``coro`` on the loop; the returned future is safe to wait on from any other thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro``'s result, waited for on the calling thread (which must not be the loop's own)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a blocking HTTP call on the event loop's own thread would deadlock; await it instead")
+        return self.submit(coro).result()
+
+    async def session(self) -> Any:
+        """The loop's ``aiohttp.ClientSession`` (call on the loop): keep-alive pooled, no limit of its own
+        (each engine limits its requests in flight)."""
+        if self._session is None or self._session.closed:
+            try:
+                import aiohttp
+            except ImportError as exc:
+                raise DependencyNotInstalled("aiohttp", "engines") from exc
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60.0, ttl_dns_cache=300)
+            # trust_env: HTTP(S)_PROXY / NO_PROXY apply, as they did for the openai client
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=True)
+        return self._session
+
+    def close(self) -> None:
+        """Close the session and stop the loop (pending calls fail); a no-op when already closed."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.pid != os.getpid() or not self._thread.is_alive():
+            return
+
+        async def shutdown() -> None:
+            if self._session is not None and not self._session.closed:
+                await self._session.close()
+
+        try:
+            self.submit(shutdown()).result(timeout=5)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+            if not self._thread.is_alive():
+                self.loop.close()
+
+
+_SHARED: EventLoopThread | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_loop() -> EventLoopThread:
+    """The process's HTTP event loop (a child process after ``fork`` gets a loop of its own)."""
+    global _SHARED
+    loop = _SHARED
+    if loop is not None and loop.alive:
+        return loop
+    with _SHARED_LOCK:
+        if _SHARED is None or not _SHARED.alive:
+            _SHARED = EventLoopThread()
+            atexit.register(_SHARED.close)  # the session's connections close cleanly at exit
+        return _SHARED
