@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from leaderboards.places import default_out, default_results, default_site
 from leaderboards.science_cli import (
     add_compare,
     add_dry_run_flags,
@@ -18,30 +19,8 @@ from leaderboards.science_cli import (
     dry_run_roles,
     show_extras,
 )
-from leaderboards.store import RESULTS_DIR
 
 __all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_results", "default_site", "print_result"]
-
-SITE_DIR = Path(__file__).resolve().parent / "site"
-RUNS_DIR = Path("runs")  # relative: under the current directory
-
-
-def default_out() -> Path:
-    """``./runs/leaderboard``: evaluations never write into the installed package or the checkout by
-    default (only ``pytest --leaderboard-record`` writes the stored references in leaderboards/results)."""
-    return RUNS_DIR / "leaderboard"
-
-
-def default_site() -> Path:
-    """``./runs/site``: where ``leaderboard render`` writes unless told otherwise."""
-    return RUNS_DIR / "site"
-
-
-def default_results() -> list[Path]:
-    """What ``leaderboard render/show`` read: the stored references, and ``./runs/leaderboard`` beside them
-    when it exists (one's own runs next to the reference rows)."""
-    return [RESULTS_DIR, *([default_out()] if default_out().is_dir() else [])]
-
 
 def configure_eval(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env eval``: one flag per :class:`~leaderboards.runner.EvalConfig` field,

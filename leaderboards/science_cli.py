@@ -32,8 +32,8 @@ def add_compare(sub: Any, results_help: str) -> None:
 
 def _run_compare(args: argparse.Namespace) -> int:
     from agentflow_env.error import ConfigError
-    from leaderboards.cli import default_results
     from leaderboards.compare import compare_runs, find_run, format_comparison
+    from leaderboards.places import default_results
 
     results = args.results or default_results()
     try:
