@@ -314,7 +314,7 @@ class OpenAIEngine:
         if self.mode == "chat":
             body["messages"] = as_chat(prompt)
         else:
-            from agentflow_env.engines import prompt_text
+            from agentflow_env.engines.base import prompt_text
 
             body["prompt"] = prompt_text(prompt)
         body.update(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens)
