@@ -197,7 +197,7 @@ class AgentFlowEnv(TaskEnv):
         self._token_clock = self.clock.counts_tokens  # read once an episode: _play and _run_tool skip the wall's no-ops
         self._bind_clock()
         self._start_clock()
-        return self._observation(), self._info()
+        return self._view()
 
     def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
         if self._done or self.task is None:
@@ -221,7 +221,6 @@ class AgentFlowEnv(TaskEnv):
     ) -> tuple[dict, float, bool, bool, dict]:
         """The turn, once read (``kept``: the action's text within ``max_action_chars``): run its tool or take its
         answer, ask the verifier, remember the turn, and answer with ``(obs, reward, terminated, truncated, info)``."""
-        assert self.task is not None  # step checked it
         self.turn = turn = self.turn + 1
         if self._token_clock or clock_module.token_clock_bound:  # (until then every context's binding is None)
             self._bind_clock()  # this thread's LLM calls charge this episode's token clock
@@ -267,14 +266,13 @@ class AgentFlowEnv(TaskEnv):
         else:  # a text action, and a user note with what it ran or why it did not
             self._messages += ({"role": "assistant", "content": kept}, {"role": "user", "content": result})
         reward = 0.0 if turn_signals.spec is None else turn_signals.shaping(signals)  # penalties are opt-in
-        info = self._info(signals)
+        obs, info = self._view(signals)  # (what _finish does below leaves the observation as it is)
         if rejected:
             info["action_rejected"] = rejected
         if verifier_note:
             info["verifier_note"] = verifier_note
         if terminated or truncated:
             reward += self._finish(answer, info)
-        obs = self._observation()
         if self.render_mode == "human":
             self.render()
         return obs, reward, terminated, truncated, info
@@ -357,9 +355,7 @@ class AgentFlowEnv(TaskEnv):
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
         return tool.name, command, text, error
 
-    def _invalid(
-        self, parsed: Parse, problem: str, out_of_time: bool = False
-    ) -> tuple[None, None, str, str]:
+    def _invalid(self, parsed: Parse, problem: str, out_of_time: bool = False) -> tuple[None, None, str, str]:
         """The turn spent without running a tool; memory says why."""
         message = f"Not run: {problem}." if out_of_time else self._invalid_message(problem)
         self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
@@ -427,30 +423,29 @@ class AgentFlowEnv(TaskEnv):
     def _memory_text(self) -> str:
         return self.memory.text(self.memory_budget)  # rendered once per added step
 
-    def _observation(self) -> dict[str, str]:
-        # the question and the tool cards are shared strings; memory and prompt are built once per step
-        assert self.task is not None
-        memory = self.memory.text(self.memory_budget)
-        question = self.task.question
-        prompt = self._prompt
-        self._planner_prompt = text = prompt.render(question, memory, self.max_turns - self.turn)
-        return {"question": question, "memory": memory, "tools": prompt.tools_text, "prompt": text}
-
-    def _info(self, turn_signals: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The step's info (``turn_signals``: the turn's, none after ``reset``)."""
-        task = self.task
+    def _view(self, turn_signals: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+        """The step's observation and info (``turn_signals``: the turn's, none after ``reset``), in one call."""
+        task, memory, turn, max_turns = self.task, self.memory, self.turn, self.max_turns
         assert task is not None
-        turn = self.turn
+        # the question and the tool cards are shared strings; memory and prompt are built once per step
+        text, prompt, question = memory.text(self.memory_budget), self._prompt, task.question
+        self._planner_prompt = rendered = prompt.render(question, text, max_turns - turn)
         info = {
             "task_id": task.id,
             "turn": turn,
-            "turns_left": self.max_turns - turn if turn < self.max_turns else 0,
+            "turns_left": max_turns - turn if turn < max_turns else 0,
             "tool_names": self.tool_names[:],
             "family": task.family,
-            "memory_steps": self.memory.to_list(),
+            "memory_steps": memory.to_list(),
             "tools": self.tool_schemas,
             "messages": self._messages[:],
         }
         if turn_signals is not None:
             info["turn_signals"] = turn_signals
-        return info
+        return {"question": question, "memory": text, "tools": prompt.tools_text, "prompt": rendered}, info
+
+    def _observation(self) -> dict[str, str]:
+        return self._view()[0]
+
+    def _info(self) -> dict[str, Any]:
+        return self._view()[1]

@@ -17,7 +17,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 __all__ = ["FIELDS", "ParsedAction", "parse_action"]
 
@@ -313,23 +313,28 @@ _CANONICAL_PLAIN_RE = re.compile(
 )
 
 
-class PlainToolAction(NamedTuple):
-    """The five fields of a ``_CANONICAL_PLAIN_RE`` action (the env's fast reader: ``match.groups()`` as they are),
-    read like the :class:`ParsedAction` that ``parse_action`` gives it, for a tuple's cost instead of a dataclass's."""
-
+class _PlainFields(NamedTuple):
     justification: str
     context: str
     sub_goal: str
     tool_name: str
     command: str
-    final_answer = None  # (class attributes: a canonical tool action has no answer, no problem, the text format)
-    format = "text"
-    problems = ()
-    is_final = False
+
+
+class PlainToolAction(_PlainFields):
+    """The five fields of a ``_CANONICAL_PLAIN_RE`` action (the env's fast reader: ``match.groups()`` as they are),
+    read like the :class:`ParsedAction` that ``parse_action`` gives it, for a tuple's cost instead of a dataclass's."""
+
+    __slots__ = ()
+    # a canonical tool action has no answer and no problem, in the text format
+    final_answer: ClassVar[None] = None
+    format: ClassVar[str] = "text"
+    problems: ClassVar[tuple[str, ...]] = ()
+    is_final: ClassVar[bool] = False
 
     def as_parsed(self) -> ParsedAction:
         """The :class:`ParsedAction` that ``parse_action`` gives the action."""
-        return ParsedAction(*self, None, "text", [])
+        return ParsedAction(self[0], self[1], self[2], self[3], self[4], None, "text", [])
 
     def to_dict(self) -> dict[str, Any]:
         """As :meth:`ParsedAction.to_dict` writes the action's parse."""
