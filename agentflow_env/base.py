@@ -15,6 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentflow_env import clock as clock_module
 from agentflow_env.clock import bind_clock, make_clock
 from agentflow_env.config import RENDER_MODES, FlowLimits
 from agentflow_env.error import ConfigError
@@ -172,7 +173,9 @@ class TaskEnv(gym.Env[dict, str]):
 
     def _bind_clock(self) -> None:
         """Let this thread's LLM calls charge this episode's token clock (``reset`` and ``step`` call it)."""
-        bind_clock(self.clock)
+        clock = self.clock
+        if clock.counts_tokens or clock_module.token_clock_bound:  # (until then every context's binding is None)
+            bind_clock(clock)
 
     def _time_left(self) -> float:
         spent, since = self.clock.state  # clock.elapsed(), written out: read before every tool and module call

@@ -208,12 +208,20 @@ def make_clock(kind: str, rates: TokenRates | Mapping[str, Any] | None = None) -
 
 
 _BOUND: contextvars.ContextVar[EpisodeClock | None] = contextvars.ContextVar("agentflow_clock", default=None)
+# whether any context has bound a token clock yet: until then every context's binding is None, so a wall-clock
+# env's turn need not bind (``AgentFlowEnv._play`` reads it, once per turn)
+token_clock_bound = False
 
 
 def bind_clock(clock: EpisodeClock | None) -> None:
     """From now on, in this context (thread), LLM calls made through ``generate_as`` charge ``clock`` when it
     counts tokens (any other clock binds nothing: it times the calls as they run)."""
-    _BOUND.set(clock if clock is not None and clock.counts_tokens else None)
+    global token_clock_bound
+    if clock is not None and clock.counts_tokens:
+        token_clock_bound = True
+        _BOUND.set(clock)
+    else:
+        _BOUND.set(None)
 
 
 def bound_clock() -> EpisodeClock | None:

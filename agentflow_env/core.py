@@ -7,13 +7,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from agentflow_env import clock as clock_module
 from agentflow_env.base import TaskEnv
 from agentflow_env.config import EnvConfig
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.tools.base import Tool, normalize_tool_name, render_card
 from agentflow_env.turn.memory import Memory, shorten
 from agentflow_env.turn.modes import DirectExecutor, RuleVerifier, build_modes
-from agentflow_env.turn.parsing import _CANONICAL_PLAIN_RE, ParsedAction, parse_action
+from agentflow_env.turn.parsing import _CANONICAL_PLAIN_RE, ParsedAction, PlainToolAction, parse_action
 from agentflow_env.turn.prompts import PlannerPrompt
 from agentflow_env.turn.readable import readable_action, safe_repr
 from agentflow_env.turn.tool_calls import SYSTEM_PROMPT, ToolCallAction, read_tool_action, tool_schemas
@@ -23,6 +24,9 @@ from agentflow_env.types import Task, TaskSource, ToolResult, TurnRecord
 __all__ = ["AgentFlowEnv"]
 
 _monotonic = time.monotonic
+_new_tuple = tuple.__new__  # PlainToolAction(*groups) without the keyword-taking constructor
+
+Parse = ParsedAction | PlainToolAction  # what a turn is played from: the fast reader gives the second
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +180,7 @@ class AgentFlowEnv(TaskEnv):
         self._direct_executor = type(self._executor) is DirectExecutor
         # step's fast reader reads what ``_read`` would (tests/env/test_step_overhead.py), unless a subclass reads
         self._fast_reads = type(self)._read is AgentFlowEnv._read
+        self._token_clock = self.clock.counts_tokens
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -189,9 +194,10 @@ class AgentFlowEnv(TaskEnv):
         self._signals.reset()
         self._done = False
         self._reset_tools()
+        self._token_clock = self.clock.counts_tokens  # read once an episode: _play and _run_tool skip the wall's no-ops
         self._bind_clock()
         self._start_clock()
-        return self._observation(), self._info()
+        return self._view()
 
     def step(self, action: str | dict[str, Any]) -> tuple[dict, float, bool, bool, dict]:
         if self._done or self.task is None:
@@ -207,29 +213,31 @@ class AgentFlowEnv(TaskEnv):
             and len(action) <= self.max_action_chars
             and (match := _CANONICAL_PLAIN_RE.fullmatch(action)) is not None
         ):
-            justification, context, sub_goal, tool_name, command = match.groups()
-            parsed = ParsedAction(justification, context, sub_goal, tool_name, command, None, "text", [])
-            return self._play(started, action, None, parsed, None)
+            return self._play(started, action, None, _new_tuple(PlainToolAction, match.groups()), None)
         return self._play(started, *self._read(action))
 
     def _play(
-        self, started: float, kept: str, call: ToolCallAction | None, parsed: ParsedAction, rejected: str | None
+        self, started: float, kept: str, call: ToolCallAction | None, parsed: Parse, rejected: str | None
     ) -> tuple[dict, float, bool, bool, dict]:
         """The turn, once read (``kept``: the action's text within ``max_action_chars``): run its tool or take its
         answer, ask the verifier, remember the turn, and answer with ``(obs, reward, terminated, truncated, info)``."""
-        assert self.task is not None  # step checked it
         self.turn = turn = self.turn + 1
-        self._bind_clock()  # this thread's LLM calls charge this episode's token clock
-        self._charge_planner(self._planner_prompt, kept)  # the token clock's charge (the runner's on the wall)
-        terminated = truncated = out_of_time = False  # a final answer is accepted whatever the clock says
-        answer = verifier = verifier_note = None
+        if self._token_clock or clock_module.token_clock_bound:  # (until then every context's binding is None)
+            self._bind_clock()  # this thread's LLM calls charge this episode's token clock
+            self._charge_planner(self._planner_prompt, kept)  # the token clock's charge (the runner's on the wall)
+        verifier = verifier_note = None
         is_final = parsed.final_answer is not None and parsed.is_final  # a tool action calls no property
-        if is_final:
-            answer, terminated = parsed.final_answer, True
+        if is_final:  # a final answer is accepted whatever the clock says
+            answer, terminated, out_of_time = parsed.final_answer, True, False
             tool = command = result = error = None
+            ended = _monotonic()
         else:
-            tool, command, result, error, left_s = self._run_tool(parsed)
-            out_of_time = left_s <= 0
+            answer = None
+            terminated = False
+            tool, command, result, error = self._run_tool(parsed, started)
+            ended = _monotonic()  # the clock's reading after the tool, and the turn's end (with the rule verifier)
+            spent, since = self.clock.state  # clock.elapsed(), written out
+            out_of_time = self.time_budget_s - (spent if since is None else spent + ended - since) <= 0
             if out_of_time:
                 pass  # no verifier call past the budget: the episode is truncated below
             elif self._rule_verifier:
@@ -238,7 +246,10 @@ class AgentFlowEnv(TaskEnv):
                 verifier, verifier_note = self._verify(turn)
                 terminated = verifier == "STOP"
                 out_of_time = self._time_left() <= 0  # the verifier's own time counts
-        signals = self._signals.observe_turn(tool, command, result, error, verifier, is_final)
+                ended = _monotonic()
+        turn_signals = self._signals
+        signals = turn_signals.observe_turn(tool, command, result, error, verifier, is_final)
+        truncated = False
         if not terminated:
             if turn >= self.max_turns:
                 truncated = True
@@ -247,17 +258,21 @@ class AgentFlowEnv(TaskEnv):
                 self._cut_by_budget()
                 error = (error or "") + " (time budget exhausted)"
         # the turn's record; its dict (TurnRecord.to_dict) is built only when the trajectory is read
-        self._records.append((turn, kept, parsed, tool, command, result, _monotonic() - started, error, verifier))
-        self._add_messages(kept, call, parsed, result, error)
-        reward = 0.0 if self._signals.spec is None else self._signals.shaping(signals)  # penalties are opt-in
-        info = self._info(signals)
+        self._records.append((turn, kept, parsed, tool, command, result, ended - started, error, verifier))
+        if call is not None:
+            self._add_call_messages(call, parsed, result, error)
+        elif result is None:  # a final answer (a text action that was not run has a result: why)
+            self._messages.append({"role": "assistant", "content": kept})
+        else:  # a text action, and a user note with what it ran or why it did not
+            self._messages += ({"role": "assistant", "content": kept}, {"role": "user", "content": result})
+        reward = 0.0 if turn_signals.spec is None else turn_signals.shaping(signals)  # penalties are opt-in
+        obs, info = self._view(signals)  # (what _finish does below leaves the observation as it is)
         if rejected:
             info["action_rejected"] = rejected
         if verifier_note:
             info["verifier_note"] = verifier_note
         if terminated or truncated:
             reward += self._finish(answer, info)
-        obs = self._observation()
         if self.render_mode == "human":
             self.render()
         return obs, reward, terminated, truncated, info
@@ -295,9 +310,9 @@ class AgentFlowEnv(TaskEnv):
         self._tool_mode = True
         return kept, read[0], read[1], None
 
-    def _run_tool(self, parsed: ParsedAction) -> tuple[str | None, str | None, str, str | None, float]:
-        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)`` and the
-        seconds left after it."""
+    def _run_tool(self, parsed: Parse, started: float) -> tuple[str | None, str | None, str, str | None]:
+        """Run the action's tool call and remember it: the record's ``(tool, command, result, error)``. The time left
+        for it is read as of the turn's start (``started``: the parse of a capped action is milliseconds)."""
         assert self.task is not None
         name, problems = parsed.tool_name, parsed.problems
         tool = None if problems or not name else self._tools_by_name.get(name) or self._find_tool(name)
@@ -306,25 +321,28 @@ class AgentFlowEnv(TaskEnv):
                 f"unknown tool {name[:80]!r}" if name else "the action has no 'Tool Name:' field and no 'Final Answer:'"
             )
             return self._invalid(parsed, problems[0] if problems else no_tool)
-        clock, budget = self.clock, self.time_budget_s  # clock.elapsed(), written out: before and after the tool
-        spent, since = clock.state
-        remaining = budget - (spent if since is None else spent + _monotonic() - since)
+        clock = self.clock
+        spent, since = clock.state  # clock.elapsed() at the turn's start, written out
+        remaining = self.time_budget_s - (spent if since is None else spent + started - since)
         if remaining <= 0:
             return self._out_of_time(parsed)
         command: str | None = parsed.command
-        problem: str | None = None
-        if not self._direct_executor:
-            command, problem = self._executor.command(parsed, tool, self.task.question, self._memory_text())
+        if not self._direct_executor or not command or command.isspace():
+            # the LLM executor writes the command; the direct one runs it as it is, or says what is missing
+            memory = self._memory_text() if not self._direct_executor else ""
+            command, problem = self._executor.command(parsed.as_parsed(), tool, self.task.question, memory)
+            if problem is not None or command is None:
+                return self._invalid(parsed, problem or "invalid action")
             remaining = self._time_left()
-        elif not command or command.isspace():  # the direct executor runs the command as it is, says what is missing
-            command, problem = self._executor.command(parsed, tool, self.task.question, "")
-        if problem is not None or command is None:
-            return self._invalid(parsed, problem or "invalid action")
-        if remaining <= 0:  # the executor used up the rest
-            return self._out_of_time(parsed)
-        self.clock.charge_tool(tool.name)  # the token clock's fixed charge (the wall clock times the call)
+            if remaining <= 0:  # the executor used up the rest
+                return self._out_of_time(parsed)
+        timeout = self.tool_timeout_s  # _tool_time(remaining), written out
+        if self._token_clock:
+            clock.charge_tool(tool.name)  # the token clock's fixed charge (the wall clock times the call)
+        elif remaining < timeout:
+            timeout = remaining
         try:  # a tool must never crash the episode (nor a transport that dies mid-call: CancelledError included)
-            result = tool.run(command, self._tool_time(remaining))
+            result = tool.run(command, timeout)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
@@ -335,16 +353,13 @@ class AgentFlowEnv(TaskEnv):
         if error is not None and len(error) > limit:
             error = shorten(error, limit)
         self.memory.add_step(self.turn, tool.name, parsed.sub_goal, command, text, result.ok, error)
-        spent, since = clock.state
-        return tool.name, command, text, error, budget - (spent if since is None else spent + _monotonic() - since)
+        return tool.name, command, text, error
 
-    def _invalid(
-        self, parsed: ParsedAction, problem: str, out_of_time: bool = False
-    ) -> tuple[None, None, str, str, float]:
+    def _invalid(self, parsed: Parse, problem: str, out_of_time: bool = False) -> tuple[None, None, str, str]:
         """The turn spent without running a tool; memory says why."""
         message = f"Not run: {problem}." if out_of_time else self._invalid_message(problem)
         self.memory.add_step(self.turn, None, parsed.sub_goal[:500], "", message, False, problem)
-        return None, None, message, problem, self._time_left()
+        return None, None, message, problem
 
     def _verify(self, turn: int) -> tuple[str, str | None]:
         """The verifier's verdict on the turn (``"STOP"`` or ``"CONTINUE"``) and its note on an unreadable reply."""
@@ -359,17 +374,9 @@ class AgentFlowEnv(TaskEnv):
             tool = self._tools_by_key.get(normalize_tool_name(name))
         return tool
 
-    def _add_messages(
-        self, action_text: str, call: ToolCallAction | None, parsed: ParsedAction, result: str | None, error: str | None
-    ) -> None:
-        """The turn as chat messages: the assistant's, then a ``tool`` reply per call (or a ``user`` note
-        after a text-format action that ran a tool or was invalid). ``result``/``error``: the turn record's."""
-        if call is None:
-            if result is None:  # a final answer (a text action that was not run has a result: why)
-                self._messages.append({"role": "assistant", "content": action_text})
-            else:
-                self._messages += ({"role": "assistant", "content": action_text}, {"role": "user", "content": result})
-            return
+    def _add_call_messages(self, call: ToolCallAction, parsed: Parse, result: str | None, error: str | None) -> None:
+        """A native tool call's turn as chat messages: the assistant's, then a ``tool`` reply per call (or a ``user``
+        note when a message without calls was not a final answer). ``result``/``error``: the turn record's."""
         self._messages.append(call.message())
         for i, item in enumerate(call.calls):
             if i == 0:
@@ -380,7 +387,7 @@ class AgentFlowEnv(TaskEnv):
         if not call.calls and not parsed.is_final and result is not None:
             self._messages.append({"role": "user", "content": result})
 
-    def _out_of_time(self, parsed: ParsedAction) -> tuple[None, None, str, str, float]:
+    def _out_of_time(self, parsed: Parse) -> tuple[None, None, str, str]:
         self._cut_by_budget()
         problem = f"the time budget of {self.time_budget_s:g} s ran out before the tool could run"
         return self._invalid(parsed, problem, out_of_time=True)
@@ -416,29 +423,29 @@ class AgentFlowEnv(TaskEnv):
     def _memory_text(self) -> str:
         return self.memory.text(self.memory_budget)  # rendered once per added step
 
-    def _observation(self) -> dict[str, str]:
-        # the question and the tool cards are shared strings; memory and prompt are built once per step
-        assert self.task is not None
-        memory = self.memory.text(self.memory_budget)
-        question = self.task.question
-        prompt = self._prompt
-        self._planner_prompt = text = prompt.render(question, memory, self.max_turns - self.turn)
-        return {"question": question, "memory": memory, "tools": prompt.tools_text, "prompt": text}
-
-    def _info(self, turn_signals: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The step's info (``turn_signals``: the turn's, none after ``reset``)."""
-        task, turn = self.task, self.turn
+    def _view(self, turn_signals: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+        """The step's observation and info (``turn_signals``: the turn's, none after ``reset``), in one call."""
+        task, memory, turn, max_turns = self.task, self.memory, self.turn, self.max_turns
         assert task is not None
+        # the question and the tool cards are shared strings; memory and prompt are built once per step
+        text, prompt, question = memory.text(self.memory_budget), self._prompt, task.question
+        self._planner_prompt = rendered = prompt.render(question, text, max_turns - turn)
         info = {
             "task_id": task.id,
             "turn": turn,
-            "turns_left": self.max_turns - turn if turn < self.max_turns else 0,
+            "turns_left": max_turns - turn if turn < max_turns else 0,
             "tool_names": self.tool_names[:],
             "family": task.family,
-            "memory_steps": self.memory.to_list(),
+            "memory_steps": memory.to_list(),
             "tools": self.tool_schemas,
             "messages": self._messages[:],
         }
         if turn_signals is not None:
             info["turn_signals"] = turn_signals
-        return info
+        return {"question": question, "memory": text, "tools": prompt.tools_text, "prompt": rendered}, info
+
+    def _observation(self) -> dict[str, str]:
+        return self._view()[0]
+
+    def _info(self) -> dict[str, Any]:
+        return self._view()[1]

@@ -17,7 +17,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 __all__ = ["FIELDS", "ParsedAction", "parse_action"]
 
@@ -110,6 +110,10 @@ class ParsedAction:
     @property
     def is_final(self) -> bool:
         return self.final_answer is not None and self.final_answer.strip() != ""
+
+    def as_parsed(self) -> ParsedAction:
+        """Itself (:meth:`PlainToolAction.as_parsed` builds one)."""
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -307,6 +311,43 @@ _CANONICAL_PLAIN_RE = re.compile(
     rf"Justification: {_PLAIN_VALUE}\nContext: {_PLAIN_VALUE}\nSub-Goal: {_PLAIN_VALUE}\n"
     rf"Tool Name: {_PLAIN_VALUE}\nCommand: {_PLAIN_VALUE}\n?"
 )
+
+
+class _PlainFields(NamedTuple):
+    justification: str
+    context: str
+    sub_goal: str
+    tool_name: str
+    command: str
+
+
+class PlainToolAction(_PlainFields):
+    """The five fields of a ``_CANONICAL_PLAIN_RE`` action (the env's fast reader: ``match.groups()`` as they are),
+    read like the :class:`ParsedAction` that ``parse_action`` gives it, for a tuple's cost instead of a dataclass's."""
+
+    __slots__ = ()
+    # a canonical tool action has no answer and no problem, in the text format
+    final_answer: ClassVar[None] = None
+    format: ClassVar[str] = "text"
+    problems: ClassVar[tuple[str, ...]] = ()
+    is_final: ClassVar[bool] = False
+
+    def as_parsed(self) -> ParsedAction:
+        """The :class:`ParsedAction` that ``parse_action`` gives the action."""
+        return ParsedAction(self[0], self[1], self[2], self[3], self[4], None, "text", [])
+
+    def to_dict(self) -> dict[str, Any]:
+        """As :meth:`ParsedAction.to_dict` writes the action's parse."""
+        return {
+            "justification": self[0],
+            "context": self[1],
+            "sub_goal": self[2],
+            "tool_name": self[3],
+            "command": self[4],
+            "final_answer": None,
+            "format": "text",
+            "problems": [],
+        }
 
 
 def _parse_canonical(action: str) -> ParsedAction | None:
