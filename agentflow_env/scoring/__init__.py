@@ -19,6 +19,16 @@ from agentflow_env.scoring.base import Scorer
 __all__ = ["SCORER_NAMES", "Scorer", "make_scorer", "scorer_kind"]
 
 SCORER_NAMES = ("judge", "em", "f1", "cover", "gaia", "math", "choice", "game24")
+# AgentFlow's own judge lives in paper_flow, which builds on scoring; the registry names it by a string entry
+# point (as registration names benchmarks.specs:make_env) so scoring never imports the layer above it
+AGENTFLOW_JUDGE = "agentflow_env.paper_flow.agentflow_judge:AgentFlowJudge"
+
+
+def _load(entry_point: str) -> Any:
+    from importlib import import_module
+
+    module, _, attr = entry_point.partition(":")
+    return getattr(import_module(module), attr)
 
 
 def make_scorer(name: str, *, judge_engine: Any = None, **options: Any) -> Scorer:
@@ -33,9 +43,8 @@ def make_scorer(name: str, *, judge_engine: Any = None, **options: Any) -> Score
             )
         rules = options.pop("rules", "builtin")
         if isinstance(rules, str) and rules.startswith("agentflow:"):  # AgentFlow's grading, from its checkout
-            from agentflow_env.paper_flow.agentflow_judge import AgentFlowJudge
-
-            return AgentFlowJudge(judge_engine, rules[len("agentflow:") :], **options)
+            judge_class = _load(AGENTFLOW_JUDGE)  # paper_flow is a layer above scoring: named, not imported
+            return judge_class(judge_engine, rules[len("agentflow:") :], **options)
         if rules != "builtin":
             raise ConfigError(f'judge rules={rules!r}; use "builtin" (this project\'s judge) or "agentflow:PATH"')
         return JudgeScorer(judge_engine, **options)

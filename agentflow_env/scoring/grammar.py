@@ -360,12 +360,15 @@ def rival_clause(
             continue
         before = masked[:start]
         named = [c for c in _candidates(clause) if _of_kind(c, kind)]
-        if version >= 4 and kind != "option":  # the question's own words are no rival ("12-gon")
-            named = [c for c in named if c not in question_tokens]
         if version >= 4 and kind == "text":  # "yes is also possible", "if not, no"
             named += [m.group(1).lower() for m in _YES_NO.finditer(clause)]
-        if not strong:
-            named = [c for c in _typed_candidates(clause, kind) if kind == "option" or c not in question_tokens]
+        elif version >= 4 and kind == "number" and strong:  # "33 (Paris in some sources)": a word for a number
+            words = [c for c in _candidates(clause) if not _of_kind(c, kind) and c not in question_tokens]
+            named += words if len(words) == 1 else []
+        if not strong:  # a weaker cue: a candidate of the answer's type that the question does not name
+            named = _typed_candidates(clause, kind)
+            if kind != "option" and not _SOURCE_CUES.search(clause):
+                named = [c for c in named if c not in question_tokens]
         if re.search(r"[^\W_]", before):
             new = set(named) - _tokens(before)
         elif kind != "text" and len(named) > 1:
@@ -390,10 +393,18 @@ _WEAK_CUES = re.compile(
 
 
 def _cue(cues: re.Pattern[str], clause: str, question: str) -> bool:
-    """Whether ``clause`` holds a cue that does not restate the ``question`` ("either a side or a diagonal"
-    is the question's own "either .. or"; grammar 3 passes no question)."""
+    """Whether ``clause`` holds a cue that does not restate the ``question``: a cue with a neighbouring word
+    that the question writes next to it ("either a side or a diagonal" is the question's own "either ..
+    or") is the question restated; grammar 3 passes no question."""
+    folded = " ".join(re.findall(r"[\w']+", question.lower())) if question else ""
     for m in cues.finditer(clause):
-        if not question or not re.search(rf"(?i)(?<!\w){re.escape(m.group(0).strip())}(?!\w)", question):
+        if not folded:
+            return True
+        cue = " ".join(re.findall(r"[\w']+", m.group(0).lower()))
+        before = re.findall(r"[\w']+", clause[: m.start()].lower())[-1:]
+        after = re.findall(r"[\w']+", clause[m.end() :].lower())[:1]
+        windows = [" ".join([*before, cue]) if before else None, " ".join([cue, *after]) if after else None]
+        if not cue or not any(w and re.search(rf"(?<![\w']){re.escape(w)}(?![\w'])", folded) for w in windows):
             return True
     return False
 
@@ -413,6 +424,8 @@ _SOURCE_CUES = re.compile(
     r"(?:say|says|give|gives|list|lists|put|puts|cite|cites|report|reports|mention|mentions|claim|claims)\b"
     r"|\b(?:lists?|gives?|puts?|cites?|reports?|mentions?|records?|says?)\b(?:\s+\S+){0,3}\s+instead\b"
     r"|\b(?:second|next)\s+guess\b|\bclose\s+second\b"
+    r"|\b(?:in|from|by|per|according\s+to)\s+(?:one|another|a\s+different|a\s+second|some|other)\s+"
+    r"(?:source|document|record|account|reference|article|text|report|list|version|edition)s?\b"
 )
 _ALIAS = re.compile(r"(?i)\b(?:also|otherwise)\s+(?:known|called|named|spelled|spelt|written|styled)\b|\ba\.?k\.?a\b")
 _FRAME_START = frozenset("the a an it its this that i we but and so yes no some one other others".split())

@@ -17,6 +17,7 @@ gold, never by the sentence's shape, so it reads restatements it was never shown
    - any other gold (a name, a place, a list, a word): every occurrence of the gold, every run of words
      that starts with a capital letter (not the sentence's first word when that is a common word), and
      every token with a digit; lowercase words are the sentence's frame ("is", "turns out", "records").
+     For a list gold of *n* items, *n* such runs are one candidate: the list they name, in order.
 3. **One candidate is a commitment; two that differ are a rival.** Exactly one distinct candidate is the
    value the sentence commits to (it is then compared with the gold by the scorer and by type). Two or more
    distinct candidates are a hedge (:attr:`SentenceValue.hedge`), whichever comes first. No candidate is no
@@ -104,7 +105,7 @@ def _question_tokens(question: str) -> set[str]:
 
 
 def _numbers(text: str) -> set[Fraction]:
-    from agentflow_env.scoring.commitment import number_value
+    from agentflow_env.scoring.markers import number_value
 
     out = set()
     for m in _NUMBER.finditer(text):
@@ -199,10 +200,16 @@ def _text_candidates(
     return out
 
 
+def _list_items(gold: str) -> list[str]:
+    from agentflow_env.scoring.typed import _items
+
+    return _items(gold)
+
+
 def sentence_value(span: str, golds: Sequence[str], question: str = "") -> SentenceValue:
     """The value the sentence ``span`` commits to (see the module doc), with ``golds`` the task's gold
     aliases and ``question`` the task's question."""
-    from agentflow_env.scoring.commitment import alternative_marker
+    from agentflow_env.scoring.markers import alternative_marker
     from agentflow_env.scoring.typed import _date_parts
 
     golds = [normalize_text(g).strip() for g in golds if str(g).strip()]
@@ -236,6 +243,9 @@ def sentence_value(span: str, golds: Sequence[str], question: str = "") -> Sente
     else:
         found = _text_candidates(text, qtokens, gspans, qnums)
     distinct = {k for _s, k in found}
+    items = max((len(_list_items(g)) for g in golds), default=1)
+    if kind == "text" and items > 1 and len(found) == items and "\x00gold" not in distinct:
+        return SentenceValue(", ".join(s for s, _k in found))  # a list gold: its items, in order
     if len(distinct) > 1:
         return SentenceValue(None, f"the sentence names {len(distinct)} candidates of the answer's type")
     if not found:

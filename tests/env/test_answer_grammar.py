@@ -20,6 +20,7 @@ from agentflow_env.scoring.versioned import GrammarScorer, several_solutions, un
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
 from tests.answer_styles import FORMATS, HALVES, action, task_styles
+from tests.helpers import RecordingJudge
 from tests.reward_cases import golds_of, kind_of, spread
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
@@ -219,19 +220,6 @@ def test_v2_ids_keep_the_scorer_and_bad_grammar_is_a_config_error(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dateutil)
     with pytest.raises(DependencyNotInstalled, match="dates"):
         GrammarScorer(QAScorer())
-
-
-class RecordingJudge:
-    """Says CORRECT to everything, and keeps the candidate block of every prompt."""
-
-    def __init__(self):
-        self.candidates: list[str] = []
-
-    def generate(self, prompts, sampling=None):
-        for prompt in prompts:
-            block = prompt[-1]["content"].split("⟦BEGIN CANDIDATE")[1].split("⟦END CANDIDATE")[0]
-            self.candidates.append("\n".join(line[2:] for line in block.split("\n")[1:-1]))
-        return ["Looks right.\nVERDICT: CORRECT"] * len(prompts)
 
 
 def test_the_judge_reads_the_same_text_and_rivals_never_reach_it():

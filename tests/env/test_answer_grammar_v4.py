@@ -18,6 +18,7 @@ from agentflow_env.scoring.versioned import GrammarScorer
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
 from tests.answer_styles import FORMATS, HALVES, action, task_styles
+from tests.helpers import RecordingJudge
 from tests.reward_cases import golds_of, kind_of, spread
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
@@ -147,8 +148,6 @@ def test_an_alias_is_no_rival():
 
 
 def test_the_judge_never_sees_a_sentence_that_names_two_candidates():
-    from tests.env.test_answer_grammar import RecordingJudge
-
     engine = RecordingJudge()
     judge = GrammarScorer(JudgeScorer(engine), grammar=4)
     task = Task("t", "Who is the mayor of Palgrad?", ["Danik Loreau"], family="search")
