@@ -82,6 +82,7 @@ __all__ = [
     "normalize_text",
     "number_value",
     "read_commitment",
+    "split_parts",
     "value_of",
 ]
 
@@ -170,6 +171,14 @@ def _parts(text: str, keep_bracketed: bool) -> list[str]:
     for chunk in _SEPARATORS.split(text):
         out.extend(_split_commas(chunk, keep_bracketed))
     return [p.strip() for p in out if p.strip()]
+
+
+def split_parts(text: str, golds: Sequence[str] = ()) -> list[str]:
+    """``text`` split into list parts as rule 4 splits it (each gold occurrence one part, never split)."""
+    golds = [normalize_text(g) for g in golds if str(g).strip()]
+    keep_bracketed = any(re.search(r"[(\[{][^)\]}]*,", g) for g in golds)
+    masked = mask_gold(normalize_text(text), golds)
+    return [p.replace(_GOLD, " gold ") for p in _parts(masked, keep_bracketed) if not _is_filler(p)]
 
 
 def _is_filler(part: str) -> bool:

@@ -72,6 +72,14 @@ _FRAME_START = frozenset(
     answer result conclusion according putting looking to for with by of and but or also both each which
     what who when where how one""".split()
 )
+# words that are a sentence's frame, never a candidate, when a part of a list is checked for content
+_FRAME_WORDS = _FRAME_START | frozenset(
+    """is was are were be been being am has have had do does did will would can could should may might must
+    not very just also only even still about around nearly exactly roughly approximately total totals
+    my search research records record show shows documents document sources source results result found
+    find confirm confirmed checked check looking look turns turned out far as according answer question
+    asks asked value number correct option choice final me us him her them their his its into""".split()
+)
 _CONNECTORS = frozenset("of de da del della di du la le les van von der den y and & the bin ibn al el st. st".split())
 
 
@@ -200,6 +208,49 @@ def _text_candidates(
     return out
 
 
+def _mask_restated(text: str, question: str) -> str:
+    """``text`` with every run of three or more words that the question writes in the same order masked:
+    the question restated ("lies on either a side or a diagonal") holds no alternative marker of the
+    answer's own ("at least 902" does)."""
+    if not question:
+        return text
+    q = " " + " ".join(t for t in (raw.strip(_EDGE).lower() for raw in normalize_text(question).split()) if t) + " "
+    words = [(m.start(), m.end(), m.group(0).strip(_EDGE).lower()) for m in re.finditer(r"\S+", text)]
+    out, i = [], 0
+    while i < len(words):
+        j = i
+        while j < len(words) and words[j][2] and f" {' '.join(w for _a, _b, w in words[i : j + 1])} " in q:
+            j += 1
+        if j - i >= 3:
+            out.append((words[i][0], words[j - 1][1]))
+            i = j
+        else:
+            i += 1
+    for a, b in reversed(out):
+        text = text[:a] + " Q " + text[b:]
+    return text
+
+
+def _is_list(text: str, golds: Sequence[str], question: str) -> bool:
+    """Whether ``text`` is a list of candidates rather than one sentence: two or more of its parts
+    (split as the single-commitment rule splits, gold commas kept) name something outside the question,
+    or are bare values (no word: "1, 2, 3, 33" lists the question's numbers too)."""
+    from agentflow_env.scoring.commitment import split_parts
+
+    qtokens = _question_tokens(question)
+    content = 0
+    parts = split_parts(text, golds)
+    if not _gold_spans(text, golds):  # a list gold written another way ("A, the B" for "A and the B")
+        content -= max((len(_list_items(g)) for g in golds), default=1) - 1
+    for part in parts:
+        tokens = [_fold(t) for t in part.split() if _fold(t)]
+        if not re.search(r"[A-Za-z]{2,}", part) and re.search(r"\d", part):
+            content += 1
+        elif any(t not in qtokens and t not in _FRAME_WORDS for t in tokens):
+            content += 1
+    return content > 1
+
+
 def _list_items(gold: str) -> list[str]:
     from agentflow_env.scoring.typed import _items
 
@@ -216,7 +267,12 @@ def sentence_value(span: str, golds: Sequence[str], question: str = "") -> Sente
     text = normalize_span(normalize_text(span)).strip()
     if not text or not golds or len(text) > MAX_SENTENCE_CHARS:
         return SentenceValue(None)
-    marker = alternative_marker(text, [*golds, normalize_text(question)])
+    if not re.search(r"[^\W\d_]{2,}", _LATEX_CMD.sub(" ", text)):
+        return SentenceValue(None)  # no sentence: "2 = 1", "2 1" are read by the single-commitment rule
+    restated = _mask_restated(text, question)
+    if _is_list(restated, golds, question):
+        return SentenceValue(None)  # a list of values is read by the single-commitment rule, not as a sentence
+    marker = alternative_marker(restated, golds)
     if marker is not None:
         return SentenceValue(None, f"the sentence offers alternatives ({marker})")
     kind = gold_type(golds)
