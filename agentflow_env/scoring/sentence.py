@@ -270,7 +270,7 @@ def sentence_value(span: str, golds: Sequence[str], question: str = "") -> Sente
     if not re.search(r"[^\W\d_]{2,}", _LATEX_CMD.sub(" ", text)):
         return SentenceValue(None)  # no sentence: "2 = 1", "2 1" are read by the single-commitment rule
     restated = _mask_restated(text, question)
-    if _is_list(restated, golds, question):
+    if "|" in restated or re.search(r"[^\W\d_]{2}\.?\s*/\s*[^\W_]{2}", restated) or _is_list(restated, golds, question):
         return SentenceValue(None)  # a list of values is read by the single-commitment rule, not as a sentence
     marker = alternative_marker(restated, golds)
     if marker is not None:
