@@ -108,8 +108,13 @@ def gold_type(golds: Sequence[str]) -> str:
     return "text"
 
 
+def _plain_question(question: str) -> str:
+    """The question as the reader sees an answer: math delimiters (``$``, ``\\(``, ``\\[``) dropped."""
+    return re.sub(r"\$|\\[()\[\]]", "", normalize_text(question))
+
+
 def _question_tokens(question: str) -> set[str]:
-    return {t for t in (_fold(raw) for raw in normalize_text(question).split()) if t}
+    return {t for t in (_fold(raw) for raw in _plain_question(question).split()) if t}
 
 
 def _numbers(text: str) -> set[Fraction]:
@@ -214,7 +219,7 @@ def _mask_restated(text: str, question: str) -> str:
     answer's own ("at least 902" does)."""
     if not question:
         return text
-    q = " " + " ".join(t for t in (raw.strip(_EDGE).lower() for raw in normalize_text(question).split()) if t) + " "
+    q = " " + " ".join(t for t in (raw.strip(_EDGE).lower() for raw in _plain_question(question).split()) if t) + " "
     words = [(m.start(), m.end(), m.group(0).strip(_EDGE).lower()) for m in re.finditer(r"\S+", text)]
     out, i = [], 0
     while i < len(words):
