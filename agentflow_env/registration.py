@@ -53,6 +53,11 @@ class EnvEntry:
 #     stripped, the last self-correction wins over earlier drafts, a remark naming a rival ("34 in some
 #     sources", "; if not, 34", "second choice: B") is a hedge, and dates, names, lists and units compare by
 #     the gold's type. The v3 ids pass ``grammar=3`` to the scorer; v0-v2 ids keep today's verdicts (grammar 2).
+# v4: answer grammar 4 (agentflow_env/scoring/sentence.py, docs/rewards.md): a sentence that restates the
+#     question commits to the one value of the gold's type it states (two differing ones are a rival; the
+#     question's own quantities are not), reasoning followed by a conclusion ("So ..", "Therefore, ..") is
+#     read at the conclusion, and weaker cues ("also", "instead", "some say", "lists ..") name a rival when the
+#     new candidate has the answer's type. The v4 ids pass ``grammar=4``; v3 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -73,12 +78,16 @@ _BENCHMARKS = (
     "Gen-Agentic",
     "Gen-HopChain",
 )
-LATEST_VERSION = 3
-GRAMMAR_FROM_VERSION = 3  # ids from this version on read answers with the v3 grammar
+# the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
+# here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
+GRAMMAR_OF_VERSION = {3: 3, 4: 4}
+LATEST_VERSION = 4
+GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 
 def _entry_kwargs(name: str, version: int) -> dict[str, Any]:
-    return {"benchmark": name, **({"grammar": 3} if version >= GRAMMAR_FROM_VERSION else {})}
+    grammar = GRAMMAR_OF_VERSION.get(version)
+    return {"benchmark": name, **({"grammar": grammar} if grammar is not None else {})}
 
 
 BUILTIN: tuple[EnvEntry, ...] = tuple(

@@ -22,6 +22,7 @@ from leaderboards.science_cli import (
 
 __all__ = ["configure_eval", "configure_leaderboard", "default_out", "default_results", "default_site", "print_result"]
 
+
 def configure_eval(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentflow-env eval``: one flag per :class:`~leaderboards.runner.EvalConfig` field,
     generated from it, plus the command's own ``--dry-run``, ``--latency`` and ``--json``."""

@@ -14,12 +14,17 @@ action in one of the documented formats (``Final Answer:`` text, JSON ``{"final_
 between the halves is reported (held minus tune). Paper ids need AgentFlow's test sets (``--data-dir`` or
 ``$AGENTFLOW_TESTSETS``) and are skipped without them.
 
+The styles include the sentence families of ``tests/answer_sentences.py`` (restatements, reasoning first,
+bold sentences with units, rivals after a gold-first statement), split the same way; ``failing_parts``
+counts failures by part family. Totals are reported for the ``-v4`` ids (grammar 4), the ``-v3`` ids
+(grammar 3, for comparison: it was not built for the sentence families) and the older ids.
+
 Timing: the scorer's own time per answer (the env's scorer, wrapper and reader included), as a median over
-every answer of the ids whose scorer does not call math-verify, for grammar 3 (``-v3`` ids) and grammar 2
-(``-v2`` ids) on the same answers; a loaded machine slows both alike.
+every answer of the ids whose scorer does not call math-verify, for grammar 4 (``-v4`` ids), grammar 3
+(``-v3`` ids) and grammar 2 (``-v2`` ids) on the same answers; a loaded machine slows all alike.
 
 Run:  nice -n 5 python perf/reward_quality.py [--tasks-per-id 10] [--per-kind 16] [--ids ...] [--out FILE]
-Targets (issue 38), on the held-out half of the -v3 ids: hedges paid <= 0.5% in either candidate order,
+Targets (issue 38), on the held-out half of the -v4 ids: hedges paid <= 0.5% in either candidate order,
 correct scored 0 <= 2%; scoring under 1 ms median per answer outside math-verify.
 """
 
@@ -102,8 +107,10 @@ def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: i
                     c[f"{key}_failed"] += 1
                     c[f"{style.kind}_{fmt}_failed"] += 1
                     by_part[half][f"{style.kind}:{style.parts.split('|')[0]}"] += 1
+                    c[f"family_{style.parts.split(':')[0]}_failed"] += 1
                     if half == "tune" and len(examples[style.kind]) < show:
                         examples[style.kind].append({"gold": golds_of(task)[:1], "format": fmt, "answer": style.answer})
+                c[f"family_{style.parts.split(':')[0]}"] += 1
     row: dict = {"env_id": env_id, "scorer": repr(base.scorer)[:80], "tasks": tasks_per_id}
     for half in HALVES:
         c = counts[half]
@@ -123,6 +130,7 @@ def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: i
                 for f in FORMATS
             },
             "failing_parts": dict(by_part[half].most_common(8)),
+            "families": {k: v for k, v in c.items() if k.startswith("family_")},
         }
     row["tune_failures"] = dict(examples)
     row["episodes"] = n
@@ -131,17 +139,17 @@ def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: i
 
 
 def timing(envs: dict[str, gym.Env], per_kind: int) -> dict:
-    """Median scorer time per answer (ms) for grammar 3 and grammar 2 on the same answers, outside math-verify."""
+    """Median scorer time per answer (ms) for grammars 4, 3 and 2 on the same answers, outside math-verify."""
     from agentflow_env.scoring.math import MathScorer
 
-    samples: dict[int, list[float]] = {2: [], 3: []}
+    samples: dict[int, list[float]] = {2: [], 3: [], 4: []}
     for env_id, env in envs.items():
-        if not env_id.endswith(("-v2", "-v3")):
+        if not env_id.endswith(("-v2", "-v3", "-v4")):
             continue
         base = env.unwrapped
         if isinstance(unwrap_scorer(base.scorer), MathScorer):
             continue
-        grammar = 3 if env_id.endswith("-v3") else 2
+        grammar = int(env_id.rsplit("-v", 1)[1])
         tasks = base.tasks
         kind = kind_of(unwrap_scorer(base.scorer))
         pool = [g for i in spread(len(tasks), 60) for g in golds_of(tasks[i])]
@@ -161,6 +169,20 @@ def timing(envs: dict[str, gym.Env], per_kind: int) -> dict:
                 "p90_ms": round(values[int(0.9 * (len(values) - 1))], 4),
             }
     return out
+
+
+def _by_family(rows: list[dict], half: str, ids: set[str]) -> dict:
+    """Answers and failures per part family (prefix, correction, rival, restate, reasoning, ...)."""
+    t: Counter = Counter()
+    for r in rows:
+        if r["env_id"] in ids:
+            for k, v in r[half]["families"].items():
+                t[k] += v
+    names = sorted({k.removesuffix("_failed") for k in t})
+    return {
+        n.removeprefix("family_"): {"answers": t[n], "failed": t[f"{n}_failed"], "rate": _rate(t[f"{n}_failed"], t[n])}
+        for n in names
+    }
 
 
 def _total(rows: list[dict], half: str, ids: set[str] | None = None) -> dict:
@@ -200,14 +222,16 @@ def main(argv: list[str] | None = None) -> int:
             continue
         envs[env_id] = env
         rows.append(measure(env_id, env, args.tasks_per_id, args.per_kind, args.show))
+    v4 = {r["env_id"] for r in rows if r["env_id"].endswith("-v4")}
     v3 = {r["env_id"] for r in rows if r["env_id"].endswith("-v3")}
-    older = {r["env_id"] for r in rows} - v3
+    older = {r["env_id"] for r in rows} - v3 - v4
     totals = {
         f"{group}_{half}": _total(rows, half, members)
-        for group, members in (("v3", v3), ("v0_v2", older))
+        for group, members in (("v4", v4), ("v3", v3), ("v0_v2", older))
         for half in HALVES
     }
-    held, tune = totals["v3_held"], totals["v3_tune"]
+    families = {f"v4_{half}": _by_family(rows, half, v4) for half in HALVES}
+    held, tune = totals["v4_held"], totals["v4_tune"]
     gap = {
         key: round((held[key] or 0) - (tune[key] or 0), 6)
         for key in ("correct_zero_rate", "hedge_pay_rate_gold_first", "hedge_pay_rate_gold_second")
@@ -226,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
             "scoring_median_ms_max": MEDIAN_MS_TARGET,
         },
         "totals": totals,
-        "gap_held_minus_tune_v3": gap,
-        "v3_held_within_targets": (held["correct_zero_rate"] or 0) <= ZERO_TARGET
+        "v4_by_part_family": families,
+        "gap_held_minus_tune_v4": gap,
+        "v4_held_within_targets": (held["correct_zero_rate"] or 0) <= ZERO_TARGET
         and (held["hedge_pay_rate_gold_first"] or 0) <= HEDGE_TARGET
         and (held["hedge_pay_rate_gold_second"] or 0) <= HEDGE_TARGET,
         "scoring_time_outside_math_verify": speed,

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentflow_env.types import Task
+from tests.answer_sentences import sentence_styles
 from tests.reward_cases import distractor, golds_of
 
 HALVES = ("tune", "held")
@@ -273,9 +274,13 @@ def _wrong_value(gold: str, pool: list[str]) -> str:
     return distractor(gold, [p for p in pool if p.strip().lower() != gold.strip().lower()])
 
 
-def task_styles(task: Task, kind: str, pool: list[str], half: str, per_kind: int, seed: int = 0) -> list[Style]:
+def task_styles(
+    task: Task, kind: str, pool: list[str], half: str, per_kind: int, seed: int = 0, sentences: bool = True
+) -> list[Style]:
     """``per_kind`` correct answers and ``per_kind`` hedges (half in each candidate order) for ``task``,
-    built from the ``half`` parts (``tune`` or ``held``); ``kind`` is ``value``, ``choice`` or ``game24``."""
+    built from the ``half`` parts (``tune`` or ``held``); ``kind`` is ``value``, ``choice`` or ``game24``.
+    ``sentences``: also the sentence families of :mod:`tests.answer_sentences` (``per_kind // 2`` of each,
+    drawn from their own random stream, so the other styles are the same with or without them)."""
     h = HALVES.index(half)
     rng = random.Random(f"{seed}:{task.id}:{half}")
     prefixes, trailers = list(PREFIXES[h]), list(TRAILERS[h])
@@ -329,6 +334,10 @@ def task_styles(task: Task, kind: str, pool: list[str], half: str, per_kind: int
         trailer = rng.choice(trailers)
         answer = prefix + rival.format(a=a, b=b) + trailer
         out.append(Style("hedge", answer, f"rival:{RIVALS[h].index(rival)}|trailer:{trailers.index(trailer)}", order))
+    if sentences:  # the families of tests/answer_sentences.py: answers inside sentences
+        wrong_values = [render_wrong(w) for w in wrongs]
+        for kind_, answer, parts, order in sentence_styles(task, kind, values, wrong_values, half, per_kind // 2, seed):
+            out.append(Style(kind_, answer, parts, order))
     return out
 
 

@@ -263,3 +263,16 @@ def echo_paper_env(engine: Any, sleep: bool = False, **kwargs: Any) -> Any:
     return PaperFlowEnv(
         [ACME_TASK], lambda p, t: float(t.answer in p), engine=engine, toolbox="as_stated", tools=tools, **kwargs
     )
+
+
+class RecordingJudge:
+    """Says CORRECT to everything, and keeps the candidate block of every prompt."""
+
+    def __init__(self):
+        self.candidates: list[str] = []
+
+    def generate(self, prompts, sampling=None):
+        for prompt in prompts:
+            block = prompt[-1]["content"].split("⟦BEGIN CANDIDATE")[1].split("⟦END CANDIDATE")[0]
+            self.candidates.append("\n".join(line[2:] for line in block.split("\n")[1:-1]))
+        return ["Looks right.\nVERDICT: CORRECT"] * len(prompts)

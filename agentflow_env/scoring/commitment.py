@@ -57,7 +57,19 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from agentflow_env.scoring.arith import ArithmeticError_, evaluate
-from agentflow_env.scoring.extract import UNITS, AnswerSpan, extract_answer, normalize_text
+from agentflow_env.scoring.extract import UNITS, AnswerSpan, extract_answer
+from agentflow_env.scoring.markers import (
+    _BARE_NUMBER,
+    _EDGE_PUNCT,
+    _NUM_TOKEN,
+    GOLD_MARK,
+    _value_of,
+    alternative_marker,
+    mask_gold,
+    normalize_text,
+    number_value,
+    value_of,
+)
 
 __all__ = [
     "FILLER_WORDS",
@@ -70,41 +82,12 @@ __all__ = [
     "normalize_text",
     "number_value",
     "read_commitment",
+    "split_parts",
     "value_of",
 ]
 
 MAX_ANSWER_CHARS = 20_000  # the checked answer (after its tag or box); longer is no single commitment
-_GOLD = "\x00"  # placeholder for a masked gold span (stripped from inputs first)
-# look-alike letters (Cyrillic, Greek) read as Latin when looking for alternative markers ("оr")
-_CONFUSABLES = str.maketrans(
-    {
-        "о": "o",
-        "О": "O",
-        "р": "p",
-        "Р": "P",
-        "а": "a",
-        "е": "e",
-        "Е": "E",
-        "с": "c",
-        "С": "C",
-        "х": "x",
-        "у": "y",
-        "і": "i",
-        "ѕ": "s",
-        "ο": "o",
-        "Ο": "O",
-        "ν": "v",
-        "κ": "k",
-        "ԁ": "d",
-        "һ": "h",
-        "ӏ": "l",
-        "ք": "p",
-        "ɑ": "a",
-        "ᴏ": "o",
-        "ʀ": "r",
-        "г": "r",
-    }
-)
+_GOLD = GOLD_MARK  # placeholder for a masked gold span (stripped from inputs first)
 
 
 # ------------------------------------------------------------------ 1. where the answer is
@@ -116,28 +99,6 @@ def answer_region(prediction: object, golds: Iterable[object] = ()) -> tuple[str
 
 
 # ------------------------------------------------------------------ numbers
-_NUM_TOKEN = re.compile(
-    r"\\d?frac\{\s*(-?\d+(?:\.\d+)?)\s*\}\{\s*(-?\d+(?:\.\d+)?)\s*\}"
-    r"|(?<![\d.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"
-    r"|(?<![\d])-?\.\d+"
-)
-_BARE_NUMBER = re.compile(
-    r"[$€£]?\s*(?:\\d?frac\{-?\d+(?:\.\d+)?\}\{-?\d+(?:\.\d+)?\}"
-    r"|-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?|-?\.\d+)(?:st|nd|rd|th|%|\\%)?"
-)
-
-
-def number_value(token: str) -> Fraction | None:
-    """The value of one number token (``1,000``, ``-2.5``, ``7/3``, ``\\frac{7}{3}``, ``20th``, ``17%``)."""
-    m = _NUM_TOKEN.search(token)
-    if m is None:
-        return None
-    try:
-        if m.group(1) is not None:
-            return Fraction(m.group(1)) / Fraction(m.group(2))
-        return Fraction(m.group(0).replace(",", "").replace(" ", ""))
-    except (ValueError, ZeroDivisionError):
-        return None
 
 
 def _numbers_in(text: str) -> set[Fraction]:
@@ -171,80 +132,6 @@ def _add_fraction(values: set[Fraction], digits: str) -> None:
         values.add(Fraction(digits))
     except ValueError:  # beyond Python's digit limit: no number we could compare anyway
         pass
-
-
-# ------------------------------------------------------------------ 2. masking the gold
-def _gold_pattern(gold: str) -> re.Pattern[str] | None:
-    gold = gold.strip().rstrip(".").strip()
-    if not gold:
-        return None
-    body = r"\s*".join(re.escape(tok) for tok in gold.split())
-    left = r"(?<![\w.])" if gold[0].isalnum() else ""
-    right = r"(?![\w]|[.,]\d)" if gold[-1].isalnum() else ""
-    return re.compile(left + body + right, re.IGNORECASE)
-
-
-def _mask_gold(text: str, golds: Sequence[str]) -> str:
-    for gold in sorted(golds, key=len, reverse=True):
-        pattern = _gold_pattern(gold)
-        if pattern is not None:
-            text = pattern.sub(f" {_GOLD} ", text)
-    return text
-
-
-# ------------------------------------------------------------------ 3. alternative markers
-_N = r"(?<![\d.])-?\d+(?:\.\d+)?"  # starts where a number starts: linear time on long digit runs
-_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern, re.IGNORECASE))
-    for name, pattern in (
-        ("or", r"\bor\b"),
-        ("either", r"\beither\b"),
-        ("nor", r"\bnor\b"),
-        ("versus", r"\bvs\b\.?|\bversus\b"),
-        ("alternatively", r"\balternative(?:ly)?\b|\botherwise\b"),
-        ("plus-minus", r"±|∓|\\pm\b|\\mp\b|\+\s*/\s*-|-\s*/\s*\+|\+\s*-(?=\s*\d)|\bplus\s+minus\b"),
-        ("range", rf"{_N}\s*(?:[–—~]|\.\.\.?|…)\s*{_N}|{_N}\s*(?:to|through|thru|until|till)\s+{_N}"),
-        (
-            "comparison",
-            r"<=|>=|(?<![-=<>])[<>](?![-=<>])|[≤≥≠≲≳≪≫]|\\(?:le|ge|leq|geq|lt|gt|neq|ne|leqslant|geqslant)\b",
-        ),
-        ("comparison", r"\b(?:at\s+(?:least|most)|(?:less|more|greater|fewer)\s+than|up\s+to|no\s+more)\b"),
-        (
-            "disjunction",
-            r"∨|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])|\\cup(?![A-Za-z])|∪|\|\||‖|\\\||\\Vert\b|\\parallel\b|⋁",
-        ),
-        (
-            "alternatives",
-            r"(?<=[\w}.)\]])\s*\|\s*(?=[-\w\\{(\[$])|\bou\b|\boder\b|\bo\b(?=\s*[-\d\\$])|\bodér\b|\bili\b|\bили\b|\bאו\b|\boppure\b|\bof\b(?=\s*[-\d\\$])",
-        ),
-    )
-)
-
-
-_BETWEEN = re.compile(r"\bbetween\b", re.IGNORECASE)
-_AND = re.compile(r"\band\b", re.IGNORECASE)
-
-
-def _between_and(text: str) -> bool:
-    """ "between .. and" on one line (one scan per line, not one per "between")."""
-    for line in text.splitlines():
-        m = _BETWEEN.search(line)
-        if m and _AND.search(line, m.end()):
-            return True
-    return False
-
-
-def alternative_marker(text: str, golds: Sequence[str] = ()) -> str | None:
-    """The first alternative marker (``or``, ``±``, a range, a comparison, ...) in ``text`` that no gold
-    contains, or ``None``."""
-    masked = _mask_gold(normalize_text(text), golds).translate(_CONFUSABLES)
-    gold_texts = [normalize_text(g).translate(_CONFUSABLES) for g in golds]
-    for name, pattern in _MARKERS:
-        if pattern.search(masked) and not any(pattern.search(g) for g in gold_texts):
-            return name
-    if _between_and(masked) and not any(_between_and(g) for g in gold_texts):
-        return "between"
-    return None
 
 
 # ------------------------------------------------------------------ 4. lists
@@ -286,6 +173,14 @@ def _parts(text: str, keep_bracketed: bool) -> list[str]:
     return [p.strip() for p in out if p.strip()]
 
 
+def split_parts(text: str, golds: Sequence[str] = ()) -> list[str]:
+    """``text`` split into list parts as rule 4 splits it (each gold occurrence one part, never split)."""
+    golds = [normalize_text(g) for g in golds if str(g).strip()]
+    keep_bracketed = any(re.search(r"[(\[{][^)\]}]*,", g) for g in golds)
+    masked = mask_gold(normalize_text(text), golds)
+    return [p.replace(_GOLD, " gold ") for p in _parts(masked, keep_bracketed) if not _is_filler(p)]
+
+
 def _is_filler(part: str) -> bool:
     if _GOLD in part or re.search(r"\d", part):
         return False
@@ -301,7 +196,7 @@ def _gold_parts(gold: str, keep_bracketed: bool) -> int:
 # close spaces around operators and inside brackets (``4\\sqrt{3} / 2`` and ``( x + 1 )`` are one token each),
 # but not between a closing brace and a word: ``\\frac{34}{1} ou \\frac{33}{1}`` is three tokens
 _TIGHTEN = re.compile(r"\s*([-+*/^×÷·_=])\s*|\s+(?=\\(?!text|mbox))|(?<=[{(\[])\s+|\s+(?=[})\]])")
-_EDGE_PUNCT = ".,;:!?\"'`*$"
+
 _UNIT_TOKEN = re.compile(r"([A-Za-z°µμ]+(?:/[A-Za-z]+)?)(?:\^\{?-?\d\}?|[²³])?")
 
 
@@ -328,7 +223,7 @@ def _value_candidates(value: str, golds: Sequence[str], gnums: set[Fraction]) ->
         while len(token) > 2 and token[0] in "([" and token[-1] in ")]":
             token = token[1:-1].strip(_EDGE_PUNCT)
         if not token or (not re.search(r"\d", token) and _GOLD not in token):
-            masked_word = _mask_gold(token, golds)
+            masked_word = mask_gold(token, golds)
             if _GOLD in masked_word:
                 found.add(_GOLD)
             continue
@@ -339,7 +234,7 @@ def _value_candidates(value: str, golds: Sequence[str], gnums: set[Fraction]) ->
         if number is not None:
             found.add(_GOLD if number in gnums else number)
             continue
-        masked = _mask_gold(token, golds) if _GOLD not in token else token
+        masked = mask_gold(token, golds) if _GOLD not in token else token
         if _GOLD in masked and golds:
             whole = _token_value(masked.replace(_GOLD, golds[0].strip()))
             if whole is not None:  # one number after all (``\\frac{34}{1}``, ``204/205``)
@@ -354,18 +249,6 @@ def _value_candidates(value: str, golds: Sequence[str], gnums: set[Fraction]) ->
         else:
             found.add(token.lower())
     return found
-
-
-def value_of(text: str) -> Fraction | None:
-    """The value of an arithmetic expression or one number, or ``None``."""
-    return _value_of(text)
-
-
-def _value_of(text: str) -> Fraction | None:
-    try:
-        return evaluate(text.strip().strip(_EDGE_PUNCT))
-    except (ArithmeticError_, ValueError, ZeroDivisionError, TypeError):
-        return number_value(text) if _BARE_NUMBER.fullmatch(text.strip().strip(_EDGE_PUNCT)) else None
 
 
 def _working_ok(segment: str, right: Fraction | None, question_numbers: set[Fraction]) -> bool:
@@ -394,7 +277,7 @@ def hedge_reason(answer: str, golds: Sequence[str] = (), question: str = "") -> 
     marker = alternative_marker(text, golds)
     if marker is not None:
         return f"it offers alternatives ({marker})"
-    masked = _mask_gold(text, golds)
+    masked = mask_gold(text, golds)
     keep_bracketed = any(re.search(r"[(\[{][^)\]}]*,", g) for g in golds)
     gold_width = max((_gold_parts(g, keep_bracketed) for g in golds), default=1)
     gnums = gold_numbers(golds)

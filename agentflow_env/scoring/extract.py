@@ -34,10 +34,11 @@ spaces or ``{,}`` are closed (``2 338 520``), and scientific notation becomes a 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+
+from agentflow_env.scoring.markers import GOLD_MARK, alternative_marker, normalize_text, value_of
 
 __all__ = [
     "UNITS",
@@ -49,30 +50,7 @@ __all__ = [
 ]
 
 MAX_SPAN_CHARS = 20_000
-_GOLD = "\x00"
-
-
-# ------------------------------------------------------------------ characters
-def _char_map() -> dict[int, str]:
-    table: dict[int, str] = {}
-    for code in range(0x80, 0x10000):
-        ch = chr(code)
-        if unicodedata.category(ch) == "Nd":
-            table[code] = str(unicodedata.decimal(ch))
-    for code in range(0xFF01, 0xFF5F):  # full-width ASCII
-        table[code] = chr(code - 0xFEE0)
-    table.update({0x2212: "-", 0x3000: " ", 0x00A0: " ", 0x3001: ",", 0xFF0C: ",", 0xFF1B: ";"})
-    return table
-
-
-_CHARS = _char_map()
-
-
-def normalize_text(text: object) -> str:
-    """Unicode digits and full-width forms as ASCII, no invisible format characters, no NUL."""
-    text = "" if text is None else str(text)
-    text = text.translate(_CHARS).replace(_GOLD, " ")
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+_GOLD = GOLD_MARK
 
 
 # ------------------------------------------------------------------ numbers, units and notation
@@ -450,8 +428,6 @@ def _rival(piece: str, span: str, is_candidate: Callable[[str, str], bool] | Non
 
 def _working_line(tight: str, span: str) -> str | None:
     """A later ``a = b`` line is working when its value equals the span's ("204\\n12*17 = 204")."""
-    from agentflow_env.scoring.commitment import value_of
-
     last, first_value = value_of(tight.split("=")[-1]), value_of(span.split("=")[-1])
     if last is not None and first_value is not None and last != first_value:
         return "a later line states another value"
@@ -459,8 +435,6 @@ def _working_line(tight: str, span: str) -> str | None:
 
 
 def _hedge_words(clean: str) -> str | None:
-    from agentflow_env.scoring.commitment import alternative_marker
-
     marker = alternative_marker(clean)
     if marker is not None:
         return f"the text after the answer offers alternatives ({marker})"

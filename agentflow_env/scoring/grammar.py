@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from agentflow_env.scoring.extract import _ANSWER_TAG, normalize_text
 
-__all__ = ["Reading", "read_answer", "rival_clause", "strip_presentation"]
+__all__ = ["Reading", "read_answer", "remark_cue", "rival_clause", "strip_presentation"]
 
 MAX_READ_CHARS = 20_000  # longer answers are left to the span reader, which refuses them
 
@@ -329,21 +329,46 @@ def _of_kind(token: str, kind: str) -> bool:
     return True
 
 
-def rival_clause(text: str, golds: Iterable[str] = (), kind: str = "text") -> str | None:
+def rival_clause(
+    text: str, golds: Iterable[str] = (), kind: str = "text", version: int = 3, question: str = ""
+) -> str | None:
     """The first clause after a committed value that names a new candidate under a rival cue (step 3), or
     ``None``. ``golds`` are never split (a gold that holds "or" keeps it). ``kind`` is the kind of answer
     the task asks for: ``number`` (numbers and expressions: only tokens with a digit are candidates),
-    ``option`` (only option letters), or ``text`` (any candidate)."""
+    ``option`` (only option letters), or ``text`` (any candidate). From ``version`` 4 on, a weaker cue
+    (:data:`_WEAK_CUES`: "also", "instead", "another", "some say", "lists", ...) is a rival cue too when the
+    new candidate has the answer's type and the ``question`` does not name it (:func:`_typed_candidates`)."""
     masked = text
+    golds = [str(g).strip() for g in golds]
     for gold in golds:
-        gold = str(gold).strip()
-        if len(gold) > 1 and _CUES.search(gold):
+        if len(gold) > 1 and (_CUES.search(gold) or (version >= 4 and _WEAK_CUES.search(gold))):
             masked = re.sub(re.escape(gold), " Q9gold ", masked, flags=re.I)
+    # the question's words are no rival under grammar 4, except the gold's own words (a gold the question names)
+    question_tokens = _tokens(question) - {t for g in golds for t in _tokens(g)} if version >= 4 else set()
+    previous = (0, "")
     for start, clause in _clauses(masked):
-        if not _CUES.search(clause):
+        if version >= 4 and _PREDICATE_ONLY.match(clause) and previous[1]:
+            start, clause = previous[0], masked[previous[0] : start + len(clause)]  # '"X!" is also possible'
+        previous = (start, clause)
+        if version >= 4 and kind == "option" and start > 0 and masked[start - 1] == "\n":
+            bare = re.fullmatch(r"\s*[(\[]?([A-J])[)\].:]?\s*", clause)
+            earlier = [c for c in _candidates(masked[:start]) if _of_kind(c, "option")]
+            if bare and earlier and bare.group(1) not in earlier:
+                return clause.strip()  # "(C)\nA": a second letter on its own line
+        strong = _cue(_CUES, clause, question)
+        if not strong and not (version >= 4 and _cue(_WEAK_CUES, clause, question) and not _ALIAS.search(clause)):
             continue
         before = masked[:start]
         named = [c for c in _candidates(clause) if _of_kind(c, kind)]
+        if version >= 4 and kind == "text":  # "yes is also possible", "if not, no"
+            named += [m.group(1).lower() for m in _YES_NO.finditer(clause)]
+        elif version >= 4 and kind == "number" and strong:  # "33 (Paris in some sources)": a word for a number
+            words = [c for c in _candidates(clause) if not _of_kind(c, kind) and c not in question_tokens]
+            named += words if len(words) == 1 else []
+        if not strong:  # a weaker cue: a candidate of the answer's type that the question does not name
+            named = _typed_candidates(clause, kind)
+            if kind != "option" and not _SOURCE_CUES.search(clause):
+                named = [c for c in named if c not in question_tokens]
         if re.search(r"[^\W_]", before):
             new = set(named) - _tokens(before)
         elif kind != "text" and len(named) > 1:
@@ -353,6 +378,75 @@ def rival_clause(text: str, golds: Iterable[str] = (), kind: str = "text") -> st
         if new:
             return clause.strip()
     return None
+
+
+# answer grammar 4: weaker cues, read only with a candidate of the answer's type
+_WEAK_CUES = re.compile(
+    r"(?i)\b(?:also|too|as\s+well|instead|another|others?|else|second|then\s+again|besides|additionally|"
+    r"(?:some|one|a\s+few|other)\s+(?:\w+\s+)?(?:say|says|said|give|gives|list|lists|put|puts|cite|cites|"
+    r"report|reports|record|records|mention|mentions|suggest|suggests|claim|claims|state|states)|"
+    r"(?:lists?|gives?|puts?|cites?|cited|reports?|mentions?|records?|suggests?|claims?|seen|heard|read)\b"
+    r"(?:\s+\w+){0,3}\s+(?:instead|too|also|as\s+well)|footnote|close\s+second|appears?\s+in|"
+    r"(?:in|from|by|per)\s+(?:one|another|a\s+different|a\s+second|an\s+older|a\s+newer)\s+"
+    r"(?:source|document|record|account|reference|article|text|report|list|version|edition))\b"
+)
+
+
+def _cue(cues: re.Pattern[str], clause: str, question: str) -> bool:
+    """Whether ``clause`` holds a cue that does not restate the ``question``: a cue with a neighbouring word
+    that the question writes next to it ("either a side or a diagonal" is the question's own "either ..
+    or") is the question restated; grammar 3 passes no question."""
+    folded = " ".join(re.findall(r"[\w']+", question.lower())) if question else ""
+    for m in cues.finditer(clause):
+        if not folded:
+            return True
+        cue = " ".join(re.findall(r"[\w']+", m.group(0).lower()))
+        before = re.findall(r"[\w']+", clause[: m.start()].lower())[-1:]
+        after = re.findall(r"[\w']+", clause[m.end() :].lower())[:1]
+        windows = [" ".join([*before, cue]) if before else None, " ".join([cue, *after]) if after else None]
+        if not cue or not any(w and re.search(rf"(?<![\w']){re.escape(w)}(?![\w'])", folded) for w in windows):
+            return True
+    return False
+
+
+def remark_cue(text: str, question: str = "") -> bool:
+    """Whether ``text`` holds a rival cue, strong or weak, that does not restate the ``question``."""
+    return _cue(_CUES, text, question) or (_cue(_WEAK_CUES, text, question) and not _ALIAS.search(text))
+
+
+# a clause that is only a predicate: its subject ended the clause before ('"Archibald, certainly not!" is also
+# possible' splits after the "!")
+_PREDICATE_ONLY = re.compile(r"(?i)^[\s\"'”’)]*(?:is|are|was|were|would|could|might|may|seems?|looks?)\b")
+_YES_NO = re.compile(r"(?i)\b(yes|no)\b(?!\s*[,!—–:.]|\s+(?:one|longer|more|other|doubt|need|problem)\b)")
+_SOURCE_CUES = re.compile(
+    r"(?i)\bi(?:'ve|\s+have)\s+(?:also\s+)?(?:seen|heard|read|found)\b"
+    r"|\b(?:some|others?|one\s+(?:source|document|record|account))\s+(?:\w+\s+)?"
+    r"(?:say|says|give|gives|list|lists|put|puts|cite|cites|report|reports|mention|mentions|claim|claims)\b"
+    r"|\b(?:lists?|gives?|puts?|cites?|reports?|mentions?|records?|says?)\b(?:\s+\S+){0,3}\s+instead\b"
+    r"|\b(?:second|next)\s+guess\b|\bclose\s+second\b"
+    r"|\b(?:in|from|by|per|according\s+to)\s+(?:one|another|a\s+different|a\s+second|some|other)\s+"
+    r"(?:source|document|record|account|reference|article|text|report|list|version|edition)s?\b"
+)
+_ALIAS = re.compile(r"(?i)\b(?:also|otherwise)\s+(?:known|called|named|spelled|spelt|written|styled)\b|\ba\.?k\.?a\b")
+_FRAME_START = frozenset("the a an it its this that i we but and so yes no some one other others".split())
+
+
+def _typed_candidates(clause: str, kind: str) -> list[str]:
+    """Candidates of the answer's type in a clause under a weak cue: numbers (tokens with a digit) for
+    ``number``, letters for ``option``; for ``text``, tokens with a digit and capitalised words that do not
+    start the clause (a name, a place, a title), lower-cased."""
+    if kind != "text" or _SOURCE_CUES.search(clause):  # "I've also seen X", "some say X": any candidate
+        return [c for c in _candidates(clause) if _of_kind(c, kind)]
+    found: list[str] = []
+    for i, raw in enumerate(clause.split()):
+        token = raw.strip(_TOKEN_EDGES)
+        if not token or token == "I":
+            continue
+        if re.search(r"\d", token) or (
+            token[:1].isupper() and not (i == 0 and token.lower() in _FRAME_START) and token.lower() not in _COMMON
+        ):
+            found.append(token.lower())
+    return list(dict.fromkeys(found))
 
 
 _PAREN = re.compile(r"\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]")
@@ -371,6 +465,61 @@ def _clauses(text: str) -> list[tuple[int, str]]:
         start = m.end()
     out.append((start, text[start:]))
     return sorted((s, c) for s, c in out if c.strip())
+
+
+# ------------------------------------------------------------------ 2b. reasoning, then a conclusion (grammar 4)
+_CONCLUSION = re.compile(
+    r"(?i)(?:^|(?<=[.!?:])[ \t]+|\n[ \t>*_#-]*)(?:so|thus|hence|therefore|consequently|accordingly|"
+    r"in\s+conclusion|to\s+conclude|in\s+summary|to\s+summari[sz]e|in\s+short|overall|all\s+in\s+all|"
+    r"(?:putting|taking)\s+(?:this|it|these|everything|all\s+of\s+this)\s+together|that\s+(?:gives|means|makes)|"
+    r"this\s+(?:gives|means|makes)|which\s+gives|we\s+(?:get|obtain|conclude\s+that|find\s+that)|"
+    r"conclusion\s*:|(?:the\s+)?bottom\s+line\s*:|finally)\b[ \t]*[,:]?[ \t]*"
+)
+_UNSURE = re.compile(r"(?i)\b(?:maybe|might|could|perhaps|possibly|probably|not\s+sure|unsure|or)\b|\?")
+# a last paragraph that is a trailer, not a conclusion: a label line, or words of a sign-off or remark
+_NOT_A_CONCLUSION = re.compile(r"(?i)^[\s*_#>(\[-]*(?:sources?|references?|notes?|confidence|citations?|see|cf)\b")
+_SIGN_OFF_WORDS = frozenset(
+    """i i'm i've me my we you your this that it it's let know hope helps thanks thank if need anything else
+    verified checked sure confident sources documents consistent with was were is are have has""".split()
+)
+_PROSE = re.compile(r"[A-Za-z][^.!?\n]{20,}[.!?](?:\s|$)")
+
+
+def _conclusion(text: str, question: str = "") -> str:
+    """``text`` from its last conclusion on (grammar 4): reasoning, then "So ..", "Therefore, ..", "That
+    gives .." (or, after prose paragraphs, a short last paragraph) commits to what the conclusion states;
+    the reasoning before it is working, as working before a marked answer is. Nothing is cut when the
+    conclusion hedges ("So it might be 34"; a word of the ``question`` restated is no hedge), when the text
+    before it marks an answer, or when the text before it is no prose (a bare value: "33\n\n34" stays two
+    candidates)."""
+    cut = None
+    for m in _CONCLUSION.finditer(text):
+        if m.start() > 0:
+            cut = m
+    start = None
+    if cut is not None:
+        sentence = re.split(r"(?<=[.!?])\s|\n", text[cut.end() :], maxsplit=1)[0]
+        if sentence.strip() and not _cue(_UNSURE, sentence, question):
+            start = cut.end()
+    else:
+        paragraphs = [m.start() for m in re.finditer(r"\n[ \t]*\n(?=\s*\S)", text)]
+        if paragraphs:
+            last = text[paragraphs[-1] :].strip()
+            words = [w.strip(_TOKEN_EDGES).lower() for w in last.split()]
+            if (
+                len(words) <= 6
+                and "\n" not in last
+                and not _cue(_UNSURE, last, question)
+                and not _NOT_A_CONCLUSION.match(last)
+                and not any(w in _SIGN_OFF_WORDS for w in words)
+            ):
+                start = paragraphs[-1]
+    if start is None:
+        return text
+    before = text[:start]
+    if _ANSWER_MARK.search(before) or not _PROSE.search(before):
+        return text
+    return text[start:].strip()
 
 
 # ------------------------------------------------------------------ the reader
@@ -405,9 +554,12 @@ def _squeeze(text: str) -> str:
     return "".join(text.split()).lower().rstrip(".")
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text") -> Reading:
-    """The final answer ``prediction`` read by the grammar (see the module doc); ``kind`` says which
-    candidates a remark can name (see :func:`rival_clause`)."""
+def read_answer(
+    prediction: object, golds: Iterable[object] = (), kind: str = "text", version: int = 3, question: str = ""
+) -> Reading:
+    """The final answer ``prediction`` read by the grammar ``version`` (3 or 4; see the module doc); ``kind``
+    says which candidates a remark can name (see :func:`rival_clause`), ``question`` is the task's question
+    (grammar 4 does not count its words as rivals)."""
     gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
     text = normalize_text(prediction)
     if len(text) > MAX_READ_CHARS:
@@ -421,7 +573,9 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
     text = strip_presentation(text)
     text, revised = _drop_drafts(text)
-    rival = rival_clause(text[_answer_start(text) :], gold_list, kind)
+    if version >= 4:
+        text = _conclusion(text, question)
+    rival = rival_clause(text[_answer_start(text) :], gold_list, kind, version, question)
     if rival is not None:
         return Reading(text, f"a remark names a rival answer ({rival[:60]!r})", revised)
     return Reading(text, None, revised)

@@ -21,13 +21,13 @@ from typing import Any
 
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
-from agentflow_env.scoring.grammar import read_answer
+from agentflow_env.scoring.grammar import read_answer, remark_cue
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3)
-DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 ids pass grammar=3
+GRAMMARS = (2, 3, 4)
+DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 ids pass grammar=3, the -v4 ids grammar=4
 
 
 def grammar_version(value: Any) -> int:
@@ -70,16 +70,18 @@ def _typed_kind(task: Task) -> bool:
 
 
 class GrammarScorer:
-    """``inner`` read through answer grammar 3 (see the module doc). Attributes not set here (``kind``,
-    counters, ``describe``) are the inner scorer's."""
+    """``inner`` read through answer grammar ``grammar`` (3 or 4; see the module doc). Attributes not set
+    here (``kind``, counters, ``describe``) are the inner scorer's."""
 
-    grammar = 3
+    grammar = 3  # the class default: scorers pickled before grammar 4 existed read with grammar 3
     inner: Scorer
 
-    def __init__(self, inner: Scorer):
+    def __init__(self, inner: Scorer, grammar: int = 3):
         if isinstance(inner, GrammarScorer):
             inner = inner.inner
         self.inner = inner
+        if grammar != 3:
+            self.grammar = grammar
         from agentflow_env.scoring.qa import QAScorer
 
         if isinstance(inner, QAScorer):  # the paper's QA golds hold dates; other families' never do
@@ -94,10 +96,13 @@ class GrammarScorer:
 
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
-        reading = read_answer(prediction, _golds(task), _answer_kind(task))
+        question = task.question if self.grammar >= 4 else ""
+        reading = read_answer(prediction, _golds(task), _answer_kind(task), self.grammar, question)
         numbers = (task.metadata or {}).get("numbers")
         if reading.hedge is None and numbers is not None and several_solutions(reading.text, numbers):
             return reading.text, "it writes more than one expression over the given numbers"
+        if reading.hedge is None and self.grammar >= 4 and getattr(self.inner, "kind", None) == "judge":
+            return _judged_sentence(reading.text, task)
         return reading.text, reading.hedge
 
     def __call__(self, prediction: str, task: Task) -> float:
@@ -105,7 +110,13 @@ class GrammarScorer:
         if hedge is not None:
             return 0.0
         score = float(self.inner(text, task))
-        if score >= 1.0 or getattr(self.inner, "kind", None) == "judge" or not _typed_kind(task):
+        if score >= 1.0 or getattr(self.inner, "kind", None) == "judge":
+            return score
+        if not _typed_kind(task):
+            if self.grammar >= 4:
+                value = _option_or_expression(text, task)
+                if value is not None and float(self.inner(value, task)) >= 1.0:
+                    return 1.0
             return score
         golds = _golds(task)
         if not golds:
@@ -116,6 +127,10 @@ class GrammarScorer:
         committed = read_commitment(text, golds, task.question)
         if committed.hedge is None and typed_equal(committed.text, golds):
             return 1.0
+        if self.grammar >= 4:
+            value = _sentence_value(text, task)
+            if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds)):
+                return 1.0
         return score
 
     def score_batch(self, predictions: list[str], tasks: list[Task]) -> list[float]:
@@ -133,11 +148,68 @@ class GrammarScorer:
 
     def __repr__(self) -> str:  # stored results record it: no memory addresses
         inner = self.inner
-        return (
-            f"GrammarScorer({inner!r})"
-            if type(inner).__repr__ is not object.__repr__
-            else f"GrammarScorer({type(inner).__name__})"
-        )
+        shown = repr(inner) if type(inner).__repr__ is not object.__repr__ else type(inner).__name__
+        return f"GrammarScorer({shown})" if self.grammar == 3 else f"GrammarScorer({shown}, grammar={self.grammar})"
+
+
+def _sentence_value(text: str, task: Task) -> str | None:
+    """Grammar 4: the one value of the gold's type that the answer span states, when the span is a sentence
+    (:mod:`agentflow_env.scoring.sentence`); ``None`` when it states none, several, or the span hedges."""
+    from agentflow_env.scoring.sentence import sentence_value
+
+    golds = _golds(task)
+    sentence, hedge = _answer_sentence(text, golds)
+    if hedge is not None or not sentence.strip() or remark_cue(sentence, task.question):
+        return None  # a sentence with a rival cue ("though", "also") is read by the span reader only
+    reading = sentence_value(sentence, golds, task.question)
+    return reading.value if reading.hedge is None else None
+
+
+def _option_or_expression(text: str, task: Task) -> str | None:
+    """Grammar 4 for multiple choice and Game of 24: the one option letter (or option text) the answer's
+    sentence names, or the one expression over the given numbers it writes; ``None`` for none or several."""
+    from agentflow_env.scoring.sentence import option_value
+
+    meta = task.metadata or {}
+    sentence, hedge = _answer_sentence(text, _golds(task) if not meta.get("options") else [])
+    if hedge is not None:
+        return None
+    if meta.get("options"):
+        from agentflow_env.scoring.choice import read_choice
+
+        if read_choice(text, list(meta["options"]))[1] is not None:
+            return None  # the choice reader found a hedge: no sentence reading overrides it
+        return option_value(sentence, list(meta["options"])).value
+    expressions = {re.sub(r"\s+", "", e) for e in _expressions(sentence, meta.get("numbers") or ())}
+    return expressions.pop() if len(expressions) == 1 else None
+
+
+def _answer_sentence(text: str, golds: list[str]) -> tuple[str, str | None]:
+    """The whole sentence the answer span is in (the span and the explanation the span reader cut off its
+    end: "x = 540 is the largest real part of .. where |z| = 4"), and why the text *after* it names a rival
+    (the sentence itself is read by :func:`~agentflow_env.scoring.sentence.sentence_value`)."""
+    from agentflow_env.scoring.extract import extract_answer
+
+    span = extract_answer(text, golds)
+    if not span.explanation or span.hedge is None:
+        return span.text + span.explanation, span.hedge
+    explanation = span.explanation.strip()
+    if explanation not in text:
+        return span.text + span.explanation, span.hedge
+    rest = extract_answer(text.replace(explanation, "", 1), golds)
+    return span.text + span.explanation, rest.hedge
+
+
+def _judged_sentence(text: str, task: Task) -> tuple[str, str | None]:
+    """What the judge reads under grammar 4: the read text, unless its answer span is a sentence naming
+    two candidates of the gold's type (a hedge, scored 0 without a call)."""
+    from agentflow_env.scoring.sentence import sentence_value
+
+    golds = _golds(task)
+    if not golds or (task.metadata or {}).get("options") or (task.metadata or {}).get("numbers") is not None:
+        return text, None
+    sentence, _hedge = _answer_sentence(text, golds)
+    return text, sentence_value(sentence, golds, task.question).hedge
 
 
 _EXPRESSION = re.compile(r"[\d(][\d \t()+\-*/×÷·x.]*[\d)]")
@@ -146,22 +218,26 @@ _EXPRESSION = re.compile(r"[\d(][\d \t()+\-*/×÷·x.]*[\d)]")
 def several_solutions(text: str, numbers: Any) -> bool:
     """Whether ``text`` writes two different expressions that each use exactly the given ``numbers`` (two
     candidate Game-of-24 solutions; ``expr = 24`` and ``expr = 26 - 2 = 24`` write one)."""
+    # brackets aside: a stray one cut off by the match is no second expression
+    return len({re.sub(r"[()]", "", e) for e in _expressions(text, numbers)}) > 1
+
+
+def _expressions(text: str, numbers: Any) -> list[str]:
+    """The expressions in ``text`` that use exactly the given ``numbers`` (operators as ASCII)."""
     from collections import Counter
     from fractions import Fraction
 
     try:
         want = Counter(Fraction(str(n)) for n in numbers)
     except (ValueError, TypeError, ZeroDivisionError):
-        return False
-    seen = set()
+        return []
+    out = []
     for m in _EXPRESSION.finditer(text):
         expr = re.sub(r"\s+", "", m.group(0)).replace("×", "*").replace("·", "*").replace("÷", "/").replace("x", "*")
         leaves = Counter(Fraction(n) for n in re.findall(r"\d+(?:\.\d+)?", expr))
         if leaves == want and re.search(r"[-+*/]", expr):
-            seen.add(
-                re.sub(r"[()]", "", expr)
-            )  # brackets aside: a stray one cut off by the match is no second expression
-    return len(seen) > 1
+            out.append(expr)
+    return out
 
 
 def with_grammar(scorer: Scorer, grammar: int) -> Scorer:
@@ -169,7 +245,7 @@ def with_grammar(scorer: Scorer, grammar: int) -> Scorer:
     is true (AgentFlow's own judge, which must see what AgentFlow's judge sees) is left as it is."""
     if grammar_version(grammar) < 3 or getattr(scorer, "reads_raw_answer", False):
         return scorer
-    return GrammarScorer(scorer)
+    return GrammarScorer(scorer, grammar)
 
 
 def unwrap_scorer(scorer: Any) -> Any:

@@ -149,6 +149,7 @@ def test_old_run_json_without_a_ledger_loads_and_renders(tmp_path: Path, capsys:
     from leaderboards.store import RESULTS_DIR, iter_runs
 
     runs = list(iter_runs(RESULTS_DIR))
-    assert runs and all(r.record.ledger is None for r in runs)  # the stored references predate the ledger
+    # most stored references predate the ledger (offline-v4's, recorded later, carry one)
+    assert runs and any(r.record.ledger is None for r in runs)
     assert main(["leaderboard", "show", "--results", str(RESULTS_DIR), "--ledger"]) == 0
     assert "no ledger (a run.json older than the ledger" in capsys.readouterr().out

@@ -20,6 +20,7 @@ from agentflow_env.scoring.versioned import GrammarScorer, several_solutions, un
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
 from tests.answer_styles import FORMATS, HALVES, action, task_styles
+from tests.helpers import RecordingJudge
 from tests.reward_cases import golds_of, kind_of, spread
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
@@ -206,7 +207,7 @@ def test_v2_ids_keep_the_scorer_and_bad_grammar_is_a_config_error(monkeypatch):
     assert type(unwrap_scorer(new.unwrapped.scorer)) is type(old.unwrapped.scorer)
     assert with_grammar(old.unwrapped.scorer, 2) is old.unwrapped.scorer
     with pytest.raises(ConfigError, match="grammar"):
-        make_env("Gen-Math", grammar=4)
+        make_env("Gen-Math", grammar=5)
     import builtins
 
     real_import = builtins.__import__
@@ -219,19 +220,6 @@ def test_v2_ids_keep_the_scorer_and_bad_grammar_is_a_config_error(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dateutil)
     with pytest.raises(DependencyNotInstalled, match="dates"):
         GrammarScorer(QAScorer())
-
-
-class RecordingJudge:
-    """Says CORRECT to everything, and keeps the candidate block of every prompt."""
-
-    def __init__(self):
-        self.candidates: list[str] = []
-
-    def generate(self, prompts, sampling=None):
-        for prompt in prompts:
-            block = prompt[-1]["content"].split("⟦BEGIN CANDIDATE")[1].split("⟦END CANDIDATE")[0]
-            self.candidates.append("\n".join(line[2:] for line in block.split("\n")[1:-1]))
-        return ["Looks right.\nVERDICT: CORRECT"] * len(prompts)
 
 
 def test_the_judge_reads_the_same_text_and_rivals_never_reach_it():
@@ -260,11 +248,22 @@ def test_the_reader_is_linear_on_hostile_input():
 # ------------------------------------------------------------------ held-out styles (small sample)
 @pytest.mark.parametrize(
     "env_id",
-    ["agentflow/Gen-MultiHop-v3", "agentflow/Gen-Math-v3", "agentflow/Gen-Science-v3", "agentflow/Gen-HopChain-v3"],
+    [
+        "agentflow/Gen-MultiHop-v3",
+        "agentflow/Gen-Math-v3",
+        "agentflow/Gen-Science-v3",
+        "agentflow/Gen-HopChain-v3",
+        "agentflow/Gen-MultiHop-v4",
+        "agentflow/Gen-Math-v4",
+        "agentflow/Gen-Science-v4",
+        "agentflow/Gen-GameOf24-v4",
+    ],
 )
 def test_held_out_styles_stay_within_the_limits(env_id):
-    """A small sample of ``perf/reward_quality.py``: both halves, through env.step, rotating formats."""
+    """A small sample of ``perf/reward_quality.py``: both halves, through env.step, rotating formats; the
+    sentence families (tests/answer_sentences.py) only on the -v4 ids, whose grammar reads them."""
     env = _env(env_id)
+    sentences = env_id.endswith("-v4")
     base = env.unwrapped
     kind = kind_of(base.scorer)
     pool = [g for i in spread(len(base.tasks), 60) for g in golds_of(base.tasks[i])]
@@ -272,7 +271,7 @@ def test_held_out_styles_stay_within_the_limits(env_id):
         correct = zeroed = hedges = paid = 0
         n = 0
         for index in spread(len(base.tasks), 4):
-            for style in task_styles(base.tasks[index], kind, pool, half, per_kind=12, seed=7):
+            for style in task_styles(base.tasks[index], kind, pool, half, per_kind=12, seed=7, sentences=sentences):
                 reward = _reward(env, index, style.answer, FORMATS[n % 3])
                 n += 1
                 if style.kind == "correct":
