@@ -15,6 +15,7 @@ The builder knows nothing of :class:`~agentflow_env.tools.bm25.index.BM25Index`:
 from __future__ import annotations
 
 import array
+import itertools
 import json
 import multiprocessing
 import os
@@ -24,7 +25,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -126,7 +126,7 @@ class _ChunkTokenizer:
         # one sort by (term, passage) gives each posting with its term frequency, term-major
         keys, tfs = np.unique(ids * max(n, 1) + docs, return_counts=True)
         term_ids, local_docs = np.divmod(keys, max(n, 1))
-        new_terms = list(islice(reversed(local), len(local) - known))[::-1]  # the terms this chunk added
+        new_terms = list(itertools.islice(reversed(local), len(local) - known))[::-1]  # the terms this chunk added
         postings = (local_docs.astype(np.int32), term_ids.astype(np.int32), tfs.astype(np.float32))
         out = _ChunkPostings(os.getpid(), new_terms, *postings, lens)
         if keep_records:
@@ -214,8 +214,7 @@ def _tokenize_in_worker(passages: list[Any], start: int) -> _ChunkPostings:
 
 
 def _chunks_in_workers(
-    passages: Iterable[Any],
-    chunk_size: int,
+    chunks: Iterable[list[Any]],
     workers: int,
     settings: tuple[bool, bool, Callable[[Any], dict[str, Any]] | None],
 ) -> Iterator[tuple[int, _ChunkPostings]]:
@@ -226,7 +225,7 @@ def _chunks_in_workers(
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=settings)
     pending: deque[tuple[int, Future[_ChunkPostings]]] = deque()
     try:
-        for chunk in _chunks(passages, chunk_size):
+        for chunk in chunks:
             pending.append((len(chunk), pool.submit(_tokenize_in_worker, chunk, start)))
             start += len(chunk)
             del chunk
@@ -466,12 +465,16 @@ def _run(
     settings = (bool(writer.settings["stopwords"]), bool(writer.settings["stem"]), writer.tokenizer.decode)
     try:
         with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
-            if workers == 1 or writer.out_dir is None:
-                for chunk in _chunks(passages, chunk_size):
+            chunks = _chunks(passages, chunk_size)
+            head = list(itertools.islice(chunks, 2))  # workers pay off from the second chunk on
+            alone = len(head) < 2
+            chunks = itertools.chain(_popping(head), chunks)
+            if workers == 1 or writer.out_dir is None or alone:
+                for chunk in chunks:
                     writer.add_chunk(chunk)
                     bar.update(len(chunk))
             else:
-                for n, postings in _chunks_in_workers(passages, chunk_size, workers, settings):
+                for n, postings in _chunks_in_workers(chunks, workers, settings):
                     writer.add(n, postings)
                     bar.update(n)
         return writer.finish()
@@ -525,6 +528,12 @@ def build_arrays(
     assert built is not None
     data, indices, indptr, params = built
     return BuiltArrays(data, indices, indptr, writer.vocab, writer.records, params)
+
+
+def _popping(items: list[Any]) -> Iterator[Any]:
+    """The items, each dropped from the list as it is handed out (the list holds no chunk already passed on)."""
+    while items:
+        yield items.pop(0)
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
