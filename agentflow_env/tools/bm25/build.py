@@ -42,9 +42,11 @@ _json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 # raw words (whitespace-separated) whose tokens a tokenizer remembers; more are tokenized each time they appear
 _RAW_WORDS_KEPT = 300_000
-# postings per block of the score matrix when writing it (8 bytes each: 128 MB a block)
-_BLOCK_POSTINGS = 16_000_000
+# postings per block of the score matrix when writing it (8 bytes each: 32 MB a block)
+_BLOCK_POSTINGS = 4_000_000
 _MISSING: Any = object()
+# passages split and numbered by Arrow at once (their temporary arrays: about 40 MB)
+_TOKENIZE_BATCH = 5_000
 
 
 def available_cpus() -> int:
@@ -138,7 +140,22 @@ class _ChunkTokenizer:
         return out
 
     def _tokenize(self, texts: list[str], local: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-        """(passage in the chunk, local term id) of every token of ``texts``.
+        """(passage in the chunk, term id) of every token of ``texts``, a few thousand passages at a time.
+
+        In order, batch after batch: terms are still numbered by first appearance in the chunk, and the
+        temporary arrays of one batch, not of the chunk, bound the memory.
+        """
+        docs, ids = [], []
+        for lo in range(0, len(texts), _TOKENIZE_BATCH):
+            batch_docs, batch_ids = self._tokenize_batch(texts[lo : lo + _TOKENIZE_BATCH], local)
+            docs.append(batch_docs.astype(np.int32) + np.int32(lo))
+            ids.append(batch_ids.astype(np.int32))
+        if not docs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(docs).astype(np.int64), np.concatenate(ids).astype(np.int64)
+
+    def _tokenize_batch(self, texts: list[str], local: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(passage in the batch, term id) of every token of ``texts``.
 
         Arrow's C++ kernels split the texts at whitespace and number the distinct raw words of the chunk; only
         raw words not seen before go through the Python tokenizer (a raw word such as ``don't`` or ``Paris,``
@@ -152,9 +169,11 @@ class _ChunkTokenizer:
         except ImportError:  # pragma: no cover - depends on the install
             raise DependencyNotInstalled("pyarrow", "search") from None
 
-        lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string()))
-        parents = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
-        encoded = pc.dictionary_encode(pc.list_flatten(lists))
+        pool = pa.system_memory_pool()  # malloc gives a chunk's buffers back; arrow's default pool keeps them
+        lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string(), memory_pool=pool), memory_pool=pool)
+        parents = pc.list_parent_indices(lists, memory_pool=pool).to_numpy()
+        encoded = pc.dictionary_encode(pc.list_flatten(lists, memory_pool=pool), memory_pool=pool)
+        del lists
         word_of_token = encoded.indices.to_numpy()
         words = encoded.dictionary.to_pylist()
         memo, tokenizer = self._raw, self.tokenizer
@@ -430,8 +449,8 @@ class _IndexWriter:
                 size = int(indptr[hi] - indptr[lo])
                 block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
                 self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
-                fd.write(block_data.tobytes())
-                fi.write(block_indices.tobytes())
+                fd.write(memoryview(block_data))  # no copy of the block, unlike tobytes()
+                fi.write(memoryview(block_indices))
                 lo = hi
         np.save(self.out_dir / INDPTR_FILE, indptr)
         if self._fh is not None:
