@@ -23,6 +23,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -213,27 +214,46 @@ def finish_child(proc: subprocess.Popen, start: float, out: Path, timeout: float
     return result
 
 
-def stream_build(n_passages: int, workdir: Path, workers: int, seed: int) -> dict[str, object]:
-    """Build ours from :func:`synthetic_passages` generated on the fly; progress every million to stderr."""
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def stream_build(n_passages: int, workdir: Path, workers: int, seed: int, every: int) -> dict[str, object]:
+    """Build ours from :func:`synthetic_passages` generated on the fly; progress every ``every`` passages to
+    stderr. Stopped (SIGTERM or Ctrl-C), it returns the progress reached, marked ``stopped``."""
     from agentflow_env.tools.bm25.build import build_folder
 
     out_dir = workdir / "index-stream"
     shutil.rmtree(out_dir, ignore_errors=True)
     t0, c0 = time.perf_counter(), cpu_seconds()
+    progress: list[dict[str, object]] = []
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     with TreeMemory() as mem:
 
         def passages():
             for i, passage in enumerate(synthetic_passages(n_passages, seed)):
-                if i and i % 1_000_000 == 0:
+                if i and i % every == 0:
                     rss, pss = mem.sample()
                     line = {"passages": i, "wall_s": round(time.perf_counter() - t0, 1), "rss_mb": round(rss)}
                     line.update(tree_cpu_s=round(mem.tree_cpu_s(), 1), load_1m=round(os.getloadavg()[0], 2))
                     line.update(peak_rss_mb=round(mem.peak_rss_mb), peak_pss_mb=round(mem.peak_pss_mb))
+                    progress.append(line)
                     sys.stderr.write(json.dumps(line) + "\n")
                     sys.stderr.flush()
                 yield passage
 
-        build_folder(passages(), out_dir, workers=workers)
+        try:
+            build_folder(passages(), out_dir, workers=workers)
+        except KeyboardInterrupt:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            return {
+                "stopped": True,
+                "workers": workers,
+                "wall_s": round(time.perf_counter() - t0, 1),
+                "peak_tree_rss_mb": round(mem.peak_rss_mb, 1),
+                "peak_tree_pss_mb": round(mem.peak_pss_mb, 1),
+                "progress": progress,
+            }
     wall = time.perf_counter() - t0
     sizes = {p.name: p.stat().st_size for p in out_dir.iterdir() if p.is_file()}
     meta = json.loads((out_dir / "agentflow_index.json").read_text())
@@ -251,6 +271,7 @@ def stream_build(n_passages: int, workdir: Path, workers: int, seed: int) -> dic
         "peak_worker_rss_mb": round(kids.ru_maxrss / 1024, 1),
         "index_mb": round(sum(sizes.values()) / 1e6, 1),
         "terms": n_terms,
+        "progress": progress,
     }
 
 
@@ -277,6 +298,7 @@ def main() -> int:
     parser.add_argument("--parallel", action="store_true", help="run the libraries at once (compare CPU, memory)")
     parser.add_argument("--stream", action="store_true", help="ours alone, on a corpus generated on the fly")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--progress-every", type=int, default=1_000_000, help="--stream: passages between lines")
     parser.add_argument("--output", default=None, help="also write the JSON to this file")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default=None, help=argparse.SUPPRESS)
@@ -310,9 +332,9 @@ def main() -> int:
                 "cpus": os.cpu_count(),
                 "python": platform.python_version(),
                 "load_average_1m_before": round(os.getloadavg()[0], 2),
-                "generation_alone": generation_cost(min(args.passages, 1_000_000), args.seed),
+                "generation_alone": generation_cost(min(args.passages, 200_000), args.seed),
             }
-            out["ours"] = stream_build(args.passages, work, workers, args.seed)
+            out["ours"] = stream_build(args.passages, work, workers, args.seed, args.progress_every)
             out["load_average_1m_after"] = round(os.getloadavg()[0], 2)
         else:
             corpus = Path(args.corpus_file) if args.corpus_file else work / "corpus.jsonl"

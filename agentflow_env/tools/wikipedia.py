@@ -174,8 +174,9 @@ def build_wiki_index(
     """Stream a Wikipedia dump into a BM25 index folder at ``out_dir`` and return the opened index
     (``workers`` processes tokenize the passages; the folder is the same for any number)."""
     passages = iter_dump(fmt, source, **dump_kwargs)
-    options = {"chunk_size": chunk_size, "show_progress": show_progress, "workers": workers}
-    return BM25Index.build(passages, out_dir=out_dir, **options)
+    return BM25Index.build(
+        passages, out_dir=out_dir, chunk_size=chunk_size, show_progress=show_progress, workers=workers
+    )
 
 
 class WikipediaSearchTool(BM25SearchTool):

@@ -449,8 +449,8 @@ class _IndexWriter:
                 size = int(indptr[hi] - indptr[lo])
                 block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
                 self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
-                fd.write(memoryview(block_data))  # no copy of the block, unlike tobytes()
-                fi.write(memoryview(block_indices))
+                fd.write(block_data.data)  # the array's own buffer: no copy of the block, unlike tobytes()
+                fi.write(block_indices.data)
                 lo = hi
         np.save(self.out_dir / INDPTR_FILE, indptr)
         if self._fh is not None:

@@ -214,8 +214,8 @@ def corpus_items(
     passages and ``None``."""
     if _corpus_format(source, fmt) == "jsonl":
         return jsonl_lines(source), JsonlRow(str(source), (text_field, title_field, id_field))
-    fields = {"text_field": text_field, "title_field": title_field, "id_field": id_field}
-    return iter_corpus(source, fmt=fmt, **fields, **options), None
+    rows = iter_corpus(source, fmt=fmt, text_field=text_field, title_field=title_field, id_field=id_field, **options)
+    return rows, None
 
 
 def iter_jsonl(path: str | os.PathLike[str], **fields: Any) -> Iterator[dict[str, str]]:

@@ -186,7 +186,7 @@ class BM25Index:
         """Index a corpus: a JSON-lines or Parquet file, or a ``datasets`` corpus (a Dataset object, a
         ``save_to_disk`` folder, or a hub id, streamed). ``fmt`` is ``jsonl``, ``parquet`` or ``dataset``; by
         default the file's suffix says, else a dataset. ``build_kwargs`` go to :meth:`build`."""
-        fields = {"text_field": text_field, "title_field": title_field, "id_field": id_field}
+        fields: dict[str, Any] = {"text_field": text_field, "title_field": title_field, "id_field": id_field}
         items, decode = corpus_items(source, fmt=fmt, split=split, streaming=streaming, **fields)
         if build_kwargs.get("total") is None:
             build_kwargs["total"] = corpus_length(source, split)
