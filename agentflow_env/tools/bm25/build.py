@@ -24,13 +24,14 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from agentflow_env.error import ConfigError, DataError, DependencyNotInstalled
+from agentflow_env.error import AgentFlowError, ConfigError, DataError, DependencyNotInstalled
 from agentflow_env.tools.bm25.check import DATA_FILE, INDICES_FILE, INDPTR_FILE, OFFSETS_FILE, PASSAGES_FILE, write_meta
 from agentflow_env.tools.bm25.corpus import _as_text
 from agentflow_env.tools.bm25.tokenize import _Tokenizer
@@ -254,6 +255,12 @@ def _chunks_in_workers(
         while pending:
             n, future = pending.popleft()
             yield n, future.result()
+    except BrokenProcessPool:
+        raise AgentFlowError(
+            "a worker process of the BM25 build stopped (killed for memory, or started from a script that "
+            'builds the index without `if __name__ == "__main__":`, which worker processes need); rerun with '
+            "workers=1 (--workers 1) or from such a guard"
+        ) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
