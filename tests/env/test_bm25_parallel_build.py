@@ -77,3 +77,18 @@ def test_parallel_jsonl_build_parses_in_workers_and_reports_bad_rows(tmp_path) -
         BM25Index.build([*SPECIAL[:3], "not a dict"], out_dir=tmp_path / "broken", chunk_size=2, workers=2)
     with pytest.raises(ConfigError, match="workers"):
         BM25Index.build(SPECIAL, out_dir=tmp_path / "none", workers=0)
+
+
+def test_build_index_cli_workers(tmp_path, capsys) -> None:
+    from agentflow_env.cli import main
+
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("".join(json.dumps(p) + "\n" for p in corpus(60, seed=6)))
+    common = ["build-index", "--no-progress", "--json", "--format", "jsonl", "--input", str(dump), "--chunk-size", "8"]
+    assert main([*common, "--output-dir", str(tmp_path / "one"), "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main([*common, "--output-dir", str(tmp_path / "two"), "--workers", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["passages"] == 64
+    assert files(tmp_path / "one") == files(tmp_path / "two")
+    assert main([*common, "--output-dir", str(tmp_path / "none"), "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err
