@@ -17,6 +17,7 @@ Usage: python perf/bm25_build.py [--passages 1000000] [--only ours,tantivy,bm25s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import json
 import os
@@ -36,30 +37,53 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def synthetic_passages(n_passages: int, seed: int = 0, n_words: int = 60_000, block: int = 50_000):
-    """``n_passages`` Zipfian passages (80-120 words, like wiki-18's 100-word passages), ``{id, title, text}``,
-    generated block by block from ``seed``: memory holds one block, whatever ``n_passages``."""
+def synthetic_items(n_passages: int, seed: int = 0, n_words: int = 60_000, block: int = 50_000):
+    """``(decode, items)``: ``n_passages`` Zipfian passages (80-120 words, like wiki-18's 100-word passages) as
+    compact items, ``(row, word ids as uint16 bytes)``, generated block by block from ``seed`` (memory holds one
+    block, whatever ``n_passages``), and the :class:`SyntheticRow` that turns an item into its passage."""
     from search import SYLLABLES, make_vocab
 
     from agentflow_env.tools.bm25 import STOPWORDS
 
     rng = np.random.default_rng(seed)
-    vocab = np.array(sorted(STOPWORDS) + make_vocab(n_words - len(STOPWORDS), rng), dtype=object)
-    assert SYLLABLES
+    vocab = sorted(STOPWORDS) + make_vocab(n_words - len(STOPWORDS), rng)
+    assert SYLLABLES and n_words <= 1 << 16
     probs = 1.0 / np.arange(1, n_words + 1) ** 1.05
     probs /= probs.sum()
     cdf = np.cumsum(probs)
-    for start in range(0, n_passages, block):
-        n = min(block, n_passages - start)
-        lens = rng.integers(80, 121, size=n)  # wiki-18 passages: 100 words, a few shorter or longer
-        ids = np.searchsorted(cdf, rng.random(int(lens.sum())))
-        words = vocab[np.minimum(ids, n_words - 1)].tolist()
-        ends = np.cumsum(lens).tolist()
-        begin = 0
-        for i, end in enumerate(ends):
-            row = start + i
-            yield {"id": f"p{row}", "title": f"{words[begin].title()} {row}", "text": " ".join(words[begin:end])}
-            begin = end
+
+    def items():
+        for start in range(0, n_passages, block):
+            n = min(block, n_passages - start)
+            lens = rng.integers(80, 121, size=n)  # wiki-18 passages: 100 words, a few shorter or longer
+            ids = np.minimum(np.searchsorted(cdf, rng.random(int(lens.sum()))), n_words - 1).astype(np.uint16)
+            raw = ids.tobytes()
+            ends = (2 * np.cumsum(lens)).tolist()
+            begin = 0
+            for i, end in enumerate(ends):
+                yield start + i, raw[begin:end]
+                begin = end
+
+    return SyntheticRow(tuple(vocab)), items()
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticRow:
+    """Turns a :func:`synthetic_items` item into its passage ``{id, title, text}`` (picklable: a build's
+    worker processes can generate the passages)."""
+
+    vocab: tuple[str, ...]
+
+    def __call__(self, item: tuple[int, bytes]) -> dict[str, str]:
+        row, ids = item
+        words = [self.vocab[i] for i in np.frombuffer(ids, dtype=np.uint16).tolist()]
+        return {"id": f"p{row}", "title": f"{words[0].title()} {row}", "text": " ".join(words)}
+
+
+def synthetic_passages(n_passages: int, seed: int = 0):
+    """The passages of :func:`synthetic_items`, generated here."""
+    decode, items = synthetic_items(n_passages, seed)
+    return map(decode, items)
 
 
 def write_corpus(path: Path, n_passages: int, seed: int = 0) -> None:
@@ -229,9 +253,10 @@ def stream_build(n_passages: int, workdir: Path, workers: int, seed: int, every:
     progress: list[dict[str, object]] = []
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     with TreeMemory() as mem:
+        decode, items = synthetic_items(n_passages, seed)
 
         def passages():
-            for i, passage in enumerate(synthetic_passages(n_passages, seed)):
+            for i, passage in enumerate(items):
                 if i and i % every == 0:
                     rss, pss = mem.sample()
                     line = {"passages": i, "wall_s": round(time.perf_counter() - t0, 1), "rss_mb": round(rss)}
@@ -243,7 +268,7 @@ def stream_build(n_passages: int, workdir: Path, workers: int, seed: int, every:
                 yield passage
 
         try:
-            build_folder(passages(), out_dir, workers=workers)
+            build_folder(passages(), out_dir, workers=workers, decode=decode)  # the workers generate the text
         except KeyboardInterrupt:
             shutil.rmtree(out_dir, ignore_errors=True)
             return {
