@@ -17,6 +17,7 @@ from typing import Any
 
 from agentflow_env.error import DataError
 from agentflow_env.tools.bm25 import BM25Index, iter_dataset_rows, jsonl_rows, parquet_rows
+from agentflow_env.tools.bm25.build import available_cpus
 from agentflow_env.tools.dense_cli import add_dense_arguments, run_dense_build
 from agentflow_env.tools.search import BM25SearchTool
 
@@ -167,11 +168,15 @@ def build_wiki_index(
     *,
     show_progress: bool = False,
     chunk_size: int = 20_000,
+    workers: int = 1,
     **dump_kwargs: Any,
 ) -> BM25Index:
-    """Stream a Wikipedia dump into a BM25 index folder at ``out_dir`` and return the opened index."""
+    """Stream a Wikipedia dump into a BM25 index folder at ``out_dir`` and return the opened index
+    (``workers`` processes tokenize the passages; the folder is the same for any number)."""
     passages = iter_dump(fmt, source, **dump_kwargs)
-    return BM25Index.build(passages, out_dir=out_dir, chunk_size=chunk_size, show_progress=show_progress)
+    return BM25Index.build(
+        passages, out_dir=out_dir, chunk_size=chunk_size, show_progress=show_progress, workers=workers
+    )
 
 
 class WikipediaSearchTool(BM25SearchTool):
@@ -222,6 +227,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="cut longer texts into passages of this many words; 0 keeps them whole (default 100)",
     )
     parser.add_argument("--chunk-size", type=int, default=20_000, help="passages tokenized per chunk")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes that tokenize chunks for a BM25 index (default: the CPUs available; the index is the "
+        "same for any number)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="stop after this many passages (for a trial)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing index folder")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -234,6 +246,9 @@ def _run_build_index(args: argparse.Namespace) -> int:
     out = Path(args.output_dir)
     if args.format != "hub" and not Path(args.input).exists():  # before the progress bar starts
         sys.stderr.write(f"error: {args.format} dump {args.input} not found; pass --input PATH of an existing file\n")
+        return 2
+    if args.workers is not None and args.workers < 1:
+        sys.stderr.write(f"error: --workers must be at least 1, not {args.workers}\n")
         return 2
     if out.exists() and any(out.iterdir()) and not args.force:
         sys.stderr.write(f"error: {out} exists and is not empty; choose another --output-dir or pass --force\n")
@@ -248,6 +263,7 @@ def _run_build_index(args: argparse.Namespace) -> int:
             out,
             show_progress=not args.no_progress,
             chunk_size=args.chunk_size,
+            workers=args.workers or available_cpus(),
             split=args.split,
             text_field=args.text_field,
             title_field=args.title_field,

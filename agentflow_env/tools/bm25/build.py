@@ -1,130 +1,168 @@
-"""The streaming index builder: two passes over the corpus, postings spooled to disk, never all in memory."""
+"""The streaming index builder: passages in, an index folder (or, for a small corpus, arrays in memory) out.
+
+Chunks of passages are tokenized into postings with chunk-local term ids, in this process or in worker
+processes (one chunk a task, never more than a few chunks in flight). This process takes the chunks back in
+corpus order: it numbers each chunk's new terms after the ones seen before (first appearance in the corpus, so
+the vocabulary is the same whatever the number of workers), spools the postings to disk, appends the passages
+to the folder, and at the end writes the term-major score matrix one block of terms at a time. A parallel build
+therefore writes the same bytes as a sequential one, and memory holds a few chunks, the vocabulary and the
+document lengths, never the corpus or its tokens.
+
+The builder knows nothing of :class:`~agentflow_env.tools.bm25.index.BM25Index`: it returns the folder it wrote
+(:func:`build_folder`) or the arrays (:func:`build_arrays`), and the index opens them.
+"""
 
 from __future__ import annotations
 
 import array
+import itertools
 import json
+import multiprocessing
+import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from agentflow_env.error import DataError, DependencyNotInstalled
-from agentflow_env.tools.bm25.check import (
-    DATA_FILE,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    INDEX_FILES,
-    INDICES_FILE,
-    INDPTR_FILE,
-    META_FILE,
-    OFFSETS_FILE,
-    PARAMS_FILE,
-    PASSAGES_FILE,
-    VOCAB_FILE,
-    file_checksums,
-    settings_checksum,
-)
-from agentflow_env.tools.bm25.corpus import _as_text, _PassageStore
-from agentflow_env.tools.bm25.index import BM25Index
+from agentflow_env.error import AgentFlowError, ConfigError, DataError, DependencyNotInstalled
+from agentflow_env.tools.bm25.check import DATA_FILE, INDICES_FILE, INDPTR_FILE, OFFSETS_FILE, PASSAGES_FILE, write_meta
+from agentflow_env.tools.bm25.corpus import _as_text
 from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
-# --------------------------------------------------------------------------------------------- streaming builder
+__all__ = ["BuiltArrays", "available_cpus", "build_arrays", "build_folder"]
 
 # a str as a JSON string, non-ASCII kept (json.dumps(..., ensure_ascii=False) of a str)
 _json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
-# raw words (whitespace-separated) whose term ids a build remembers; more are tokenized each time they appear
+# raw words (whitespace-separated) whose tokens a tokenizer remembers; more are tokenized each time they appear
 _RAW_WORDS_KEPT = 300_000
-# postings per block of the score matrix when writing it (8 bytes each: 128 MB a block)
-_BLOCK_POSTINGS = 16_000_000
+# postings per block of the score matrix when writing it (8 bytes each: 32 MB a block)
+_BLOCK_POSTINGS = 4_000_000
+_MISSING: Any = object()
+# passages split and numbered by Arrow at once (their temporary arrays: about 40 MB)
+_TOKENIZE_BATCH = 5_000
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# --------------------------------------------------------------------------------------------- one chunk
 
 
 @dataclass
-class _Spool:
-    """Per-chunk postings (doc, term, tf), sorted by term then doc; in memory or as .npy files in ``folder``."""
+class _ChunkPostings:
+    """One chunk tokenized by one tokenizer, with that tokenizer's term ids.
 
-    folder: Path | None
-    chunks: list[Any] = field(default_factory=list)
-
-    def add(self, docs: np.ndarray, terms: np.ndarray, tfs: np.ndarray) -> None:
-        if self.folder is None:
-            self.chunks.append((docs, terms, tfs))
-            return
-        stem = self.folder / f"chunk{len(self.chunks):06d}"
-        for name, arr in (("docs", docs), ("terms", terms), ("tfs", tfs)):
-            np.save(f"{stem}.{name}.npy", arr)
-        self.chunks.append(stem)
-
-    def term_range(self, lo: int, hi: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Each chunk's postings of the terms ``lo <= term < hi``; on disk only that slice is read (mmap)."""
-        for chunk in self.chunks:
-            if isinstance(chunk, Path):
-                terms = np.load(f"{chunk}.terms.npy", mmap_mode="r")
-                a, b = np.searchsorted(terms, [lo, hi])
-                if a == b:
-                    continue
-                docs = np.load(f"{chunk}.docs.npy", mmap_mode="r")
-                tfs = np.load(f"{chunk}.tfs.npy", mmap_mode="r")
-                yield np.array(docs[a:b]), np.array(terms[a:b]), np.array(tfs[a:b])
-                del docs, terms, tfs
-            else:
-                docs, terms, tfs = chunk
-                a, b = np.searchsorted(terms, [lo, hi])
-                if a < b:
-                    yield docs[a:b], terms[a:b], tfs[a:b]
-
-
-class _IndexWriter:
-    """Builds the BM25 score matrix in two passes without holding the corpus.
-
-    Pass 1 tokenizes chunk by chunk, spooling each chunk's postings and writing passages out; pass 2 turns the
-    spool into the term-major (CSC) score matrix once document frequencies and the mean length are known.
+    A tokenizer numbers terms by first appearance in the chunks it saw; ``new_terms`` are the terms this chunk
+    added, in that order. ``docs``/``term_ids``/``tfs`` are the chunk's postings sorted by term then passage;
+    ``blob`` holds the passages as JSON lines (``ends``: where each ends in it), or ``records`` holds them for
+    an in-memory build.
     """
 
-    def __init__(self, out_dir: Path | None, *, k1: float, b: float, stopwords: bool, stem: bool):
-        self.out_dir = out_dir
-        self.k1, self.b = k1, b
-        self.tokenizer = _Tokenizer(stopwords, stem, cache_size=0)  # raw words are remembered here instead
-        self.settings = {"stopwords": stopwords, "stem": stem}
-        self.vocab: dict[str, int] = {}
-        self._raw_words: dict[str, int | tuple[int, ...]] = {}  # raw word -> its term id, -1 (none) or ids
-        self.df = np.zeros(1 << 12, dtype=np.int64)
-        self.doc_lens: list[np.ndarray] = []
-        self.n_docs = 0
-        self._tmp = tempfile.mkdtemp(prefix="bm25spool-", dir=out_dir) if out_dir is not None else None
-        self.spool = _Spool(Path(self._tmp) if self._tmp else None)
-        self.records: list[dict[str, str]] = []
-        self._offsets = array.array("q", [0])  # 8 bytes a passage, not a Python int each
-        self._fh = open(out_dir / PASSAGES_FILE, "wb") if out_dir is not None else None
+    tokenizer: int
+    new_terms: list[str]
+    docs: np.ndarray
+    term_ids: np.ndarray
+    tfs: np.ndarray
+    lens: np.ndarray
+    blob: bytes = b""
+    ends: np.ndarray | None = None
+    records: list[dict[str, str]] | None = None
 
-    def add_chunk(self, passages: Sequence[dict[str, Any]]) -> None:
-        records = [self._record(p, self.n_docs + i) for i, p in enumerate(passages)]
-        for rec in records:
-            self._keep(rec)
+
+def _record(p: Any, row: int) -> dict[str, str]:
+    if not isinstance(p, dict) or "text" not in p:
+        raise DataError(f"passage {row} must be a dict with 'text' (and 'title'); got {type(p).__name__}")
+    pid = p.get("id")
+    return {"id": str(row) if pid is None else str(pid), "title": _as_text(p.get("title")), "text": _as_text(p["text"])}
+
+
+def _json_line(rec: dict[str, str]) -> bytes:
+    """The bytes of ``json.dumps(rec, ensure_ascii=False) + "\\n"``, without its generic encoder per passage."""
+    pid, title, text = _json_str(rec["id"]), _json_str(rec["title"]), _json_str(rec["text"])
+    return f'{{"id": {pid}, "title": {title}, "text": {text}}}\n'.encode()
+
+
+class _ChunkTokenizer:
+    """Turns chunks of passages, in corpus order, into :class:`_ChunkPostings`.
+
+    Keeps its vocabulary (term -> its id) and a bounded memo of raw words; ``decode``, when given, turns each
+    item into a passage first (e.g. parses a JSON line, so a worker does it).
+    """
+
+    def __init__(self, stopwords: bool, stem: bool, decode: Callable[[Any], dict[str, Any]] | None = None):
+        self.tokenizer = _Tokenizer(stopwords, stem, cache_size=0)  # raw words are remembered here instead
+        self.decode = decode
+        self.vocab: dict[str, int] = {}
+        self._raw: dict[str, str | tuple[str, ...] | None] = {}  # raw word -> its token, None or several
+
+    def __call__(self, passages: Sequence[Any], start: int, keep_records: bool) -> _ChunkPostings:
+        if self.decode is not None:
+            passages = [self.decode(p) for p in passages]
+        records = [_record(p, start + i) for i, p in enumerate(passages)]
         texts = [f"{r['title']} {r['text']}" for r in records]
-        local, terms = self._tokenize_chunk(texts)
+        local = self.vocab
+        known = len(local)
+        docs, ids = self._tokenize(texts, local)
         # a capital sigma lowercases by its context (final or not), which a raw word alone does not show: such
         # passages are tokenized whole, as a query is
         whole = [i for i, text in enumerate(texts) if "\u03a3" in text]
         if whole:
-            keep = ~np.isin(local, whole)
-            ids = [self._term_ids(texts[i]) for i in whole]
-            local = np.concatenate([local[keep], np.repeat(np.asarray(whole, dtype=np.int64), [len(x) for x in ids])])
-            terms = np.concatenate([terms[keep], np.asarray([t for x in ids for t in x], dtype=np.int64)])
-        self._add_postings(len(records), local, terms)
+            keep = ~np.isin(docs, whole)
+            per = [[local.setdefault(t, len(local)) for t in self.tokenizer(texts[i])] for i in whole]
+            docs = np.concatenate([docs[keep], np.repeat(np.asarray(whole, dtype=np.int64), [len(x) for x in per])])
+            ids = np.concatenate([ids[keep], np.asarray([t for x in per for t in x], dtype=np.int64)])
+        n = len(records)
+        lens = np.bincount(docs, minlength=n).astype(np.int32)
+        # one sort by (term, passage) gives each posting with its term frequency, term-major
+        keys, tfs = np.unique(ids * max(n, 1) + docs, return_counts=True)
+        term_ids, local_docs = np.divmod(keys, max(n, 1))
+        new_terms = list(itertools.islice(reversed(local), len(local) - known))[::-1]  # the terms this chunk added
+        postings = (local_docs.astype(np.int32), term_ids.astype(np.int32), tfs.astype(np.float32))
+        out = _ChunkPostings(os.getpid(), new_terms, *postings, lens)
+        if keep_records:
+            out.records = records
+        else:
+            lines = [_json_line(r) for r in records]
+            out.ends = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=n))
+            out.blob = b"".join(lines)
+        return out
 
-    def _tokenize_chunk(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(passage in the chunk, term id) of every token of ``texts``.
+    def _tokenize(self, texts: list[str], local: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(passage in the chunk, term id) of every token of ``texts``, a few thousand passages at a time.
+
+        In order, batch after batch: terms are still numbered by first appearance in the chunk, and the
+        temporary arrays of one batch, not of the chunk, bound the memory.
+        """
+        docs, ids = [], []
+        for lo in range(0, len(texts), _TOKENIZE_BATCH):
+            batch_docs, batch_ids = self._tokenize_batch(texts[lo : lo + _TOKENIZE_BATCH], local)
+            docs.append(batch_docs.astype(np.int32) + np.int32(lo))
+            ids.append(batch_ids.astype(np.int32))
+        if not docs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(docs).astype(np.int64), np.concatenate(ids).astype(np.int64)
+
+    def _tokenize_batch(self, texts: list[str], local: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(passage in the batch, term id) of every token of ``texts``.
 
         Arrow's C++ kernels split the texts at whitespace and number the distinct raw words of the chunk; only
         raw words not seen before go through the Python tokenizer (a raw word such as ``don't`` or ``Paris,``
         gives 0, 1 or more tokens), so the tokens are the ones tokenizing each text whole gives, at a cost that
-        follows the new words, not the tokens.
+        follows the new words, not the tokens. Terms are numbered in the order of the raw words that first give
+        them, which is their order of first appearance in the chunk.
         """
         try:
             import pyarrow as pa
@@ -132,36 +170,44 @@ class _IndexWriter:
         except ImportError:  # pragma: no cover - depends on the install
             raise DependencyNotInstalled("pyarrow", "search") from None
 
-        lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string()))
-        parents = pc.list_parent_indices(lists).to_numpy()
-        encoded = pc.dictionary_encode(pc.list_flatten(lists))
+        pool = pa.system_memory_pool()  # malloc gives a chunk's buffers back; arrow's default pool keeps them
+        lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string(), memory_pool=pool), memory_pool=pool)
+        parents = pc.list_parent_indices(lists, memory_pool=pool).to_numpy()
+        encoded = pc.dictionary_encode(pc.list_flatten(lists, memory_pool=pool), memory_pool=pool)
+        del lists
         word_of_token = encoded.indices.to_numpy()
         words = encoded.dictionary.to_pylist()
-        known = self._raw_words
-        per_word = [known.get(w) for w in words]
-        for i, ids in enumerate(per_word):
-            if ids is None:
-                terms = self._term_ids(words[i])
-                ids = terms[0] if len(terms) == 1 else -1 if not terms else tuple(terms)
-                if len(known) < _RAW_WORDS_KEPT:
-                    known[words[i]] = ids
-                per_word[i] = ids
-        multi = [i for i, ids in enumerate(per_word) if type(ids) is tuple]
-        if multi:
-            single = np.fromiter((-1 if type(x) is tuple else x for x in per_word), dtype=np.int64, count=len(words))
-        else:
-            single = np.fromiter(per_word, dtype=np.int64, count=len(words))  # type: ignore[arg-type]
+        memo, tokenizer = self._raw, self.tokenizer
+        get = memo.get
+        tokens = [get(w, _MISSING) for w in words]
+        for i, toks in enumerate(tokens):
+            if toks is _MISSING:
+                found = tokenizer(words[i])
+                toks = found[0] if len(found) == 1 else None if not found else tuple(found)
+                if len(memo) < _RAW_WORDS_KEPT:
+                    memo[words[i]] = toks
+                tokens[i] = toks
+        number = local.setdefault
+        single: list[int] = []
+        multi: dict[int, list[int]] = {}
+        for i, toks in enumerate(tokens):  # in dictionary order: the numbering follows first appearance
+            if toks is None:
+                single.append(-1)
+            elif type(toks) is str:
+                single.append(number(toks, len(local)))
+            else:
+                multi[i] = [number(t, len(local)) for t in toks]
+                single.append(-1)
+        ids = np.asarray(single, dtype=np.int64)
         if not multi:  # the usual chunk: every raw word is one token or none
-            ids = single[word_of_token]
-            keep = ids >= 0
-            return parents[keep], ids[keep]
-        counts = (single >= 0).astype(np.int64)
-        for i in multi:
-            word_ids = per_word[i]
-            assert isinstance(word_ids, tuple)  # multi lists the raw words of several tokens
+            per_token = ids[word_of_token]
+            keep = per_token >= 0
+            return parents[keep], per_token[keep]
+        counts = (ids >= 0).astype(np.int64)
+        for i, word_ids in multi.items():
             counts[i] = len(word_ids)
         flat_ids = np.fromiter(
-            (t for x in per_word if x != -1 for t in (x if isinstance(x, tuple) else (x,))),
+            (t for i, x in enumerate(single) for t in (multi[i] if i in multi else (x,) if x >= 0 else ())),
             dtype=np.int64,
             count=int(counts.sum()),
         )
@@ -171,49 +217,185 @@ class _IndexWriter:
         within = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - per_token, per_token)
         return np.repeat(parents, per_token), flat_ids[np.repeat(starts, per_token) + within]
 
-    def _term_ids(self, word: str) -> list[int]:
-        vocab = self.vocab
-        return [vocab.setdefault(t, len(vocab)) for t in self.tokenizer(word)]
 
-    def _add_postings(self, n_passages: int, local: np.ndarray, term_ids: np.ndarray) -> None:
-        n_vocab = max(len(self.vocab), 1)
-        lens = np.bincount(local, minlength=n_passages).astype(np.int64)
-        keys, tfs = np.unique(local.astype(np.int64) * n_vocab + term_ids, return_counts=True)
-        docs, terms = np.divmod(keys, n_vocab)
-        order = np.argsort(terms, kind="stable")  # term-major, docs stay ascending within a term
+# --------------------------------------------------------------------------------------------- worker processes
+
+_WORKER: _ChunkTokenizer | None = None
+
+
+def _start_worker(stopwords: bool, stem: bool, decode: Callable[[Any], dict[str, Any]] | None) -> None:
+    global _WORKER
+    _WORKER = _ChunkTokenizer(stopwords, stem, decode)
+
+
+def _tokenize_in_worker(passages: list[Any], start: int) -> _ChunkPostings:
+    assert _WORKER is not None, "the pool's initializer sets the worker's tokenizer"
+    return _WORKER(passages, start, keep_records=False)
+
+
+def _chunks_in_workers(
+    chunks: Iterable[list[Any]],
+    workers: int,
+    settings: tuple[bool, bool, Callable[[Any], dict[str, Any]] | None],
+) -> Iterator[tuple[int, _ChunkPostings]]:
+    """(passages in the chunk, its postings) for each chunk, in corpus order, tokenized in ``workers`` processes
+    with one chunk read ahead."""
+    start = 0
+    context = multiprocessing.get_context("spawn")  # no fork of a process that may run threads
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=settings)
+    pending: deque[tuple[int, Future[_ChunkPostings]]] = deque()
+    try:
+        for chunk in chunks:
+            pending.append((len(chunk), pool.submit(_tokenize_in_worker, chunk, start)))
+            start += len(chunk)
+            del chunk
+            if len(pending) > workers:
+                n, future = pending.popleft()
+                yield n, future.result()
+        while pending:
+            n, future = pending.popleft()
+            yield n, future.result()
+    except BrokenProcessPool:
+        raise AgentFlowError(
+            "a worker process of the BM25 build stopped (killed for memory, or started from a script that "
+            'builds the index without `if __name__ == "__main__":`, which worker processes need); rerun with '
+            "workers=1 (--workers 1) or from such a guard"
+        ) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# --------------------------------------------------------------------------------------------- merging the chunks
+
+
+@dataclass
+class _Spool:
+    """Each chunk's postings, sorted by term then passage, in memory or as .npy files in ``folder``.
+
+    A chunk keeps its first passage's number, its passages within the chunk and the term frequencies in the
+    smallest unsigned type that holds them (2 bytes each for a chunk of 20k passages), and its terms once each
+    with where their postings end: about 4 bytes a posting on disk, not 12.
+    """
+
+    folder: Path | None
+    chunks: list[Any] = field(default_factory=list)
+
+    def add(self, first: int, docs: np.ndarray, terms: np.ndarray, counts: np.ndarray, tfs: np.ndarray) -> None:
+        """``docs`` within the chunk; ``terms`` ascending, each with ``counts`` postings; ``tfs`` per posting."""
+        docs = docs.astype(np.min_scalar_type(int(docs.max(initial=0))))
+        tfs = tfs.astype(np.min_scalar_type(int(tfs.max(initial=0))))
+        groups = np.stack([terms.astype(np.int64), np.cumsum(counts, dtype=np.int64)])
+        if self.folder is None:
+            self.chunks.append((first, docs, groups, tfs))
+            return
+        stem = self.folder / f"chunk{len(self.chunks):06d}"
+        for name, arr in (("docs", docs), ("groups", groups), ("tfs", tfs)):
+            np.save(f"{stem}.{name}.npy", arr)
+        self.chunks.append((first, stem))
+
+    def term_range(self, lo: int, hi: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Each chunk's postings of the terms ``lo <= term < hi``: passages, the terms with their number of
+        postings, and the term frequencies as float32; on disk only that slice is read (mmap)."""
+        for chunk in self.chunks:
+            if len(chunk) == 2:
+                first, stem = chunk
+                groups = np.load(f"{stem}.groups.npy", mmap_mode="r")
+                g0, g1 = (int(x) for x in np.searchsorted(groups[0], [lo, hi]))
+                if g0 == g1:
+                    continue
+                terms, ends = np.array(groups[0, g0:g1]), np.array(groups[1, g0 - 1 : g1] if g0 else groups[1, :g1])
+                docs = np.load(f"{stem}.docs.npy", mmap_mode="r")
+                tfs = np.load(f"{stem}.tfs.npy", mmap_mode="r")
+            else:
+                first, docs, groups, tfs = chunk
+                g0, g1 = (int(x) for x in np.searchsorted(groups[0], [lo, hi]))
+                if g0 == g1:
+                    continue
+                terms, ends = groups[0, g0:g1], groups[1, g0 - 1 : g1] if g0 else groups[1, :g1]
+            a = int(ends[0]) if g0 else 0
+            counts = np.diff(ends) if g0 else np.diff(ends, prepend=0)
+            b = a + int(counts.sum())
+            yield np.asarray(docs[a:b]).astype(np.int64) + first, terms, counts, np.asarray(tfs[a:b]).astype(np.float32)
+
+
+class BuiltArrays(NamedTuple):
+    """An index built in memory: the score matrix (CSC arrays), the vocabulary, the passages and the params."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    vocab: dict[str, int]
+    records: list[dict[str, str]]
+    params: dict[str, Any]
+
+
+class _IndexWriter:
+    """Merges tokenized chunks, in corpus order, into the vocabulary, the postings spool and the passages file;
+    then writes the BM25 score matrix once document frequencies and the mean length are known.
+
+    Each tokenizer's term ids map to global ones (``_maps``): a chunk's new terms are numbered after the known
+    ones in the order the tokenizer met them, which is the order of first appearance in the corpus, since a
+    tokenizer sees its chunks in corpus order and a term new to the corpus is new to it.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path | None,
+        *,
+        k1: float,
+        b: float,
+        stopwords: bool,
+        stem: bool,
+        decode: Callable[[Any], dict[str, Any]] | None = None,
+    ):
+        self.out_dir = out_dir
+        self.tokenizer = _ChunkTokenizer(stopwords, stem, decode)  # for chunks tokenized in this process
+        self.k1, self.b = k1, b
+        self.settings = {"stopwords": stopwords, "stem": stem}
+        self.vocab: dict[str, int] = {}
+        self.df = np.zeros(1 << 12, dtype=np.int64)
+        self.doc_lens: list[np.ndarray] = []
+        self.n_docs = 0
+        self._tmp = tempfile.mkdtemp(prefix="bm25spool-", dir=out_dir) if out_dir is not None else None
+        self.spool = _Spool(Path(self._tmp) if self._tmp else None)
+        self.records: list[dict[str, str]] = []
+        self._offsets = array.array("q", [0])  # 8 bytes a passage, not a Python int each
+        self._fh = open(out_dir / PASSAGES_FILE, "wb") if out_dir is not None else None
+        self._maps: dict[int, array.array[int]] = {}  # tokenizer -> its term ids' global ids
+
+    def add_chunk(self, passages: Sequence[Any]) -> None:
+        """Tokenize a chunk of passages in this process and add it."""
+        self.add(len(passages), self.tokenizer(passages, self.n_docs, keep_records=self.out_dir is None))
+
+    def add(self, n: int, chunk: _ChunkPostings) -> None:
+        """Number the chunk's new terms after the known ones and spool its postings with global ids."""
+        vocab = self.vocab
+        number = vocab.setdefault
+        ids = self._maps.setdefault(chunk.tokenizer, array.array("q"))
+        ids.extend(number(t, len(vocab)) for t in chunk.new_terms)
+        n_vocab = len(vocab)
         if len(self.df) < n_vocab:
             self.df = np.concatenate([self.df, np.zeros(max(n_vocab, 2 * len(self.df)) - len(self.df), np.int64)])
-        self.df[:n_vocab] += np.bincount(terms, minlength=n_vocab)
-        self.spool.add(
-            (docs[order] + self.n_docs).astype(np.int32), terms[order].astype(np.int32), tfs[order].astype(np.float32)
-        )
-        self.doc_lens.append(lens.astype(np.int32))
-        self.n_docs += n_passages
-
-    def _record(self, p: dict[str, Any], row: int) -> dict[str, str]:
-        if not isinstance(p, dict) or "text" not in p:
-            raise DataError(f"passage {row} must be a dict with 'text' (and 'title'); got {type(p).__name__}")
-        pid = p.get("id")
-        return {
-            "id": str(row) if pid is None else str(pid),
-            "title": _as_text(p.get("title")),
-            "text": _as_text(p["text"]),
-        }
-
-    def _keep(self, rec: dict[str, str]) -> None:
-        if self._fh is None:
-            self.records.append(rec)
-        else:
-            # the bytes of json.dumps(rec, ensure_ascii=False), without its generic encoder per passage
-            pid, title, text = _json_str(rec["id"]), _json_str(rec["title"]), _json_str(rec["text"])
-            self._fh.write(f'{{"id": {pid}, "title": {title}, "text": {text}}}\n'.encode())
-            self._offsets.append(self._fh.tell())
-
-    def finish(self) -> BM25Index:
-        try:
-            return self._finish()
-        finally:
-            self.cleanup()
+        docs, term_ids, tfs = chunk.docs, chunk.term_ids, chunk.tfs
+        starts = np.flatnonzero(np.diff(term_ids, prepend=-1))  # the postings are grouped by term
+        counts = np.diff(starts, append=len(term_ids))
+        global_ids = np.frombuffer(ids, dtype=np.int64)[term_ids[starts]]
+        self.df[global_ids] += counts
+        if len(global_ids) > 1 and not bool(np.all(global_ids[1:] > global_ids[:-1])):
+            # reorder the chunk's term groups by global id; passages stay ascending within a term
+            order = np.argsort(global_ids, kind="stable")
+            sizes = counts[order]
+            perm = np.repeat(starts[order] - (np.cumsum(sizes) - sizes), sizes) + np.arange(len(term_ids))
+            docs, tfs = docs[perm], tfs[perm]
+            global_ids, counts = global_ids[order], sizes
+        self.spool.add(self.n_docs, docs, global_ids, counts, tfs)
+        self.doc_lens.append(chunk.lens)
+        if chunk.records is not None:
+            self.records.extend(chunk.records)
+        elif self._fh is not None and chunk.ends is not None:
+            self._fh.write(chunk.blob)
+            self._offsets.frombytes((chunk.ends + self._offsets[-1]).tobytes())
+        self.n_docs += n
 
     def cleanup(self) -> None:
         """Close the passages file and delete the spool (after the build, or when it failed)."""
@@ -237,14 +419,15 @@ class _IndexWriter:
         """Scores and doc ids of the terms ``lo <= term < hi`` into ``data``/``indices`` (that block's postings)."""
         base = indptr[lo]
         cursor = indptr[lo:hi] - base
-        for docs, terms, tfs in self.spool.term_range(lo, hi):
-            uniq, starts, counts = np.unique(terms, return_index=True, return_counts=True)
-            pos = cursor[terms - lo] + (np.arange(len(terms)) - np.repeat(starts, counts))
+        for docs, uniq, counts, tfs in self.spool.term_range(lo, hi):
+            terms = np.repeat(uniq, counts)
+            pos = cursor[terms - lo] + (np.arange(len(terms)) - np.repeat(np.cumsum(counts) - counts, counts))
             data[pos] = idf[terms] * tfs / (tfs + norm[docs])
             indices[pos] = docs
             cursor[uniq - lo] += counts
 
-    def _finish(self) -> BM25Index:
+    def finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]] | None:
+        """Write the folder (returns None) or, in memory, return ``(data, indices, indptr, params)``."""
         if self.n_docs == 0:
             raise DataError("the corpus is empty: give at least one passage with 'title' and 'text'")
         n_vocab = len(self.vocab)
@@ -256,55 +439,127 @@ class _IndexWriter:
         np.cumsum(df, out=indptr[1:])
         norm = (self.k1 * (1 - self.b + self.b * doc_lens / avgdl)).astype(np.float32)
         total = int(indptr[-1])
+        params = {"k1": self.k1, "b": self.b, "n_docs": self.n_docs, "avgdl": avgdl, **self.settings}
         if self.out_dir is None:
             data, indices = np.empty(total, np.float32), np.empty(total, np.int32)
             self._fill(0, n_vocab, indptr, idf, norm, data, indices)
-        else:  # term blocks of bounded size, each written out in order: memory holds one block, not the matrix
-            with open(self.out_dir / DATA_FILE, "wb") as fd, open(self.out_dir / INDICES_FILE, "wb") as fi:
-                for fh, dtype in ((fd, np.float32), (fi, np.int32)):
-                    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
-                    np.lib.format.write_array_header_1_0(fh, {**header, "shape": (total,)})
-                lo = 0
-                while lo < n_vocab:
-                    hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
-                    hi = min(hi, n_vocab)
-                    size = int(indptr[hi] - indptr[lo])
-                    block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
-                    self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
-                    fd.write(block_data.tobytes())
-                    fi.write(block_indices.tobytes())
-                    lo = hi
-        params = {"k1": self.k1, "b": self.b, "n_docs": self.n_docs, "avgdl": avgdl, **self.settings}
-        if self.out_dir is None:
-            return BM25Index(data, indices, indptr, self.vocab, _PassageStore(self.records), params)
+            return data, indices, indptr, params
+        # term blocks of bounded size, each written out in order: memory holds one block, not the matrix
+        with open(self.out_dir / DATA_FILE, "wb") as fd, open(self.out_dir / INDICES_FILE, "wb") as fi:
+            for fh, dtype in ((fd, np.float32), (fi, np.int32)):
+                header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
+                np.lib.format.write_array_header_1_0(fh, {**header, "shape": (total,)})
+            lo = 0
+            while lo < n_vocab:
+                hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
+                hi = min(hi, n_vocab)
+                size = int(indptr[hi] - indptr[lo])
+                block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
+                self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
+                fd.write(block_data.data)  # the array's own buffer: no copy of the block, unlike tobytes()
+                fi.write(block_indices.data)
+                lo = hi
         np.save(self.out_dir / INDPTR_FILE, indptr)
         if self._fh is not None:
             self._fh.close()
             self._fh = None
         np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
-        _write_meta(self.out_dir, self.vocab, params)
-        return BM25Index.load(self.out_dir, mmap=True, verify=False, _just_built=True)
+        write_meta(self.out_dir, self.vocab, params)
+        return None
 
 
-def _write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None:
-    """Write the vocabulary, bm25s's params and our metadata, with the checksum of every file of the folder."""
-    with open(out / VOCAB_FILE, "w", encoding="utf-8") as fh:
-        json.dump(vocab, fh, ensure_ascii=False)
-    bm25s_params = {
-        "k1": params["k1"],
-        "b": params["b"],
-        "delta": 0.5,
-        "method": "lucene",
-        "idf_method": "lucene",
-        "dtype": "float32",
-        "int_dtype": "int32",
-        "num_docs": params["n_docs"],
-        "backend": "numba",
-    }
-    (out / PARAMS_FILE).write_text(json.dumps(bm25s_params, indent=2))
-    meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, **params}
-    meta["checksums"] = {"files": file_checksums(out, list(INDEX_FILES)), "settings": settings_checksum(meta)}
-    (out / META_FILE).write_text(json.dumps(meta, indent=2))
+# --------------------------------------------------------------------------------------------- entry points
+
+
+def _run(
+    writer: _IndexWriter,
+    passages: Iterable[Any],
+    *,
+    workers: int,
+    chunk_size: int,
+    show_progress: bool,
+    total: int | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]] | None:
+    from tqdm.auto import tqdm
+
+    if chunk_size < 1:
+        raise ConfigError(f"chunk_size must be at least 1, not {chunk_size}")
+    if workers < 1:
+        raise ConfigError(f"workers must be at least 1, not {workers}")
+    if total is None and hasattr(passages, "__len__"):
+        total = len(passages)  # type: ignore[arg-type]
+    settings = (bool(writer.settings["stopwords"]), bool(writer.settings["stem"]), writer.tokenizer.decode)
+    try:
+        with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
+            chunks = _chunks(passages, chunk_size)
+            head = list(itertools.islice(chunks, 2))  # workers pay off from the second chunk on
+            alone = len(head) < 2
+            chunks = itertools.chain(_popping(head), chunks)
+            if workers == 1 or writer.out_dir is None or alone:
+                for chunk in chunks:
+                    writer.add_chunk(chunk)
+                    bar.update(len(chunk))
+            else:
+                for n, postings in _chunks_in_workers(chunks, workers, settings):
+                    writer.add(n, postings)
+                    bar.update(n)
+        return writer.finish()
+    finally:
+        writer.cleanup()
+
+
+def build_folder(
+    passages: Iterable[Any],
+    out_dir: str | os.PathLike[str],
+    *,
+    workers: int = 1,
+    chunk_size: int = 20_000,
+    k1: float = 1.5,
+    b: float = 0.75,
+    stopwords: bool = True,
+    stem: bool = True,
+    show_progress: bool = False,
+    total: int | None = None,
+    decode: Callable[[Any], dict[str, Any]] | None = None,
+) -> Path:
+    """Index ``passages`` (dicts with ``title`` and ``text``, optional ``id``) into the folder ``out_dir``.
+
+    ``workers`` > 1 tokenizes the chunks in that many processes; the folder's bytes are the same for any
+    number of workers (for one ``chunk_size``, which only sets how terms are numbered and memory is bounded).
+    ``decode`` (a picklable function) turns each item into a passage where the chunk is tokenized, e.g.
+    :class:`~agentflow_env.tools.bm25.corpus.JsonlRow` parses raw JSON lines in the workers.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = _IndexWriter(out, k1=k1, b=b, stopwords=stopwords, stem=stem, decode=decode)
+    _run(writer, passages, workers=workers, chunk_size=chunk_size, show_progress=show_progress, total=total)
+    return out
+
+
+def build_arrays(
+    passages: Iterable[Any],
+    *,
+    chunk_size: int = 20_000,
+    k1: float = 1.5,
+    b: float = 0.75,
+    stopwords: bool = True,
+    stem: bool = True,
+    show_progress: bool = False,
+    total: int | None = None,
+    decode: Callable[[Any], dict[str, Any]] | None = None,
+) -> BuiltArrays:
+    """Index ``passages`` in memory (small corpora, tests): the score matrix, vocabulary and passages."""
+    writer = _IndexWriter(None, k1=k1, b=b, stopwords=stopwords, stem=stem, decode=decode)
+    built = _run(writer, passages, workers=1, chunk_size=chunk_size, show_progress=show_progress, total=total)
+    assert built is not None
+    data, indices, indptr, params = built
+    return BuiltArrays(data, indices, indptr, writer.vocab, writer.records, params)
+
+
+def _popping(items: list[Any]) -> Iterator[Any]:
+    """The items, each dropped from the list as it is handed out (the list holds no chunk already passed on)."""
+    while items:
+        yield items.pop(0)
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -31,6 +31,7 @@ __all__ = [
     "file_checksums",
     "settings_checksum",
     "verify_checksums",
+    "write_meta",
 ]
 
 # the layout of an index folder
@@ -76,6 +77,27 @@ def settings_checksum(meta: dict[str, Any]) -> str:
     """CRC-32 of the metadata itself (everything but the checksums), in a canonical JSON form."""
     body = {k: v for k, v in meta.items() if k != "checksums"}
     return f"{zlib.crc32(json.dumps(body, sort_keys=True).encode()):08x}"
+
+
+def write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None:
+    """Write the vocabulary, bm25s's params and our metadata, with the checksum of every file of the folder."""
+    with open(out / VOCAB_FILE, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(vocab, ensure_ascii=False))  # json.dumps encodes in C; json.dump in Python pieces
+    bm25s_params = {
+        "k1": params["k1"],
+        "b": params["b"],
+        "delta": 0.5,
+        "method": "lucene",
+        "idf_method": "lucene",
+        "dtype": "float32",
+        "int_dtype": "int32",
+        "num_docs": params["n_docs"],
+        "backend": "numba",
+    }
+    (out / PARAMS_FILE).write_text(json.dumps(bm25s_params, indent=2))
+    meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, **params}
+    meta["checksums"] = {"files": file_checksums(out, list(INDEX_FILES)), "settings": settings_checksum(meta)}
+    (out / META_FILE).write_text(json.dumps(meta, indent=2))
 
 
 # folders whose files matched their checksums in this process, with the files' identity and times then

@@ -6,7 +6,8 @@ import json
 import mmap
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,20 @@ from agentflow_env.tools.bm25.check import (
     corrupted,
 )
 
-__all__ = ["iter_dataset", "iter_dataset_rows", "iter_jsonl", "iter_parquet", "jsonl_rows", "parquet_rows"]
+__all__ = [
+    "CORPUS_FORMATS",
+    "JsonlRow",
+    "corpus_items",
+    "corpus_length",
+    "iter_corpus",
+    "iter_dataset",
+    "iter_dataset_rows",
+    "iter_jsonl",
+    "iter_parquet",
+    "jsonl_lines",
+    "jsonl_rows",
+    "parquet_rows",
+]
 
 # --------------------------------------------------------------------------------------------- corpus readers
 
@@ -51,22 +65,41 @@ def _passage(row: dict[str, Any], text_field: str, title_field: str | None, id_f
     return out
 
 
-def jsonl_rows(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Raw objects of a JSON-lines file, one line at a time; blank lines are skipped."""
+def jsonl_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each non-blank line of a JSON-lines file, not parsed (see :class:`JsonlRow`)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"corpus file not found: {path}")
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object per line")
-            yield row
+            if not line.isspace():
+                yield lineno, line
+
+
+@dataclass(frozen=True)
+class JsonlRow:
+    """Parses a line of :func:`jsonl_lines` into its object; with ``fields``, into a passage.
+
+    A plain picklable function of one line, so an index build can parse lines in its worker processes.
+    """
+
+    path: str
+    fields: tuple[str, str | None, str | None] | None = None  # text, title and id fields
+
+    def __call__(self, item: tuple[int, str]) -> dict[str, Any]:
+        lineno, line = item
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{self.path}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{self.path}:{lineno}: expected a JSON object per line")
+        return row if self.fields is None else _passage(row, *self.fields)
+
+
+def jsonl_rows(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Raw objects of a JSON-lines file, one line at a time; blank lines are skipped."""
+    return map(JsonlRow(str(path)), jsonl_lines(path))
 
 
 def parquet_rows(
@@ -85,32 +118,6 @@ def parquet_rows(
     keep = [c for c in columns if c in names] if columns is not None else None
     for batch in pf.iter_batches(batch_size=batch_size, columns=keep):
         yield from batch.to_pylist()
-
-
-def iter_jsonl(
-    path: str | os.PathLike[str],
-    *,
-    text_field: str = "text",
-    title_field: str | None = "title",
-    id_field: str | None = "id",
-) -> Iterator[dict[str, str]]:
-    """Stream passages from a JSON-lines file (one object per line, e.g. KILT-like ``{title, text}``)."""
-    for row in jsonl_rows(path):
-        yield _passage(row, text_field, title_field, id_field)
-
-
-def iter_parquet(
-    path: str | os.PathLike[str],
-    *,
-    text_field: str = "text",
-    title_field: str | None = "title",
-    id_field: str | None = "id",
-    batch_size: int = 8192,
-) -> Iterator[dict[str, str]]:
-    """Stream passages from a Parquet file, one record batch at a time."""
-    wanted = [c for c in (text_field, title_field, id_field) if c]
-    for row in parquet_rows(path, wanted, batch_size):
-        yield _passage(row, text_field, title_field, id_field)
 
 
 def iter_dataset_rows(
@@ -143,19 +150,87 @@ def iter_dataset_rows(
     yield from rows
 
 
-def iter_dataset(
+CORPUS_FORMATS = ("jsonl", "parquet", "dataset")
+
+
+def _corpus_format(source: Any, fmt: str | None) -> str:
+    """``fmt``, or by default the format a file's suffix names (``.jsonl``, ``.parquet``), else ``dataset``."""
+    if fmt is not None:
+        return fmt
+    suffix = Path(source).suffix if isinstance(source, (str, os.PathLike)) else ""
+    return {".jsonl": "jsonl", ".parquet": "parquet"}.get(suffix, "dataset")
+
+
+def iter_corpus(
     source: Any,
     *,
-    split: str = "train",
+    fmt: str | None = None,
     text_field: str = "text",
     title_field: str | None = "title",
     id_field: str | None = "id",
+    split: str = "train",
     streaming: bool = True,
+    batch_size: int = 8192,
     **load_kwargs: Any,
 ) -> Iterator[dict[str, str]]:
-    """Stream passages from a ``datasets`` corpus: a Dataset/IterableDataset, a saved folder, or a hub id."""
-    for row in iter_dataset_rows(source, split=split, streaming=streaming, **load_kwargs):
+    """Stream ``{title, text, id}`` passages from a corpus, whatever its format.
+
+    ``fmt``: ``jsonl`` (one object per line, e.g. KILT-like ``{title, text}``), ``parquet`` (one record batch
+    at a time) or ``dataset`` (a Dataset/IterableDataset, a ``save_to_disk`` folder, or a hub id); by default
+    a ``.jsonl``/``.parquet`` suffix says, else a dataset.
+    """
+    fmt = _corpus_format(source, fmt)
+    rows: Iterable[dict[str, Any]]
+    if fmt == "jsonl":
+        rows = jsonl_rows(source)
+    elif fmt == "parquet":
+        rows = parquet_rows(source, [c for c in (text_field, title_field, id_field) if c], batch_size)
+    elif fmt == "dataset":
+        rows = iter_dataset_rows(source, split=split, streaming=streaming, **load_kwargs)
+    else:
+        raise DataError(f"unknown corpus format {fmt!r}; use one of: {', '.join(CORPUS_FORMATS)}")
+    for row in rows:
         yield _passage(row, text_field, title_field, id_field)
+
+
+def corpus_length(source: Any, split: str = "train") -> int | None:
+    """The number of rows of an in-memory dataset (for a progress bar); None for files and streams."""
+    if isinstance(source, (str, os.PathLike)) or not hasattr(source, "__len__"):
+        return None
+    return len(source[split]) if hasattr(source, "keys") else len(source)
+
+
+def corpus_items(
+    source: Any,
+    *,
+    fmt: str | None = None,
+    text_field: str = "text",
+    title_field: str | None = "title",
+    id_field: str | None = "id",
+    **options: Any,
+) -> tuple[Iterable[Any], Callable[[Any], dict[str, str]] | None]:
+    """:func:`iter_corpus`'s passages as ``(items, decode)``: a JSON-lines file gives its raw lines and the
+    function that parses one into a passage (so a parallel build parses in its workers); other formats give the
+    passages and ``None``."""
+    if _corpus_format(source, fmt) == "jsonl":
+        return jsonl_lines(source), JsonlRow(str(source), (text_field, title_field, id_field))
+    rows = iter_corpus(source, fmt=fmt, text_field=text_field, title_field=title_field, id_field=id_field, **options)
+    return rows, None
+
+
+def iter_jsonl(path: str | os.PathLike[str], **fields: Any) -> Iterator[dict[str, str]]:
+    """Stream passages from a JSON-lines file (:func:`iter_corpus` with ``fmt="jsonl"``)."""
+    return iter_corpus(path, fmt="jsonl", **fields)
+
+
+def iter_parquet(path: str | os.PathLike[str], **fields: Any) -> Iterator[dict[str, str]]:
+    """Stream passages from a Parquet file, one record batch at a time (:func:`iter_corpus`, ``fmt="parquet"``)."""
+    return iter_corpus(path, fmt="parquet", **fields)
+
+
+def iter_dataset(source: Any, **fields: Any) -> Iterator[dict[str, str]]:
+    """Stream passages from a ``datasets`` corpus (:func:`iter_corpus` with ``fmt="dataset"``)."""
+    return iter_corpus(source, fmt="dataset", **fields)
 
 
 # --------------------------------------------------------------------------------------------- passage store

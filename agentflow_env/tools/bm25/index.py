@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 
 from agentflow_env.error import DataError, DependencyNotInstalled, ToolError
+from agentflow_env.tools.bm25.build import build_arrays, build_folder
 from agentflow_env.tools.bm25.check import (
     ARRAY_FILES,
     DATA_FILE,
@@ -28,8 +29,9 @@ from agentflow_env.tools.bm25.check import (
     check_structure,
     corrupted,
     verify_checksums,
+    write_meta,
 )
-from agentflow_env.tools.bm25.corpus import _PassageStore, _write_passages, iter_dataset, iter_jsonl, iter_parquet
+from agentflow_env.tools.bm25.corpus import _PassageStore, _write_passages, corpus_items, corpus_length
 from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
 __all__ = ["BM25Index", "SearchHit"]
@@ -107,8 +109,8 @@ def _read_vocab(folder: Path) -> Any:
 class BM25Index:
     """A BM25 index over passages (``title``, ``text``, ``id``) with bm25s's numba retrieval.
 
-    Build with :meth:`build` (any iterable of dicts), :meth:`from_jsonl`, :meth:`from_parquet` or
-    :meth:`from_dataset`; pass ``out_dir=`` to stream a corpus larger than memory straight to disk.
+    Build with :meth:`build` (any iterable of dicts) or :meth:`from_corpus` (a file or dataset); pass
+    ``out_dir=`` to stream a corpus larger than memory straight to disk, ``workers=`` to tokenize in processes.
     """
 
     def __init__(
@@ -140,88 +142,70 @@ class BM25Index:
         *,
         show_progress: bool = False,
         out_dir: str | os.PathLike[str] | None = None,
+        workers: int = 1,
         chunk_size: int = 20_000,
         k1: float = 1.5,
         b: float = 0.75,
         stopwords: bool = True,
         stem: bool = True,
         total: int | None = None,
+        decode: Callable[[Any], dict[str, Any]] | None = None,
     ) -> BM25Index:
         """Index ``passages`` (dicts with ``title`` and ``text``, optional ``id``), streaming in chunks.
 
-        With ``out_dir`` the postings spool to disk and the matrix is written there memory-mapped, so only one
-        chunk of passages is ever in memory; the returned index is loaded from ``out_dir`` with mmap.
+        With ``out_dir`` the postings spool to disk and the matrix is written there, so only a few chunks of
+        passages are ever in memory; ``workers`` > 1 tokenizes the chunks in that many processes (same folder,
+        byte for byte). The returned index is opened from ``out_dir`` with mmap. Without ``out_dir`` the index
+        is built in memory, in this process. ``decode`` turns each item into a passage where it is tokenized.
         """
-        from tqdm.auto import tqdm
-
-        from agentflow_env.tools.bm25.build import _chunks, _IndexWriter  # the builder returns a BM25Index
-
-        out = None
-        if out_dir is not None:
-            out = Path(out_dir)
-            out.mkdir(parents=True, exist_ok=True)
-        writer = _IndexWriter(out, k1=k1, b=b, stopwords=stopwords, stem=stem)
-        if total is None and hasattr(passages, "__len__"):
-            total = len(passages)  # type: ignore[arg-type]
-        try:
-            with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
-                for chunk in _chunks(passages, chunk_size):
-                    writer.add_chunk(chunk)
-                    bar.update(len(chunk))
-        except BaseException:
-            writer.cleanup()
-            raise
-        index = writer.finish()
+        options: dict[str, Any] = {"chunk_size": chunk_size, "k1": k1, "b": b, "stopwords": stopwords, "stem": stem}
+        options.update(show_progress=show_progress, total=total, decode=decode)
+        if out_dir is None:
+            built = build_arrays(passages, **options)
+            store = _PassageStore(built.records)
+            index = cls(built.data, built.indices, built.indptr, built.vocab, store, built.params)
+        else:
+            folder = build_folder(passages, out_dir, workers=workers, **options)
+            index = cls.load(folder, mmap=True, verify=False, _just_built=True)
         logger.info("BM25 index: %d passages, %d terms", len(index), len(index.vocab))
         return index
 
     @classmethod
-    def from_jsonl(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        text_field: str = "text",
-        title_field: str | None = "title",
-        id_field: str | None = "id",
-        **build_kwargs: Any,
-    ) -> BM25Index:
-        """Index a JSON-lines corpus, one ``{title, text}`` object per line."""
-        rows = iter_jsonl(path, text_field=text_field, title_field=title_field, id_field=id_field)
-        return cls.build(rows, **build_kwargs)
-
-    @classmethod
-    def from_parquet(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        text_field: str = "text",
-        title_field: str | None = "title",
-        id_field: str | None = "id",
-        **build_kwargs: Any,
-    ) -> BM25Index:
-        """Index a Parquet corpus, read one record batch at a time."""
-        rows = iter_parquet(path, text_field=text_field, title_field=title_field, id_field=id_field)
-        return cls.build(rows, **build_kwargs)
-
-    @classmethod
-    def from_dataset(
+    def from_corpus(
         cls,
         source: Any,
         *,
-        split: str = "train",
+        fmt: str | None = None,
         text_field: str = "text",
         title_field: str | None = "title",
         id_field: str | None = "id",
+        split: str = "train",
         streaming: bool = True,
         **build_kwargs: Any,
     ) -> BM25Index:
+        """Index a corpus: a JSON-lines or Parquet file, or a ``datasets`` corpus (a Dataset object, a
+        ``save_to_disk`` folder, or a hub id, streamed). ``fmt`` is ``jsonl``, ``parquet`` or ``dataset``; by
+        default the file's suffix says, else a dataset. ``build_kwargs`` go to :meth:`build`."""
+        fields: dict[str, Any] = {"text_field": text_field, "title_field": title_field, "id_field": id_field}
+        items, decode = corpus_items(source, fmt=fmt, split=split, streaming=streaming, **fields)
+        if build_kwargs.get("total") is None:
+            build_kwargs["total"] = corpus_length(source, split)
+        return cls.build(items, decode=decode, **build_kwargs)
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike[str], **kwargs: Any) -> BM25Index:
+        """Index a JSON-lines corpus, one ``{title, text}`` object per line (:meth:`from_corpus`'s arguments)."""
+        return cls.from_corpus(path, fmt="jsonl", **kwargs)
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike[str], **kwargs: Any) -> BM25Index:
+        """Index a Parquet corpus, read one record batch at a time (:meth:`from_corpus`'s arguments)."""
+        return cls.from_corpus(path, fmt="parquet", **kwargs)
+
+    @classmethod
+    def from_dataset(cls, source: Any, **kwargs: Any) -> BM25Index:
         """Index a ``datasets`` corpus: a Dataset object, a ``save_to_disk`` folder, or a hub id (streamed)."""
-        if "total" not in build_kwargs and hasattr(source, "__len__") and not isinstance(source, (str, os.PathLike)):
-            build_kwargs["total"] = len(source[split]) if hasattr(source, "keys") else len(source)
-        rows = iter_dataset(
-            source, split=split, text_field=text_field, title_field=title_field, id_field=id_field, streaming=streaming
-        )
-        return cls.build(rows, **build_kwargs)
+        return cls.from_corpus(source, fmt="dataset", **kwargs)
 
     # ---- persistence
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -229,14 +213,12 @@ class BM25Index:
         out = Path(path)
         if self.path is not None and out.resolve() == self.path.resolve():
             return out
-        from agentflow_env.tools.bm25.build import _write_meta
-
         out.mkdir(parents=True, exist_ok=True)
         np.save(out / DATA_FILE, np.asarray(self.data))
         np.save(out / INDICES_FILE, np.asarray(self.indices))
         np.save(out / INDPTR_FILE, np.asarray(self.indptr))
         _write_passages(self.store, out)
-        _write_meta(out, self.vocab, self.params)
+        write_meta(out, self.vocab, self.params)
         return out
 
     @classmethod

@@ -1,0 +1,94 @@
+"""A BM25 build in worker processes writes the same index folder, byte for byte, as one in this process.
+
+Corpora are a few hundred passages made in the test, with the words the tokenizer treats specially (several
+tokens in one raw word, none, a capital sigma); each parallel build starts two worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agentflow_env.error import ConfigError, DataError
+from agentflow_env.tools.bm25 import BM25Index
+
+SPECIAL = [
+    {"id": "s1", "title": "ΟΔΥΣΣΕΥΣ", "text": "ΟΔΥΣΣΕΥΣ sailed home; Σίσυφος pushed rocks."},
+    {"id": "s2", "title": "Contractions", "text": "don't e-mail Paris, or the well-known co-op's boxes"},
+    {"title": "", "text": "the of and"},
+    {"id": "s4", "title": "Zürich", "text": "Zürich 2024 ÉCOLE cities churches w3 w3 w3"},
+]
+
+
+def corpus(n: int, seed: int) -> list[dict[str, str]]:
+    """Zipfian passages over 400 words, with the special passages spread through them."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(400)]
+    probs = 1.0 / np.arange(1, 401)
+    probs /= probs.sum()
+    out = [
+        {
+            "id": f"d{i}",
+            "title": f"T{i % 50}",
+            "text": " ".join(rng.choice(words, size=int(rng.integers(3, 40)), p=probs)),
+        }
+        for i in range(n)
+    ]
+    for k, passage in enumerate(SPECIAL):
+        out.insert(37 * k + 5, passage)
+    return out
+
+
+def files(folder) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_parallel_build_writes_the_same_folder_as_a_sequential_one(tmp_path) -> None:
+    passages = corpus(400, seed=4)
+    one = BM25Index.build(iter(passages), out_dir=tmp_path / "one", chunk_size=37)
+    two = BM25Index.build(iter(passages), out_dir=tmp_path / "two", chunk_size=37, workers=2)
+    assert files(tmp_path / "one") == files(tmp_path / "two")
+    assert not [p for p in (tmp_path / "two").iterdir() if p.name.startswith("bm25spool")]
+    assert len(two) == len(passages) and two.vocab == one.vocab
+    for query in ("w0 w7", "w3 Zürich", "ΟΔΥΣΣΕΥΣ", "don't e-mail", "w399 T7", "city church"):
+        assert two.search(query, 10) == one.search(query, 10)
+    assert two.search("ΟΔΥΣΣΕΥΣ", 1)[0].id == "s1"
+    # and the same matrix as an in-memory build (its own numbering of terms aside, the same scores)
+    memory = BM25Index.build(passages, chunk_size=37)
+    assert memory.vocab == two.vocab
+    np.testing.assert_array_equal(np.asarray(two.data), memory.data)
+
+
+def test_parallel_jsonl_build_parses_in_workers_and_reports_bad_rows(tmp_path) -> None:
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps(p) + "\n" for p in corpus(120, seed=5)) + "\n")
+    BM25Index.from_jsonl(jsonl, out_dir=tmp_path / "one", chunk_size=16)
+    BM25Index.from_jsonl(jsonl, out_dir=tmp_path / "two", chunk_size=16, workers=2)
+    assert files(tmp_path / "one") == files(tmp_path / "two")
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "ok"}\n{"text": "fine"}\n{not json\n')
+    with pytest.raises(DataError, match=r"bad\.jsonl:3"):
+        BM25Index.from_jsonl(bad, out_dir=tmp_path / "bad", chunk_size=2, workers=2)
+    assert not [p for p in (tmp_path / "bad").iterdir() if p.name.startswith("bm25spool")]
+    with pytest.raises(DataError, match="passage 3 must be a dict"):
+        BM25Index.build([*SPECIAL[:3], "not a dict"], out_dir=tmp_path / "broken", chunk_size=2, workers=2)
+    with pytest.raises(ConfigError, match="workers"):
+        BM25Index.build(SPECIAL, out_dir=tmp_path / "none", workers=0)
+
+
+def test_build_index_cli_workers(tmp_path, capsys) -> None:
+    from agentflow_env.cli import main
+
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("".join(json.dumps(p) + "\n" for p in corpus(60, seed=6)))
+    common = ["build-index", "--no-progress", "--json", "--format", "jsonl", "--input", str(dump), "--chunk-size", "8"]
+    assert main([*common, "--output-dir", str(tmp_path / "one"), "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main([*common, "--output-dir", str(tmp_path / "two"), "--workers", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["passages"] == 64
+    assert files(tmp_path / "one") == files(tmp_path / "two")
+    assert main([*common, "--output-dir", str(tmp_path / "none"), "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err
