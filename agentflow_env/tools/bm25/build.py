@@ -45,9 +45,10 @@ _json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 _RAW_WORDS_KEPT = 300_000
 # postings per block of the score matrix when writing it (8 bytes each: 32 MB a block)
 _BLOCK_POSTINGS = 4_000_000
-_MISSING: Any = object()
-# passages split and numbered by Arrow at once (their temporary arrays: about 40 MB)
-_TOKENIZE_BATCH = 5_000
+# a raw word's entry in a tokenizer's memo, besides its one term id: no token, several tokens, not remembered
+_NONE, _SEVERAL, _UNSEEN = -1, -2, -3
+# passages split and numbered by Arrow at once (their temporary arrays: about 80 MB)
+_TOKENIZE_BATCH = 10_000
 
 
 def available_cpus() -> int:
@@ -106,7 +107,8 @@ class _ChunkTokenizer:
         self.tokenizer = _Tokenizer(stopwords, stem, cache_size=0)  # raw words are remembered here instead
         self.decode = decode
         self.vocab: dict[str, int] = {}
-        self._raw: dict[str, str | tuple[str, ...] | None] = {}  # raw word -> its token, None or several
+        self._raw: dict[str, int] = {}  # raw word -> its term id, _NONE or _SEVERAL
+        self._several: dict[str, list[int]] = {}  # raw word giving several tokens -> their term ids
 
     def __call__(self, passages: Sequence[Any], start: int, keep_records: bool) -> _ChunkPostings:
         if self.decode is not None:
@@ -177,37 +179,38 @@ class _ChunkTokenizer:
         del lists
         word_of_token = encoded.indices.to_numpy()
         words = encoded.dictionary.to_pylist()
-        memo, tokenizer = self._raw, self.tokenizer
+        memo = self._raw
         get = memo.get
-        tokens = [get(w, _MISSING) for w in words]
-        for i, toks in enumerate(tokens):
-            if toks is _MISSING:
-                found = tokenizer(words[i])
-                toks = found[0] if len(found) == 1 else None if not found else tuple(found)
-                if len(memo) < _RAW_WORDS_KEPT:
-                    memo[words[i]] = toks
-                tokens[i] = toks
-        number = local.setdefault
-        single: list[int] = []
+        # a remembered raw word maps straight to its term id (or _NONE, or _SEVERAL with its ids in _several):
+        # one dict lookup per distinct word of the batch; the vocabulary only grows, so the ids stay valid
+        ids = np.fromiter(map(get, words, itertools.repeat(_UNSEEN, len(words))), dtype=np.int64, count=len(words))
+        several = self._several
         multi: dict[int, list[int]] = {}
-        for i, toks in enumerate(tokens):  # in dictionary order: the numbering follows first appearance
-            if toks is None:
-                single.append(-1)
-            elif type(toks) is str:
-                single.append(number(toks, len(local)))
-            else:
-                multi[i] = [number(t, len(local)) for t in toks]
-                single.append(-1)
-        ids = np.asarray(single, dtype=np.int64)
+        number, tokenizer = local.setdefault, self.tokenizer
+        for i in np.flatnonzero(ids <= _SEVERAL).tolist():  # in dictionary order: numbering follows first appearance
+            word = words[i]
+            if ids[i] == _SEVERAL:
+                multi[i] = several[word]
+                continue
+            found = [number(t, len(local)) for t in tokenizer(word)]
+            value = found[0] if len(found) == 1 else _NONE if not found else _SEVERAL
+            ids[i] = value
+            if value == _SEVERAL:
+                multi[i] = found
+            if len(memo) < _RAW_WORDS_KEPT:
+                memo[word] = value
+                if value == _SEVERAL:
+                    several[word] = found
         if not multi:  # the usual chunk: every raw word is one token or none
             per_token = ids[word_of_token]
             keep = per_token >= 0
             return parents[keep], per_token[keep]
-        counts = (ids >= 0).astype(np.int64)
+        single = np.where(ids >= 0, ids, -1)
+        counts = (single >= 0).astype(np.int64)
         for i, word_ids in multi.items():
             counts[i] = len(word_ids)
         flat_ids = np.fromiter(
-            (t for i, x in enumerate(single) for t in (multi[i] if i in multi else (x,) if x >= 0 else ())),
+            (t for i, x in enumerate(single.tolist()) for t in (multi[i] if i in multi else (x,) if x >= 0 else ())),
             dtype=np.int64,
             count=int(counts.sum()),
         )
@@ -231,6 +234,7 @@ def _start_worker(stopwords: bool, stem: bool, decode: Callable[[Any], dict[str,
 def _tokenize_in_worker(passages: list[Any], start: int) -> _ChunkPostings:
     assert _WORKER is not None, "the pool's initializer sets the worker's tokenizer"
     return _WORKER(passages, start, keep_records=False)
+
 
 
 def _chunks_in_workers(

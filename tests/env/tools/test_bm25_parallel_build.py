@@ -92,3 +92,15 @@ def test_build_index_cli_workers(tmp_path, capsys) -> None:
     assert files(tmp_path / "one") == files(tmp_path / "two")
     assert main([*common, "--output-dir", str(tmp_path / "none"), "--workers", "0"]) == 2
     assert "--workers must be at least 1" in capsys.readouterr().err
+
+
+def test_the_raw_word_memo_and_batch_size_do_not_change_the_folder(tmp_path, monkeypatch) -> None:
+    """Words the memo holds (one token, none, several) and words it no longer takes give the same terms."""
+    from agentflow_env.tools.bm25 import build
+
+    passages = corpus(300, seed=6) + SPECIAL  # the special words again, now remembered
+    BM25Index.build(iter(passages), out_dir=tmp_path / "default", chunk_size=41)
+    monkeypatch.setattr(build, "_RAW_WORDS_KEPT", 5)
+    monkeypatch.setattr(build, "_TOKENIZE_BATCH", 3)
+    BM25Index.build(iter(passages), out_dir=tmp_path / "small", chunk_size=41)
+    assert files(tmp_path / "default") == files(tmp_path / "small")
