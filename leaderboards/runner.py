@@ -129,24 +129,32 @@ def describe_scorer(scorer: Any) -> str:
 
 
 class _EnvPool:
-    """Reusable env instances per (env id, trial); a benchmark's envs close once its last episode ends.
+    """The run's envs per (env id, trial), reused episode after episode; a benchmark's envs close once its last
+    episode ends.
 
-    When the protocol gives trial seeds to the loaders, each trial has its own task source (GPQA's option
-    order differs per trial); otherwise every trial shares one. Scorers are built once per env id.
+    Envs of this process are borrowed from a shared :class:`~agentflow_env.vector.EnvPool` keyed by the env id
+    and the trial; with ``--ray`` they live in Ray actors instead. When the protocol gives trial seeds to the
+    loaders, each trial has its own task source (GPQA's option order differs per trial); otherwise every trial
+    shares one. Scorers are built once per env id.
     """
 
     def __init__(self, plan: RunPlan):
+        from agentflow_env.vector import EnvPool
+
         self.plan = plan
-        self.lock = threading.RLock()  # episodes acquire and release envs from their own threads
+        self.lock = threading.RLock()  # the scorers, the engine and the Ray vectors
         self.judge_concurrency: int | None = None
         self.concurrency: int | None = None  # set: every env shares one engine allowing that many requests
         self._engine: Any = None
         self.ray: str | None = None  # set: episodes' envs live in Ray actors (agentflow_env.vector.ray)
         self.ray_workers: int | None = None
         self.tool_calling = False  # set: every env in tool mode (``--tool-calling``)
+        # episodes in flight bound the envs built per key, so none given back is closed for room
+        self.envs = EnvPool(self._build, max_idle=1 << 20)
+        self._tasks: dict[tuple[str, int | None], Any] = {}  # the first env's task source, for its siblings
         self._vectors: dict[tuple[str, int | None], Any] = {}
-        self.free: dict[tuple[str, int | None], list[Any]] = {}
-        self.all: dict[tuple[str, int | None], list[Any]] = {}
+        self.free: dict[tuple[str, int | None], list[Any]] = {}  # Ray proxies not in use
+        self.all: dict[tuple[str, int | None], list[Any]] = {}  # Ray proxies
         self.scorers: dict[str, Any] = {}
         self.ledger: Ledger | None = None  # set: engine calls of the episodes are tallied here (run.json ledger)
 
@@ -158,40 +166,40 @@ class _EnvPool:
         name = self.plan.benchmark(env_id).entry.scorer
         if name == "default":
             return None
-        if env_id not in self.scorers:
-            same = [v for e, v in self.scorers.items() if self.plan.benchmark(e).entry.scorer == name]
-            if not same:
-                same = [make_protocol_scorer(self.plan, name)]
-                engine = getattr(same[0], "engine", None)  # the judge's own connection limit
-                if self.judge_concurrency and callable(getattr(engine, "set_concurrency", None)):
-                    engine.set_concurrency(self.judge_concurrency)
-            self.scorers[env_id] = same[0]
-        return self.scorers[env_id]
+        with self.lock:
+            if env_id not in self.scorers:
+                same = [v for e, v in self.scorers.items() if self.plan.benchmark(e).entry.scorer == name]
+                if not same:
+                    same = [make_protocol_scorer(self.plan, name)]
+                    engine = getattr(same[0], "engine", None)  # the judge's own connection limit
+                    if self.judge_concurrency and callable(getattr(engine, "set_concurrency", None)):
+                        engine.set_concurrency(self.judge_concurrency)
+                self.scorers[env_id] = same[0]
+            return self.scorers[env_id]
 
     def acquire(self, env_id: str, seed: int | None = None) -> Any:
-        with self.lock:
-            return self._acquire(env_id, seed)
-
-    def _acquire(self, env_id: str, seed: int | None) -> Any:
         key = self._key(env_id, seed)
-        free = self.free.setdefault(key, [])
-        if free:
-            return free.pop()
-        if self.ray:
-            return self._remote(key, env_id, seed)
-        siblings = self.all.setdefault(key, [])
-        tasks = siblings[0].unwrapped.tasks if siblings else None
-        env = build_env(
-            self.plan,
-            env_id,
-            tasks=tasks,
-            trial_seed=seed,
-            scorer=self.scorer(env_id),
-            shared_engine=self._engine_(),
-            tool_calling=self.tool_calling,
-        )
-        siblings.append(env)
-        return env
+        if not self.ray:
+            return self.envs.borrow(env_id, trial=key[1])
+        with self.lock:
+            free = self.free.setdefault(key, [])
+            return free.pop() if free else self._remote(key, env_id, seed)
+
+    def _build(self, env_id: str, trial: int | None) -> Any:
+        """A new env of ``(env_id, trial)``, sharing the task source of the key's first env (the pool's ``make``).
+        Builds take turns, so the first one's tasks are there for the next."""
+        with self.lock:
+            env = build_env(
+                self.plan,
+                env_id,
+                tasks=self._tasks.get((env_id, trial)),
+                trial_seed=trial,
+                scorer=self.scorer(env_id),
+                shared_engine=self._engine_(),
+                tool_calling=self.tool_calling,
+            )
+            self._tasks.setdefault((env_id, trial), env.unwrapped.tasks)
+            return env
 
     def local(self, env_id: str, seed: int | None) -> Any:
         """An env of this process, to read a benchmark's tasks, scorer and settings (released by ``give_back``)."""
@@ -240,10 +248,14 @@ class _EnvPool:
         return self._engine or None
 
     def release(self, env_id: str, env: Any, seed: int | None = None) -> None:
+        if not self.ray:
+            self.envs.give_back(env)
+            return
         with self.lock:
             self.free.setdefault(self._key(env_id, seed), []).append(env)
 
     def close_env_id(self, env_id: str) -> None:
+        self.envs.close_env_id(env_id)
         with self.lock:
             for key in [k for k in self.all if k[0] == env_id]:
                 for env in self.all.pop(key, []):
@@ -252,8 +264,11 @@ class _EnvPool:
                 vec = self._vectors.pop(key, None)
                 if vec is not None:
                     vec.close()
+            for key in [k for k in self._tasks if k[0] == env_id]:
+                del self._tasks[key]
 
     def close(self) -> None:
+        self.envs.close()
         for env_id in {k[0] for k in self.all}:
             self.close_env_id(env_id)
         if self._engine:
