@@ -95,10 +95,57 @@ def _release(state: _State) -> None:
             state.spare = None
         registered, state.registered = state.registered, False
         state.epoch += 1
-    for worker in workers:
+    for worker in _keep_fresh(state, workers):
         worker.kill()
     if registered:
         release_zygote(state.key)
+
+
+# Workers that never ran code, left by closed tools, by (zygote key, limits): the next tool built with the same
+# sandbox takes one instead of forking. Each fork and kill is a round trip to the one zygote of the key, which
+# serves them one at a time, so a run that builds and closes an env per episode (64 at once) otherwise queues on
+# it. A worker that ran code is never kept; one whose zygote has gone is dropped when met.
+_FRESH: dict[tuple[Any, str], list[Worker]] = {}
+_FRESH_LOCK = threading.Lock()
+_FRESH_PID = [os.getpid()]
+_FRESH_KEPT = 64  # per key
+
+
+def _fresh_key(state: _State) -> tuple[Any, str]:
+    return state.key, repr(state.limits)
+
+
+def _fresh_list(state: _State) -> list[Worker]:
+    """The kept workers of ``state``'s key (call with ``_FRESH_LOCK`` held; a forked child keeps none)."""
+    if _FRESH_PID[0] != os.getpid():
+        _FRESH.clear()
+        _FRESH_PID[0] = os.getpid()
+    return _FRESH.setdefault(_fresh_key(state), [])
+
+
+def _keep_fresh(state: _State, workers: list[Worker]) -> list[Worker]:
+    """Keep the workers that never ran code for the next tool of the same sandbox; returns the ones to kill."""
+    kill = []
+    with _FRESH_LOCK:
+        kept = _fresh_list(state)
+        for worker in workers:
+            if worker.calls == 0 and len(kept) < _FRESH_KEPT and _usable(worker, state):
+                kept.append(worker)
+            else:
+                kill.append(worker)
+    return kill
+
+
+def _spawn(state: _State, zygote: Any) -> Worker:
+    """A worker that never ran code: one a closed tool left (same zygote and limits), else forked now."""
+    with _FRESH_LOCK:
+        kept = _fresh_list(state)
+        while kept:
+            worker = kept.pop()
+            if worker.zygote is zygote and zygote.alive():
+                return worker
+            worker.sock.close()  # its zygote is gone, and it with it
+    return zygote.spawn(state.limits)
 
 
 _RELEASES: queue.SimpleQueue[_State] = queue.SimpleQueue()
@@ -169,7 +216,7 @@ def _maintain(state: _State) -> None:
         worker = None  # type: ignore[assignment]
         if zygote is not None and zygote.alive():
             try:
-                worker = zygote.spawn(state.limits)
+                worker = _spawn(state, zygote)
             except Exception:  # the next reset or call forks one itself and reports what is wrong
                 logger.debug("pre-forking a spare Python worker failed", exc_info=True)
         with state.lock:
@@ -211,15 +258,14 @@ def _prestart(state: _State) -> None:
         release_zygote(state.key)
         return
     try:
-        worker = zygote.spawn(state.limits)
+        worker = _spawn(state, zygote)
     except Exception:
         logger.debug("prestarting a Python worker failed", exc_info=True)
         return
-    with state.lock:
+    with state.lock:  # the spare for the next episode is forked once this worker runs code (see _checkout)
         keep = not state.closed and not state.idle and state.busy == 0
         if keep:
             state.idle.append(worker)
-        _kick(state)
     if not keep:
         worker.kill()
 
@@ -443,11 +489,16 @@ class PythonCoderTool(BaseTool):
             worker = state.idle.pop() if state.idle else None
             state.busy += 1
         try:
-            if worker is not None and _usable(worker, state):
-                return worker
-            if worker is not None:
-                worker.kill()
-            return self._zygote().spawn(self.limits)
+            if worker is None or not _usable(worker, state):
+                if worker is not None:
+                    worker.kill()
+                worker = _spawn(self._state, self._zygote())
+            if not worker.calls:
+                # a fresh worker's first call: the next episode will need another, forked now in the background
+                # (a tool that never runs code forks none beyond the one started with it)
+                with state.lock:
+                    _kick(state)
+            return worker
         except BaseException:
             with state.lock:
                 state.busy -= 1
@@ -463,7 +514,7 @@ class PythonCoderTool(BaseTool):
                     return
                 epoch = state.epoch
             try:
-                worker = self._zygote().spawn(self.limits)
+                worker = _spawn(self._state, self._zygote())
             except Exception:  # the next call will try again and report what is wrong
                 logger.debug("pre-forking a Python worker failed", exc_info=True)
                 return

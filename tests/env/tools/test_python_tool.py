@@ -495,6 +495,8 @@ def test_back_to_back_episodes_fork_the_spare_first_and_kill_every_used_worker(m
     takes as long as a fork), leaves at most a few used workers waiting, and kills every one in the end."""
     from agentflow_env.tools.python import tool as tool_module
 
+    monkeypatch.setattr(tool_module, "_FRESH_KEPT", 0)  # every spare forked here, none handed on by a closed tool
+    monkeypatch.setattr(tool_module, "_FRESH", {})
     t = PythonCoderTool()
     t.warm_up()
     events: list[str] = []
@@ -547,3 +549,53 @@ def test_the_frame_format_is_standalone_and_the_zygote_script_loads_it_beside_it
         [sys.executable, "-I", "-S", "-c", probe % str(tmp_path / "zygote.py")], capture_output=True, text=True
     )
     assert out.stdout.split() == ["wire", "nslib"], out.stderr
+
+
+def test_a_closed_tools_unused_worker_serves_the_next_tool_and_a_used_one_never_does(monkeypatch):
+    """A worker that never ran code outlives its closed tool for the next one of the same sandbox (no fork, no
+    kill: each is a round trip to the one zygote); a worker that ran code is killed with its tool."""
+    from agentflow_env.tools.python import tool as tool_module
+
+    keep = PythonCoderTool()  # holds the zygote while the others come and go
+    keep.warm_up()
+    spawns: list[int] = []
+    real_spawn = launcher.ZygoteProcess.spawn
+
+    def spawn(self, limits):
+        spawns.append(1)
+        return real_spawn(self, limits)
+
+    monkeypatch.setattr(launcher.ZygoteProcess, "spawn", spawn)
+    try:
+        first = PythonCoderTool()
+        first.reset()  # waits for its prestarted worker; it runs nothing
+        unused = list(first._state.idle)
+        assert len(unused) == 1 and unused[0].calls == 0
+        first.close()
+        spawns.clear()
+        second = PythonCoderTool()
+        second.reset()
+        assert second._state.idle == unused and spawns == []  # the same process, not a new fork
+        _ok(second)
+        used = second._state.idle[0]
+        assert used.calls == 1
+        deadline = time.monotonic() + 30
+        while second._state.maintainer is not None and time.monotonic() < deadline:
+            time.sleep(0.02)  # the spare for its next episode, forked once it ran code
+        spare = second._state.spare
+        second.close()
+        kept = [w for workers in tool_module._FRESH.values() for w in workers]
+        assert used not in kept and used.sock.fileno() == -1  # killed with its tool, not kept
+        third = PythonCoderTool()
+        third.reset()
+        assert used not in third._state.idle  # the worker that ran code was killed, never handed on
+        assert third._state.idle == ([spare] if spare is not None else third._state.idle)
+        _ok(third)
+        third.close()
+        different = PythonCoderTool(memory_mb=300)  # other limits: never a worker forked with the default ones
+        different.reset()
+        assert all(w is not spare for w in different._state.idle)
+        different.close()
+    finally:
+        monkeypatch.undo()
+        keep.close()
