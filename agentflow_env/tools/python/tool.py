@@ -440,7 +440,7 @@ class PythonCoderTool(BaseTool):
             missing = self.pool_size - len(state.idle) - state.busy if (used or not state.idle) else 0
             background = state.registered and not state.closed
             overflow: list[Worker] = []
-            if background:  # they are stopped since their last call returned: killed in the background
+            if background and used:  # they are stopped since their last call returned: killed in the background
                 state.doomed += used
                 # resets outpacing the background thread (a loaded machine) kill the excess here, so the used
                 # workers left alive stay bounded whatever the timing
