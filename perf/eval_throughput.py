@@ -10,8 +10,9 @@ With C episodes in flight and k LLM calls per episode, each taking L, no runner 
 C/(k*L) episodes per second (``ratio``: the rate over that bound, ``steady_ratio`` without the ramp-up and
 the last wave), nor more than C/L requests per second (``ratio_active``: over the active window, first request
 in to last reply out). Each row also gives ``eval_cpu_ms_per_request`` (this process's CPU, every thread, per
-request; ``_active``: within the active window), the load average before and after, and ``floor``: the same
-request bodies sent again from one asyncio loop with a bare aiohttp session, at the same C.
+request; ``_active``: within the active window; ``_steady``: within the steady window of ``steady_ratio``), the
+load average before and after, and ``floor``: the same request bodies sent again from one asyncio loop with a
+bare aiohttp session, at the same C.
 
     python perf/eval_throughput.py --data-dir TESTSETS --agentflow-src CHECKOUT   # C = 64, L = 0.1 and 0.5
     python perf/eval_throughput.py --latency 0.5 --concurrency 16 64 --cases offline_llm paper rollouts
@@ -255,10 +256,14 @@ def _measure(server: Any, latency: float, concurrency: int, run: Callable[[], in
     window = counts["active_window_s"]
     # steady state: from the first episode's end to the end of episode N - C (after it, slots fall idle)
     ends = sorted(counts["finished"].get("judge") or counts["finished"].get("llm_generator") or [])
-    steady = None
+    steady = steady_cpu = None
     if len(ends) == episodes and episodes > concurrency + 1:
         last = ends[episodes - concurrency - 1]
         steady = (episodes - concurrency - 1) / (last - ends[0]) if last > ends[0] else None
+        # the CPU per request in the same window: the first wave's set-up (imports, JIT loads, the first envs)
+        # and the last wave's tail left out, as a long run would amortise them
+        done = sum(ends[0] < t <= last for times in counts["finished"].values() for t in times)
+        steady_cpu = 1000 * sampler.between(ends[0], last) / done if steady and done else None
     row = {
         "latency_s": latency,
         "concurrency": concurrency,
@@ -278,6 +283,7 @@ def _measure(server: Any, latency: float, concurrency: int, run: Callable[[], in
         )
         if window > 0
         else None,
+        "eval_cpu_ms_per_request_steady": round(steady_cpu, 3) if steady_cpu else None,
         "episodes_per_s": round(rate, 3),
         "bound_episodes_per_s": round(bound, 3),
         "ratio": round(rate / bound, 3),
