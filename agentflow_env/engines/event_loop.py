@@ -30,6 +30,7 @@ class EventLoopThread:
         self.loop = asyncio.new_event_loop()
         self.pid = os.getpid()
         self._session: Any = None
+        self._origins: dict[str, dict[str, Any]] = {}  # see ``request_options``
         self._closed = False
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
@@ -66,9 +67,22 @@ class EventLoopThread:
             except ImportError as exc:
                 raise DependencyNotInstalled("aiohttp", "engines") from exc
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60.0, ttl_dns_cache=300)
-            # trust_env: HTTP(S)_PROXY / NO_PROXY apply, as they did for the openai client
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=True)
+            # no trust_env: request_options reads the proxy settings once per URL instead
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
         return self._session
+
+    def request_options(self, url: str) -> dict[str, Any]:
+        """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` give a request to ``url`` (``proxy`` and ``proxy_auth``,
+        as the openai client and aiohttp's ``trust_env`` read them; empty without one), read once per URL at
+        its first request (call on the loop). ``trust_env`` reads the environment and ``~/.netrc`` again for every
+        request, each on a worker thread: two thread hops that cost more of a loopback request's client CPU than
+        the request itself. (The engines send their own ``Authorization`` header, so a netrc login never applies.)"""
+        from yarl import URL
+
+        found = self._origins.get(url)
+        if found is None:
+            found = self._origins[url] = _proxy_options(URL(url))
+        return found
 
     def close(self) -> None:
         """Close the session and stop the loop (pending calls fail); a no-op when already closed."""
@@ -89,6 +103,17 @@ class EventLoopThread:
             self._thread.join(timeout=5)
             if not self._thread.is_alive():
                 self.loop.close()
+
+
+def _proxy_options(url: Any) -> dict[str, Any]:
+    """``request_options`` of ``url`` (a ``yarl.URL``), read from the environment now."""
+    from aiohttp.helpers import get_env_proxy_for_url
+
+    try:
+        proxy, proxy_auth = get_env_proxy_for_url(url)  # LookupError: no proxy for it, or NO_PROXY names its host
+    except LookupError:
+        return {}
+    return {"proxy": proxy} if proxy_auth is None else {"proxy": proxy, "proxy_auth": proxy_auth}
 
 
 _SHARED: EventLoopThread | None = None

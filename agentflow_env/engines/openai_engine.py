@@ -349,12 +349,14 @@ class OpenAIEngine:
     async def _post(self, data: bytes, with_tools: bool) -> tuple[Any, dict[str, int] | None]:
         import aiohttp
 
-        session = await self._event_loop().session()
+        loop = self._event_loop()
+        session = await loop.session()
+        options = loop.request_options(self._url)  # the environment's proxy, if any
         # as the openai client (httpx) reads ``timeout``: for the connection (a free one from the pool included)
         # and for each read, not for the whole reply
         timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout, sock_read=self.timeout)
         try:
-            async with session.post(self._url, data=data, headers=self._headers, timeout=timeout) as resp:
+            async with session.post(self._url, data=data, headers=self._headers, timeout=timeout, **options) as resp:
                 raw = await resp.read()
                 status, retry_after = resp.status, resp.headers.get("retry-after")
         except asyncio.TimeoutError:

@@ -199,3 +199,30 @@ def test_the_request_body_is_what_the_openai_client_sent() -> None:
             "seed": 3,
             "top_k": 20,
         }
+
+
+def test_the_environments_proxy_is_used_and_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY / NO_PROXY apply as they do for the openai client, read once per URL (not on a worker thread
+    per request, as aiohttp's trust_env does)."""
+    import concurrent.futures
+
+    real_submit = concurrent.futures.ThreadPoolExecutor.submit
+    hops: list[Any] = []
+    monkeypatch.setattr(
+        concurrent.futures.ThreadPoolExecutor, "submit", lambda self, fn, *a, **k: (hops.append(fn), real_submit(self, fn, *a, **k))[1]
+    )
+    with Server(lambda body, n: _ok("via proxy")) as proxy, Server(lambda body, n: _ok("direct")) as direct:
+        proxy_port = proxy.url.split(":")[2].split("/")[0]
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy_port}")
+        monkeypatch.setenv("NO_PROXY", "")
+        monkeypatch.delenv("http_proxy", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        # a host that does not resolve: only the proxy can answer for it
+        far = OpenAIEngine("m", base_url=f"http://upstream-{proxy_port}.invalid/v1", max_retries=0)
+        assert far.generate(["x", "y"]) == ["via proxy", "via proxy"]
+        assert len(proxy.requests) == 2 and direct.requests == []
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        near = OpenAIEngine("m", base_url=direct.url, max_retries=0)
+        assert near.generate(["z"]) == ["direct"]  # NO_PROXY names the host: the proxy is not asked
+        assert len(proxy.requests) == 2 and len(direct.requests) == 1
+    assert hops == []  # no thread hop per request (aiohttp's trust_env makes two)
