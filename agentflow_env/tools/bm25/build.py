@@ -15,12 +15,14 @@ The builder knows nothing of :class:`~agentflow_env.tools.bm25.index.BM25Index`:
 from __future__ import annotations
 
 import array
+import io
 import itertools
 import json
 import multiprocessing
 import os
 import shutil
 import tempfile
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -32,11 +34,20 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from agentflow_env.error import AgentFlowError, ConfigError, DataError, DependencyNotInstalled
-from agentflow_env.tools.bm25.check import DATA_FILE, INDICES_FILE, INDPTR_FILE, OFFSETS_FILE, PASSAGES_FILE, write_meta
+from agentflow_env.tools.bm25.check import (
+    DATA_FILE,
+    INDICES_FILE,
+    INDPTR_FILE,
+    OFFSETS_FILE,
+    PASSAGES_FILE,
+    VOCAB_FILE,
+    write_meta,
+)
 from agentflow_env.tools.bm25.corpus import _as_text
+from agentflow_env.tools.bm25.spans import JsonlFile, ParsedSpan, Span, arrow_bytes, jsonl_spans, parse_span, span_lines
 from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
-__all__ = ["BuiltArrays", "available_cpus", "build_arrays", "build_folder"]
+__all__ = ["BuiltArrays", "available_cpus", "build_arrays", "build_folder", "build_folder_vocab"]
 
 # a str as a JSON string, non-ASCII kept (json.dumps(..., ensure_ascii=False) of a str)
 _json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
@@ -49,6 +60,37 @@ _BLOCK_POSTINGS = 4_000_000
 _NONE, _SEVERAL, _UNSEEN = -1, -2, -3
 # passages split and numbered by Arrow at once (their temporary arrays: about 80 MB)
 _TOKENIZE_BATCH = 10_000
+
+
+def _pc() -> Any:
+    import pyarrow.compute as pc
+
+    return pc
+
+
+def _libc() -> Any:
+    """glibc, for giving freed heap memory back to the system; None elsewhere."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+
+            _LIBC = ctypes.CDLL("libc.so.6")
+            _LIBC.malloc_trim  # noqa: B018 - glibc has it; musl and others may not
+        except (OSError, AttributeError):
+            _LIBC = False
+    return _LIBC or None
+
+
+_LIBC: Any = None
+_M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 1 << 18  # glibc's mallopt parameter, and the size from which it maps
+
+
+def _trim() -> None:
+    """Give the heap's free pages back to the system (glibc keeps them after a chunk's arrays are freed)."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def available_cpus() -> int:
@@ -110,23 +152,31 @@ class _ChunkTokenizer:
         self._raw: dict[str, int] = {}  # raw word -> its term id, _NONE or _SEVERAL
         self._several: dict[str, list[int]] = {}  # raw word giving several tokens -> their term ids
 
-    def __call__(self, passages: Sequence[Any], start: int, keep_records: bool) -> _ChunkPostings:
-        if self.decode is not None:
-            passages = [self.decode(p) for p in passages]
-        records = [_record(p, start + i) for i, p in enumerate(passages)]
-        texts = [f"{r['title']} {r['text']}" for r in records]
+    def __call__(self, passages: Sequence[Any] | Span, start: int, keep_records: bool) -> _ChunkPostings:
+        texts, lines, records, parsed = self._passages(passages, start, keep_records)
         local = self.vocab
         known = len(local)
-        docs, ids = self._tokenize(texts, local)
+        docs, ids = self._tokenize(texts, local, ascii_split=parsed is not None and not parsed.separators)
         # a capital sigma lowercases by its context (final or not), which a raw word alone does not show: such
         # passages are tokenized whole, as a query is
-        whole = [i for i, text in enumerate(texts) if "\u03a3" in text]
+        if isinstance(texts, list):
+            whole = [i for i, text in enumerate(texts) if "\u03a3" in text]
+        elif parsed is not None and not parsed.sigma:
+            whole = []
+        else:
+            whole = np.flatnonzero(_pc().match_substring(texts, "\u03a3").to_numpy(zero_copy_only=False)).tolist()
         if whole:
             keep = ~np.isin(docs, whole)
-            per = [[local.setdefault(t, len(local)) for t in self.tokenizer(texts[i])] for i in whole]
+            per = [
+                [
+                    local.setdefault(t, len(local))
+                    for t in self.tokenizer(texts[i] if isinstance(texts, list) else texts[i].as_py())
+                ]
+                for i in whole
+            ]
             docs = np.concatenate([docs[keep], np.repeat(np.asarray(whole, dtype=np.int64), [len(x) for x in per])])
             ids = np.concatenate([ids[keep], np.asarray([t for x in per for t in x], dtype=np.int64)])
-        n = len(records)
+        n = len(texts)
         lens = np.bincount(docs, minlength=n).astype(np.int32)
         # one sort by (term, passage) gives each posting with its term frequency, term-major
         keys, tfs = np.unique(ids * max(n, 1) + docs, return_counts=True)
@@ -136,28 +186,48 @@ class _ChunkTokenizer:
         out = _ChunkPostings(os.getpid(), new_terms, *postings, lens)
         if keep_records:
             out.records = records
+        elif lines is not None:
+            out.blob, out.ends = arrow_bytes(lines)
         else:
-            lines = [_json_line(r) for r in records]
-            out.ends = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=n))
-            out.blob = b"".join(lines)
+            assert records is not None
+            encoded = [_json_line(r) for r in records]
+            out.ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n))
+            out.blob = b"".join(encoded)
         return out
 
-    def _tokenize(self, texts: list[str], local: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    def _passages(
+        self, passages: Sequence[Any] | Span, start: int, keep_records: bool
+    ) -> tuple[Any, Any, list[dict[str, str]] | None, ParsedSpan | None]:
+        """``(texts, lines, records, parsed)``: each passage's ``"title text"``, and either its line of the
+        passages file (Arrow arrays, from a span Arrow parsed, ``parsed``) or its record (lists)."""
+        if isinstance(passages, Span):
+            raw = passages.read()
+            fields = getattr(self.decode, "fields", None)
+            parsed = None if keep_records or not fields else parse_span(raw, len(passages), start, fields)
+            if parsed is not None:
+                return parsed.texts, parsed.lines, None, parsed
+            passages = span_lines(passages, raw)
+        if self.decode is not None:
+            passages = [self.decode(p) for p in passages]
+        records = [_record(p, start + i) for i, p in enumerate(passages)]
+        return [f"{r['title']} {r['text']}" for r in records], None, records, None
+
+    def _tokenize(self, texts: Any, local: dict[str, int], ascii_split: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(passage in the chunk, term id) of every token of ``texts``, a few thousand passages at a time.
 
         In order, batch after batch: terms are still numbered by first appearance in the chunk, and the
         temporary arrays of one batch, not of the chunk, bound the memory.
         """
         docs, ids = [], []
-        for lo in range(0, len(texts), _TOKENIZE_BATCH):
-            batch_docs, batch_ids = self._tokenize_batch(texts[lo : lo + _TOKENIZE_BATCH], local)
+        for lo in range(0, len(texts), _TOKENIZE_BATCH):  # a list or an Arrow array: both slice
+            batch_docs, batch_ids = self._tokenize_batch(texts[lo : lo + _TOKENIZE_BATCH], local, ascii_split)
             docs.append(batch_docs.astype(np.int32) + np.int32(lo))
             ids.append(batch_ids.astype(np.int32))
         if not docs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(docs).astype(np.int64), np.concatenate(ids).astype(np.int64)
 
-    def _tokenize_batch(self, texts: list[str], local: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    def _tokenize_batch(self, texts: Any, local: dict[str, int], ascii_split: bool) -> tuple[np.ndarray, np.ndarray]:
         """(passage in the batch, term id) of every token of ``texts``.
 
         Arrow's C++ kernels split the texts at whitespace and number the distinct raw words of the chunk; only
@@ -173,7 +243,11 @@ class _ChunkTokenizer:
             raise DependencyNotInstalled("pyarrow", "search") from None
 
         pool = pa.system_memory_pool()  # malloc gives a chunk's buffers back; arrow's default pool keeps them
-        lists = pc.utf8_split_whitespace(pa.array(texts, type=pa.large_string(), memory_pool=pool), memory_pool=pool)
+        array = texts if isinstance(texts, pa.Array) else pa.array(texts, type=pa.large_string(), memory_pool=pool)
+        # on ASCII text without the separators \x1c-\x1f, splitting at ASCII whitespace is str.split(), faster
+        ascii_split = ascii_split and len(array) > 0 and pc.all(pc.string_is_ascii(array)).as_py()
+        split = pc.ascii_split_whitespace if ascii_split else pc.utf8_split_whitespace
+        lists = split(array, memory_pool=pool)
         parents = pc.list_parent_indices(lists, memory_pool=pool).to_numpy()
         encoded = pc.dictionary_encode(pc.list_flatten(lists, memory_pool=pool), memory_pool=pool)
         del lists
@@ -229,12 +303,17 @@ _WORKER: _ChunkTokenizer | None = None
 def _start_worker(stopwords: bool, stem: bool, decode: Callable[[Any], dict[str, Any]] | None) -> None:
     global _WORKER
     _WORKER = _ChunkTokenizer(stopwords, stem, decode)
+    libc = _libc()
+    if libc is not None:
+        # a fixed threshold: a chunk's large arrays are mapped and unmapped, given back when freed; glibc's own
+        # threshold grows with the largest array freed, and the heap then keeps a chunk's worth of pages
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
 
 
 def _tokenize_in_worker(passages: list[Any], start: int) -> _ChunkPostings:
     assert _WORKER is not None, "the pool's initializer sets the worker's tokenizer"
+    _trim()
     return _WORKER(passages, start, keep_records=False)
-
 
 
 def _chunks_in_workers(
@@ -365,6 +444,10 @@ class _IndexWriter:
         self.records: list[dict[str, str]] = []
         self._offsets = array.array("q", [0])  # 8 bytes a passage, not a Python int each
         self._fh = open(out_dir / PASSAGES_FILE, "wb") if out_dir is not None else None
+        # the vocabulary file is json.dumps(vocab) written as terms are numbered, not at the end
+        self._vocab_fh = open(out_dir / VOCAB_FILE, "wb") if out_dir is not None else None
+        self._crcs: dict[str, int] = {PASSAGES_FILE: 0, VOCAB_FILE: 0}  # of the files as far as written
+        self._write(self._vocab_fh, VOCAB_FILE, b"{")
         self._maps: dict[int, array.array[int]] = {}  # tokenizer -> its term ids' global ids
 
     def add_chunk(self, passages: Sequence[Any]) -> None:
@@ -374,9 +457,15 @@ class _IndexWriter:
     def add(self, n: int, chunk: _ChunkPostings) -> None:
         """Number the chunk's new terms after the known ones and spool its postings with global ids."""
         vocab = self.vocab
-        number = vocab.setdefault
+        known = len(vocab)
+        # the tokenizer's new terms (each once) not yet in the vocabulary, numbered in its order
+        missing = [t for t in chunk.new_terms if t not in vocab]
+        vocab.update(zip(missing, range(known, known + len(missing))))
         ids = self._maps.setdefault(chunk.tokenizer, array.array("q"))
-        ids.extend(number(t, len(vocab)) for t in chunk.new_terms)
+        ids.extend(map(vocab.__getitem__, chunk.new_terms))
+        if missing and self._vocab_fh is not None:
+            items = ", ".join(f"{_json_str(t)}: {i}" for i, t in enumerate(missing, known))
+            self._write(self._vocab_fh, VOCAB_FILE, (", " + items if known else items).encode())
         n_vocab = len(vocab)
         if len(self.df) < n_vocab:
             self.df = np.concatenate([self.df, np.zeros(max(n_vocab, 2 * len(self.df)) - len(self.df), np.int64)])
@@ -397,15 +486,26 @@ class _IndexWriter:
         if chunk.records is not None:
             self.records.extend(chunk.records)
         elif self._fh is not None and chunk.ends is not None:
-            self._fh.write(chunk.blob)
+            self._write(self._fh, PASSAGES_FILE, chunk.blob)
             self._offsets.frombytes((chunk.ends + self._offsets[-1]).tobytes())
         self.n_docs += n
 
+    def _write(self, fh: Any, name: str, data: Any) -> None:
+        """Write ``data`` to ``fh``, the file ``name``, and carry on its checksum."""
+        if fh is not None:
+            fh.write(data)
+            self._crcs[name] = zlib.crc32(data, self._crcs.get(name, 0))
+
+    def cleanup_files(self) -> None:
+        """Close the passages and vocabulary files."""
+        for fh in (self._fh, self._vocab_fh):
+            if fh is not None:
+                fh.close()
+        self._fh = self._vocab_fh = None
+
     def cleanup(self) -> None:
-        """Close the passages file and delete the spool (after the build, or when it failed)."""
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        """Close the passages and vocabulary files and delete the spool (after the build, or when it failed)."""
+        self.cleanup_files()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -450,9 +550,11 @@ class _IndexWriter:
             return data, indices, indptr, params
         # term blocks of bounded size, each written out in order: memory holds one block, not the matrix
         with open(self.out_dir / DATA_FILE, "wb") as fd, open(self.out_dir / INDICES_FILE, "wb") as fi:
-            for fh, dtype in ((fd, np.float32), (fi, np.int32)):
+            for fh, name, dtype in ((fd, DATA_FILE, np.float32), (fi, INDICES_FILE, np.int32)):
                 header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
-                np.lib.format.write_array_header_1_0(fh, {**header, "shape": (total,)})
+                head = io.BytesIO()
+                np.lib.format.write_array_header_1_0(head, {**header, "shape": (total,)})
+                self._write(fh, name, head.getvalue())
             lo = 0
             while lo < n_vocab:
                 hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
@@ -460,15 +562,14 @@ class _IndexWriter:
                 size = int(indptr[hi] - indptr[lo])
                 block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
                 self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
-                fd.write(block_data.data)  # the array's own buffer: no copy of the block, unlike tobytes()
-                fi.write(block_indices.data)
+                self._write(fd, DATA_FILE, block_data.data)  # the array's own buffer: no copy, unlike tobytes()
+                self._write(fi, INDICES_FILE, block_indices.data)
                 lo = hi
         np.save(self.out_dir / INDPTR_FILE, indptr)
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self._write(self._vocab_fh, VOCAB_FILE, b"}")
+        self.cleanup_files()
         np.save(self.out_dir / OFFSETS_FILE, np.frombuffer(self._offsets, dtype=np.int64))
-        write_meta(self.out_dir, self.vocab, params)
+        write_meta(self.out_dir, None, params, self._crcs)
         return None
 
 
@@ -495,7 +596,8 @@ def _run(
     settings = (bool(writer.settings["stopwords"]), bool(writer.settings["stem"]), writer.tokenizer.decode)
     try:
         with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
-            chunks = _chunks(passages, chunk_size)
+            spans = isinstance(passages, JsonlFile) and writer.out_dir is not None
+            chunks = jsonl_spans(passages.path, chunk_size) if spans else _chunks(passages, chunk_size)  # type: ignore[union-attr]
             head = list(itertools.islice(chunks, 2))  # workers pay off from the second chunk on
             alone = len(head) < 2
             chunks = itertools.chain(_popping(head), chunks)
@@ -506,6 +608,8 @@ def _run(
             else:
                 for n, postings in _chunks_in_workers(chunks, workers, settings):
                     writer.add(n, postings)
+                    del postings
+                    _trim()
                     bar.update(n)
         return writer.finish()
     finally:
@@ -533,11 +637,31 @@ def build_folder(
     ``decode`` (a picklable function) turns each item into a passage where the chunk is tokenized, e.g.
     :class:`~agentflow_env.tools.bm25.corpus.JsonlRow` parses raw JSON lines in the workers.
     """
+    return build_folder_vocab(
+        passages,
+        out_dir,
+        workers=workers,
+        chunk_size=chunk_size,
+        k1=k1,
+        b=b,
+        stopwords=stopwords,
+        stem=stem,
+        show_progress=show_progress,
+        total=total,
+        decode=decode,
+    )[0]
+
+
+def build_folder_vocab(
+    passages: Iterable[Any], out_dir: str | os.PathLike[str], **options: Any
+) -> tuple[Path, dict[str, int]]:
+    """:func:`build_folder`, and the vocabulary it wrote (so the index it opens need not read it back)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    writer = _IndexWriter(out, k1=k1, b=b, stopwords=stopwords, stem=stem, decode=decode)
-    _run(writer, passages, workers=workers, chunk_size=chunk_size, show_progress=show_progress, total=total)
-    return out
+    settings = {key: options.pop(key) for key in ("k1", "b", "stopwords", "stem", "decode") if key in options}
+    writer = _IndexWriter(out, **settings)
+    _run(writer, passages, **options)
+    return out, writer.vocab
 
 
 def build_arrays(

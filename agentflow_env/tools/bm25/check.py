@@ -68,9 +68,17 @@ def _crc32(path: Path) -> str:
     return f"{crc:08x}"
 
 
-def file_checksums(folder: Path, names: list[str]) -> dict[str, dict[str, Any]]:
-    """``{name: {"bytes": size, "crc32": hex}}`` for the named files of ``folder``."""
-    return {name: {"bytes": (folder / name).stat().st_size, "crc32": _crc32(folder / name)} for name in names}
+def file_checksums(folder: Path, names: list[str], known: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
+    """``{name: {"bytes": size, "crc32": hex}}`` for the named files of ``folder``; ``known``: the CRC-32 of
+    files whose bytes were checksummed as they were written (not read again)."""
+    known = known or {}
+    return {
+        name: {
+            "bytes": (folder / name).stat().st_size,
+            "crc32": f"{known[name]:08x}" if name in known else _crc32(folder / name),
+        }
+        for name in names
+    }
 
 
 def settings_checksum(meta: dict[str, Any]) -> str:
@@ -79,10 +87,14 @@ def settings_checksum(meta: dict[str, Any]) -> str:
     return f"{zlib.crc32(json.dumps(body, sort_keys=True).encode()):08x}"
 
 
-def write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None:
-    """Write the vocabulary, bm25s's params and our metadata, with the checksum of every file of the folder."""
-    with open(out / VOCAB_FILE, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(vocab, ensure_ascii=False))  # json.dumps encodes in C; json.dump in Python pieces
+def write_meta(
+    out: Path, vocab: dict[str, int] | None, params: dict[str, Any], crcs: dict[str, int] | None = None
+) -> None:
+    """Write the vocabulary (``None``: already written), bm25s's params and our metadata, with the checksum of
+    every file of the folder (``crcs``: those known from writing the files)."""
+    if vocab is not None:
+        with open(out / VOCAB_FILE, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(vocab, ensure_ascii=False))  # json.dumps encodes in C; json.dump in Python pieces
     bm25s_params = {
         "k1": params["k1"],
         "b": params["b"],
@@ -96,7 +108,7 @@ def write_meta(out: Path, vocab: dict[str, int], params: dict[str, Any]) -> None
     }
     (out / PARAMS_FILE).write_text(json.dumps(bm25s_params, indent=2))
     meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, **params}
-    meta["checksums"] = {"files": file_checksums(out, list(INDEX_FILES)), "settings": settings_checksum(meta)}
+    meta["checksums"] = {"files": file_checksums(out, list(INDEX_FILES), crcs), "settings": settings_checksum(meta)}
     (out / META_FILE).write_text(json.dumps(meta, indent=2))
 
 

@@ -213,7 +213,9 @@ def corpus_items(
     function that parses one into a passage (so a parallel build parses in its workers); other formats give the
     passages and ``None``."""
     if _corpus_format(source, fmt) == "jsonl":
-        return jsonl_lines(source), JsonlRow(str(source), (text_field, title_field, id_field))
+        from agentflow_env.tools.bm25.spans import JsonlFile
+
+        return JsonlFile(str(source)), JsonlRow(str(source), (text_field, title_field, id_field))
     rows = iter_corpus(source, fmt=fmt, text_field=text_field, title_field=title_field, id_field=id_field, **options)
     return rows, None
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 
 from agentflow_env.error import DataError, DependencyNotInstalled, ToolError
-from agentflow_env.tools.bm25.build import build_arrays, build_folder
+from agentflow_env.tools.bm25.build import build_arrays, build_folder_vocab
 from agentflow_env.tools.bm25.check import (
     ARRAY_FILES,
     DATA_FILE,
@@ -165,8 +165,8 @@ class BM25Index:
             store = _PassageStore(built.records)
             index = cls(built.data, built.indices, built.indptr, built.vocab, store, built.params)
         else:
-            folder = build_folder(passages, out_dir, workers=workers, **options)
-            index = cls.load(folder, mmap=True, verify=False, _just_built=True)
+            folder, vocab = build_folder_vocab(passages, out_dir, workers=workers, **options)
+            index = cls.load(folder, mmap=True, verify=False, _just_built=True, _vocab=vocab)
         logger.info("BM25 index: %d passages, %d terms", len(index), len(index.vocab))
         return index
 
@@ -223,7 +223,12 @@ class BM25Index:
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], mmap: bool = True, verify: bool = True, _just_built: bool = False
+        cls,
+        path: str | os.PathLike[str],
+        mmap: bool = True,
+        verify: bool = True,
+        _just_built: bool = False,
+        _vocab: dict[str, int] | None = None,
     ) -> BM25Index:
         """Open an index folder written by :meth:`save` or ``build(out_dir=...)``; arrays are memory-mapped.
 
@@ -240,7 +245,7 @@ class BM25Index:
             logger.warning("%s was built without checksums: only its structure is checked; rebuild to add them", folder)
         mode: Literal["r"] | None = "r" if mmap else None
         arrays = _read_arrays(folder, mode)
-        vocab = _read_vocab(folder)
+        vocab = _read_vocab(folder) if _vocab is None else _vocab  # the builder's own, just written
         passages = folder / PASSAGES_FILE
         if not passages.is_file():
             raise corrupted(folder, f"the file {PASSAGES_FILE} is missing")

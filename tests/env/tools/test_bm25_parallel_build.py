@@ -104,3 +104,62 @@ def test_the_raw_word_memo_and_batch_size_do_not_change_the_folder(tmp_path, mon
     monkeypatch.setattr(build, "_TOKENIZE_BATCH", 3)
     BM25Index.build(iter(passages), out_dir=tmp_path / "small", chunk_size=41)
     assert files(tmp_path / "default") == files(tmp_path / "small")
+
+
+def test_a_jsonl_file_read_in_spans_writes_the_folder_its_passages_write(tmp_path, monkeypatch) -> None:
+    """Spans Arrow parses (escapes, non-ASCII kept or escaped, int, null and missing ids, null and missing
+    titles, extra fields, a sigma) and spans read line by line (blank lines, CRLF, a lone CR, duplicate keys,
+    surrogate escapes) give the folder a build from the parsed passages gives, byte for byte."""
+    from agentflow_env.tools.bm25 import build, spans
+    from agentflow_env.tools.bm25.corpus import iter_jsonl
+
+    parsed: list[object] = []
+    monkeypatch.setattr(build, "parse_span", lambda *a: parsed.append(spans.parse_span(*a)) or parsed[-1])
+    rows = corpus(150, seed=7)
+    for i, row in enumerate(rows):
+        if i % 5 == 0:
+            row["text"] += ' a "quoted" back\\slash tab\tnew\nline \x1c \u00a0 nbsp \u2028 Σίσυφος'
+        if i % 10 == 5:
+            row["title"] = "emoji 😀"  # kept as UTF-8 (odd rows): escaped, a surrogate pair sends the span to json
+        if 32 <= i < 48:  # the third span's ids are numbers (a span of both is read line by line)
+            row["id"] = i
+        if i % 7 == 2:
+            row["id"] = None
+        if i % 7 == 3:
+            row.pop("id", None)
+        if i % 11 == 4:
+            row["title"] = None
+        if i % 11 == 5:
+            row.pop("title", None)
+        if i % 13 == 6:
+            row["extra"] = {"nested": [1, {"x": None}]}
+    plain = [json.dumps(r, ensure_ascii=i % 2 == 0) for i, r in enumerate(rows)]
+    odd = list(plain)
+    odd[20] = odd[20] + "\r"  # CRLF
+    odd[40] = "   \n" + odd[40]  # a blank line
+    odd[60] = odd[60].replace('{"', '{"text": "dup", "', 1)  # a duplicate key: the last wins
+    odd[80] = odd[80][:-1] + ', "x": "\\ud83d\\ude00"}'  # a surrogate pair, escaped
+    odd[100] = odd[100] + "\r" + plain[0]  # a lone CR ends a line too
+    for name, lines in (("plain", plain), ("odd", odd)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(("\n".join(lines)).encode())  # and no line end after the last line
+        passages = list(iter_jsonl(path))
+        BM25Index.build(iter(passages), out_dir=tmp_path / f"{name}-rows", chunk_size=16)
+        for workers in (1, 2):
+            BM25Index.from_jsonl(path, out_dir=tmp_path / f"{name}-{workers}", chunk_size=16, workers=workers)
+            assert files(tmp_path / f"{name}-{workers}") == files(tmp_path / f"{name}-rows")
+        if name == "plain":  # Arrow read most spans (in this process, with workers=1)
+            assert sum(p is not None for p in parsed) > len(parsed) // 2
+        parsed.clear()
+
+
+def test_spans_count_passages_and_lines_as_text_mode_reads_them(tmp_path) -> None:
+    from agentflow_env.tools.bm25.corpus import jsonl_lines
+    from agentflow_env.tools.bm25.spans import jsonl_spans, span_lines
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"text": "a"}\r\n\n  \t\n{"text": "b"}\r{"text": "c"}\n \xc2\xa0\n{"text": "d"}\n{"text": "e"}')
+    for size in (1, 2, 3, 10):
+        spans = list(jsonl_spans(path, size))
+        assert [s.n for s in spans] == [min(size, 5 - i) for i in range(0, 5, size)]
+        assert [item for s in spans for item in span_lines(s)] == list(jsonl_lines(path))
