@@ -49,7 +49,8 @@ class EvalConfig:
         default=None,
     )
     batch_window_s: float = doc_field(
-        "seconds a planner batch waits for more ready episodes (never longer; not a barrier)",
+        "seconds a planner batch waits for more ready episodes (never longer; not a barrier); an HTTP planner is "
+        "asked per episode, without a window",
         flag="--batch-window",
         default=0.005,
     )

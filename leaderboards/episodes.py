@@ -3,7 +3,7 @@
 :func:`run_units` plays the remaining units of one :class:`EvalSession` (what the runner hands over: units,
 policies, envs, config and result files) and appends each finished episode (trajectory, then outcome) as it ends.
 An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each episode on
-its own, the planner's batches gathered within ``batch_window_s``. Any other policy plays lock-step turns
+its own, asking the planner on its own thread (one request per turn; no batch window). Any other policy plays lock-step turns
 (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
 Either way each episode's clock counts only its own work.
 """
@@ -262,6 +262,7 @@ def _batchers(policies: dict[str, Any], config: EvalConfig, stats: Any) -> dict[
                 max_batch=config.concurrency or 1,
                 parallel=(config.concurrency or 1) if getattr(policy, "concurrent_act", False) else 1,
                 stats=stats,
+                direct=bool(getattr(policy, "concurrent_act", False)),  # independent requests: no batch to wait for
             )
     return batchers
 

@@ -1,8 +1,8 @@
 """Runs a policy over a protocol: the protocol resolves once into a :class:`~leaderboards.protocol.RunPlan`, then
 ``concurrency`` episodes run in flight, each on its own (:mod:`agentflow_env.vector.scheduler`), resumable.
 
-An HTTP planner (``concurrent_act``) gets its observations in batches gathered within ``batch_window_s``, never
-a barrier; a local or stateful policy plays lock-step turns so a seeded run repeats. Each episode's
+An HTTP planner (``concurrent_act``) is asked on each episode's own thread, one request per turn (its server
+batches them); a local or stateful policy plays lock-step turns so a seeded run repeats. Each episode's
 ``time_budget_s`` clock counts only its own work, so scores do not depend on the concurrency.
 
 Each finished episode appends its trajectory, then its outcome line; a rerun skips every unit whose

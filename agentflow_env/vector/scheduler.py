@@ -8,9 +8,10 @@ episode starts on that thread. No episode waits for another's turn.
 The planner: episodes that need an action hand their observation to a :class:`PlannerBatcher`, which gathers
 the observations that arrive within ``window_s`` of the first (or until every episode of that policy is
 waiting, or ``max_batch`` are) and sends them in one ``act`` call. A policy that says ``concurrent_act``
-(an HTTP planner) may have several such calls in flight, so a batch never waits for the previous one; any
-other policy (a local model) gets one call at a time, and the episodes that come ready meanwhile form the
-next batch. Batching is never a barrier.
+may have several such calls in flight, so a batch never waits for the previous one; any other policy (a local
+model) gets one call at a time, and the episodes that come ready meanwhile form the next batch. Batching is
+never a barrier. An HTTP planner's calls are independent requests that its server batches itself, so the
+runner asks it ``direct``: each episode's thread makes its own one-observation call, with no window.
 
 Each episode's clock (:class:`~agentflow_env.clock.EpisodeClock`) counts only its own work: it is paused while
 the episode waits (for a batch to fill, for its turn at the policy) and charged the planner call's duration,
@@ -112,6 +113,10 @@ class PlannerBatcher:
     ``act`` takes a list of observations and returns one item per observation. ``parallel`` calls may be in
     flight at once. ``ask`` blocks its caller (an episode's thread) until its item is back and returns it with
     the call's duration.
+
+    ``direct``: every ``ask`` is an ``act([obs])`` call of its own, made on the asking thread, with no window,
+    dispatcher or pool in between (for a policy whose calls are independent requests to a server that batches
+    them itself: an HTTP planner; gathering them first only adds the window and two thread hops per call).
     """
 
     def __init__(
@@ -122,20 +127,25 @@ class PlannerBatcher:
         max_batch: int = 64,
         parallel: int = 1,
         stats: SchedulerStats | None = None,
+        direct: bool = False,
     ):
         if window_s < 0 or max_batch < 1 or parallel < 1:
             raise ConfigError("window_s must be >= 0, max_batch and parallel >= 1")
         self.act, self.window_s, self.max_batch, self.parallel = act, window_s, max_batch, parallel
         self.stats = stats if stats is not None else SchedulerStats()
+        self.direct = direct
         self._cond = threading.Condition()
         self._waiting: list[tuple[Any, Future[tuple[Any, float]], float]] = []
         self._active = 0  # episodes of this policy in flight
         self._in_act = 0  # of which inside an act call now
         self._calls = 0  # act calls in flight
         self._closed = False
-        self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="planner")
-        self._thread = threading.Thread(target=self._dispatch, name="planner-batcher", daemon=True)
-        self._thread.start()
+        self._pool: ThreadPoolExecutor | None = None
+        self._thread: threading.Thread | None = None
+        if not direct:
+            self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="planner")
+            self._thread = threading.Thread(target=self._dispatch, name="planner-batcher", daemon=True)
+            self._thread.start()
 
     def enter(self) -> None:
         with self._cond:
@@ -147,6 +157,8 @@ class PlannerBatcher:
             self._cond.notify_all()
 
     def ask(self, obs: Any) -> tuple[Any, float]:
+        if self.direct:
+            return self._ask_directly(obs)
         fut: Future[tuple[Any, float]] = Future()
         with self._cond:
             if self._closed:
@@ -154,6 +166,20 @@ class PlannerBatcher:
             self._waiting.append((obs, fut, time.monotonic()))
             self._cond.notify_all()
         return fut.result()
+
+    def _ask_directly(self, obs: Any) -> tuple[Any, float]:
+        if self._closed:
+            raise RuntimeError("the planner batcher is closed")
+        t0 = time.perf_counter()
+        out = list(self.act([obs]))
+        seconds = time.perf_counter() - t0
+        if len(out) != 1:
+            raise RuntimeError(f"the policy returned {len(out)} actions for 1 observation")
+        with self._cond:
+            self.stats.act_calls += 1
+            self.stats.act_seconds += seconds
+            self.stats.batch_items += 1
+        return out[0], seconds
 
     def _ready(self) -> bool:
         if not self._waiting or self._calls >= self.parallel:
@@ -208,8 +234,10 @@ class PlannerBatcher:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._thread.join(timeout=5)
-        self._pool.shutdown(wait=False)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
 
 _DONE = object()

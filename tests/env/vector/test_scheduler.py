@@ -109,3 +109,38 @@ def test_run_episodes_plays_every_job_once_and_stops_on_an_error() -> None:
     with pytest.raises(ConfigError):
         run_episodes([], concurrency=0, start=start, batcher_for=None, action_of=None, finish=None, on_done=None)
     batcher.close()
+
+
+def test_a_direct_batcher_asks_on_the_callers_thread_one_observation_at_a_time() -> None:
+    calls: list[tuple[list[int], str]] = []
+
+    def act(batch: list[int]) -> list[int]:
+        calls.append((list(batch), threading.current_thread().name))
+        if batch == [13]:
+            raise ValueError("unlucky")
+        return [x * 10 for x in batch]
+
+    before = {t.name for t in threading.enumerate()}
+    batcher = PlannerBatcher(act, window_s=30.0, max_batch=8, parallel=8, direct=True)
+    assert not {t.name for t in threading.enumerate()} - before  # no dispatcher, no pool
+    answers: dict[int, int] = {}
+
+    def episode(x: int) -> None:
+        threading.current_thread().name = f"episode-{x}"
+        answers[x], _seconds = batcher.ask(x)
+
+    threads = [threading.Thread(target=episode, args=(x,)) for x in range(6)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert time.monotonic() - started < 10  # the 30 s window is never waited for
+    assert answers == {x: x * 10 for x in range(6)}
+    assert sorted(calls) == [([x], f"episode-{x}") for x in range(6)]  # one call per ask, on the asking thread
+    assert batcher.stats.act_calls == 6 and batcher.stats.batch_items == 6
+    with pytest.raises(ValueError, match="unlucky"):  # the policy's error reaches the episode that asked
+        batcher.ask(13)
+    batcher.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        batcher.ask(1)
