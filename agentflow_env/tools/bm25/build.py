@@ -25,7 +25,7 @@ import tempfile
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -353,11 +353,12 @@ def _chunks_in_workers(
 
 @dataclass
 class _Spool:
-    """Each chunk's postings, sorted by term then passage, in memory or as .npy files in ``folder``.
+    """Each chunk's postings, sorted by term then passage, in memory or as raw files in ``folder``.
 
     A chunk keeps its first passage's number, its passages within the chunk and the term frequencies in the
     smallest unsigned type that holds them (2 bytes each for a chunk of 20k passages), and its terms once each
-    with where their postings end: about 4 bytes a posting on disk, not 12.
+    with where their postings end: about 4 bytes a posting on disk, not 12. On disk, :meth:`plan` finds once
+    where each block of terms starts in each chunk, and each block then reads just its slices.
     """
 
     folder: Path | None
@@ -367,38 +368,50 @@ class _Spool:
         """``docs`` within the chunk; ``terms`` ascending, each with ``counts`` postings; ``tfs`` per posting."""
         docs = docs.astype(np.min_scalar_type(int(docs.max(initial=0))))
         tfs = tfs.astype(np.min_scalar_type(int(tfs.max(initial=0))))
-        groups = np.stack([terms.astype(np.int64), np.cumsum(counts, dtype=np.int64)])
+        terms, ends = terms.astype(np.int64), np.cumsum(counts, dtype=np.int64)
         if self.folder is None:
-            self.chunks.append((first, docs, groups, tfs))
+            self.chunks.append([first, docs, terms, ends, tfs])
             return
-        stem = self.folder / f"chunk{len(self.chunks):06d}"
-        for name, arr in (("docs", docs), ("groups", groups), ("tfs", tfs)):
-            np.save(f"{stem}.{name}.npy", arr)
-        self.chunks.append((first, stem))
+        stem = str(self.folder / f"chunk{len(self.chunks):06d}")
+        for name, arr in (("docs", docs), ("terms", terms), ("ends", ends), ("tfs", tfs)):
+            arr.tofile(f"{stem}.{name}")
+        self.chunks.append([first, stem, docs.dtype, tfs.dtype, None])
 
-    def term_range(self, lo: int, hi: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """Each chunk's postings of the terms ``lo <= term < hi``: passages, the terms with their number of
-        postings, and the term frequencies as float32; on disk only that slice is read (mmap)."""
+    def plan(self, bounds: np.ndarray) -> None:
+        """Where the terms ``bounds[k] <= term < bounds[k + 1]`` start in each chunk on disk (its terms and their
+        postings), for :meth:`term_range`'s block ``k``."""
         for chunk in self.chunks:
-            if len(chunk) == 2:
-                first, stem = chunk
-                groups = np.load(f"{stem}.groups.npy", mmap_mode="r")
-                g0, g1 = (int(x) for x in np.searchsorted(groups[0], [lo, hi]))
+            if isinstance(chunk[1], str):
+                stem = chunk[1]
+                at = np.searchsorted(np.fromfile(f"{stem}.terms", dtype=np.int64), bounds)
+                ends = np.fromfile(f"{stem}.ends", dtype=np.int64)
+                chunk[4] = (at, np.concatenate([[0], ends])[at])  # where the first posting of each block is
+
+    def term_range(self, lo: int, hi: int, block: int = 0) -> Iterator[tuple[np.ndarray, ...]]:
+        """Each chunk's postings of the terms ``lo <= term < hi`` (block ``block`` of :meth:`plan` on disk):
+        passages, the terms with their number of postings, and the term frequencies as float32."""
+        for chunk in self.chunks:
+            first = chunk[0]
+            if isinstance(chunk[1], str):
+                stem, docs_type, tfs_type, (at, starts) = chunk[1:]
+                g0, g1 = int(at[block]), int(at[block + 1])
                 if g0 == g1:
                     continue
-                terms, ends = np.array(groups[0, g0:g1]), np.array(groups[1, g0 - 1 : g1] if g0 else groups[1, :g1])
-                docs = np.load(f"{stem}.docs.npy", mmap_mode="r")
-                tfs = np.load(f"{stem}.tfs.npy", mmap_mode="r")
+                a, b = int(starts[block]), int(starts[block + 1])
+                terms = np.fromfile(f"{stem}.terms", dtype=np.int64, count=g1 - g0, offset=8 * g0)
+                counts = np.diff(np.fromfile(f"{stem}.ends", dtype=np.int64, count=g1 - g0, offset=8 * g0), prepend=a)
+                docs = np.fromfile(f"{stem}.docs", dtype=docs_type, count=b - a, offset=docs_type.itemsize * a)
+                tfs = np.fromfile(f"{stem}.tfs", dtype=tfs_type, count=b - a, offset=tfs_type.itemsize * a)
             else:
-                first, docs, groups, tfs = chunk
-                g0, g1 = (int(x) for x in np.searchsorted(groups[0], [lo, hi]))
+                docs, all_terms, ends, tfs = chunk[1:]
+                g0, g1 = (int(x) for x in np.searchsorted(all_terms, [lo, hi]))
                 if g0 == g1:
                     continue
-                terms, ends = groups[0, g0:g1], groups[1, g0 - 1 : g1] if g0 else groups[1, :g1]
-            a = int(ends[0]) if g0 else 0
-            counts = np.diff(ends) if g0 else np.diff(ends, prepend=0)
-            b = a + int(counts.sum())
-            yield np.asarray(docs[a:b]).astype(np.int64) + first, terms, counts, np.asarray(tfs[a:b]).astype(np.float32)
+                a = int(ends[g0 - 1]) if g0 else 0
+                terms, counts = all_terms[g0:g1], np.diff(ends[g0:g1], prepend=a)
+                b = int(ends[g1 - 1])
+                docs, tfs = docs[a:b], tfs[a:b]
+            yield docs.astype(np.int64) + first, terms, counts, tfs.astype(np.float32)
 
 
 class BuiltArrays(NamedTuple):
@@ -458,13 +471,12 @@ class _IndexWriter:
         """Number the chunk's new terms after the known ones and spool its postings with global ids."""
         vocab = self.vocab
         known = len(vocab)
-        # the tokenizer's new terms (each once) not yet in the vocabulary, numbered in its order
-        missing = [t for t in chunk.new_terms if t not in vocab]
-        vocab.update(zip(missing, range(known, known + len(missing))))
+        number = vocab.setdefault  # one dict operation a term: most terms of a chunk are new to the corpus
         ids = self._maps.setdefault(chunk.tokenizer, array.array("q"))
-        ids.extend(map(vocab.__getitem__, chunk.new_terms))
-        if missing and self._vocab_fh is not None:
-            items = ", ".join(f"{_json_str(t)}: {i}" for i, t in enumerate(missing, known))
+        ids.extend([number(t, len(vocab)) for t in chunk.new_terms])
+        if len(vocab) > known and self._vocab_fh is not None:
+            missing = itertools.islice(reversed(vocab), len(vocab) - known)  # the terms just numbered
+            items = ", ".join([f"{_json_str(t)}: {i}" for i, t in enumerate(reversed(list(missing)), known)])
             self._write(self._vocab_fh, VOCAB_FILE, (", " + items if known else items).encode())
         n_vocab = len(vocab)
         if len(self.df) < n_vocab:
@@ -510,6 +522,10 @@ class _IndexWriter:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
+    def _write_block(self, fd: Any, fi: Any, data: np.ndarray, indices: np.ndarray) -> None:
+        self._write(fd, DATA_FILE, data.data)  # the array's own buffer: no copy, unlike tobytes()
+        self._write(fi, INDICES_FILE, indices.data)
+
     def _fill(
         self,
         lo: int,
@@ -519,11 +535,12 @@ class _IndexWriter:
         norm: np.ndarray,
         data: np.ndarray,
         indices: np.ndarray,
+        block: int = 0,
     ) -> None:
         """Scores and doc ids of the terms ``lo <= term < hi`` into ``data``/``indices`` (that block's postings)."""
         base = indptr[lo]
         cursor = indptr[lo:hi] - base
-        for docs, uniq, counts, tfs in self.spool.term_range(lo, hi):
+        for docs, uniq, counts, tfs in self.spool.term_range(lo, hi, block):
             terms = np.repeat(uniq, counts)
             pos = cursor[terms - lo] + (np.arange(len(terms)) - np.repeat(np.cumsum(counts) - counts, counts))
             data[pos] = idf[terms] * tfs / (tfs + norm[docs])
@@ -548,23 +565,34 @@ class _IndexWriter:
             data, indices = np.empty(total, np.float32), np.empty(total, np.int32)
             self._fill(0, n_vocab, indptr, idf, norm, data, indices)
             return data, indices, indptr, params
-        # term blocks of bounded size, each written out in order: memory holds one block, not the matrix
-        with open(self.out_dir / DATA_FILE, "wb") as fd, open(self.out_dir / INDICES_FILE, "wb") as fi:
+        # term blocks of bounded size, each written out in order: memory holds two blocks, not the matrix; a
+        # thread writes (and checksums) one block while the next one is filled
+        bounds = [0]
+        while bounds[-1] < n_vocab:
+            lo = bounds[-1]
+            hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
+            bounds.append(min(hi, n_vocab))
+        self.spool.plan(np.asarray(bounds, dtype=np.int64))
+        with (
+            open(self.out_dir / DATA_FILE, "wb") as fd,
+            open(self.out_dir / INDICES_FILE, "wb") as fi,
+            ThreadPoolExecutor(1) as pool,
+        ):
             for fh, name, dtype in ((fd, DATA_FILE, np.float32), (fi, INDICES_FILE, np.int32)):
                 header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
                 head = io.BytesIO()
                 np.lib.format.write_array_header_1_0(head, {**header, "shape": (total,)})
                 self._write(fh, name, head.getvalue())
-            lo = 0
-            while lo < n_vocab:
-                hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
-                hi = min(hi, n_vocab)
+            written: Future[None] | None = None
+            for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
                 size = int(indptr[hi] - indptr[lo])
                 block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
-                self._fill(lo, hi, indptr, idf, norm, block_data, block_indices)
-                self._write(fd, DATA_FILE, block_data.data)  # the array's own buffer: no copy, unlike tobytes()
-                self._write(fi, INDICES_FILE, block_indices.data)
-                lo = hi
+                self._fill(lo, hi, indptr, idf, norm, block_data, block_indices, k)
+                if written is not None:
+                    written.result()
+                written = pool.submit(self._write_block, fd, fi, block_data, block_indices)
+            if written is not None:
+                written.result()
         np.save(self.out_dir / INDPTR_FILE, indptr)
         self._write(self._vocab_fh, VOCAB_FILE, b"}")
         self.cleanup_files()

@@ -60,15 +60,15 @@ class Span:
             return fh.read(self.end - self.offset)
 
 
-def _line_ends(buf: bytes, arr: np.ndarray, eof: bool) -> np.ndarray:
-    """Where each complete line of ``buf`` ends (one past its last byte), as text mode splits lines."""
+def _line_ends(arr: np.ndarray, lone_cr: bool, eof: bool) -> np.ndarray:
+    """Where each complete line of ``arr`` ends (one past its last byte), as text mode splits lines."""
     ends = np.flatnonzero(arr == _LF) + 1
-    if b"\r" in buf:  # a lone \r ends a line too (one not yet known to be lone, at the end, waits for more)
+    if lone_cr:  # a lone \r ends a line too (one not yet known to be lone, at the end, waits for more)
         cr = np.flatnonzero(arr == _CR)
         nxt = np.append(arr, np.uint8(0 if eof else _LF))[cr + 1]
         ends = np.union1d(ends, cr[nxt != _LF] + 1)
-    if eof and len(buf) and (not len(ends) or ends[-1] < len(buf)):
-        ends = np.append(ends, len(buf))
+    if eof and len(arr) and (not len(ends) or ends[-1] < len(arr)):
+        ends = np.append(ends, len(arr))
     return ends
 
 
@@ -84,33 +84,44 @@ def jsonl_spans(path: str | os.PathLike[str], size: int) -> Iterator[Span]:
     name = str(path)
     base = lineno = 0  # file offset of ``buf``, lines before it
     start, start_line, count = 0, 1, 0  # the current span: its offset, its first line, its passages so far
-    buf = b""
+    buf, kept = bytearray(_READ), 0  # read into, after the ``kept`` bytes of a line not yet ended
     with open(path, "rb") as fh:
         eof = False
         while not eof:
-            data = fh.read(_READ)
-            eof = not data
-            buf += data
-            arr = np.frombuffer(buf, dtype=np.uint8)
-            ends = _line_ends(buf, arr, eof)
+            if kept == len(buf):  # a line longer than the buffer
+                buf.extend(bytes(len(buf)))
+            got = fh.readinto(memoryview(buf)[kept:])
+            eof, filled = not got, kept + got
+            arr = np.frombuffer(buf, dtype=np.uint8, count=filled)
+            ends = _line_ends(arr, buf.find(b"\r", 0, filled) >= 0, eof)
             if not len(ends):
+                del arr
+                kept = filled
                 continue
             starts = np.concatenate([[0], ends[:-1]])
             passage = arr[starts] == _OPEN  # the usual line; any other is checked the way text mode reads it
-            for i in np.flatnonzero(~passage).tolist():
-                passage[i] = not _blank(buf[starts[i] : ends[i]])
-            at = np.flatnonzero(passage)  # the block's passages, by line
+            if passage.all():
+                at = None  # the block's passages are its lines
+            else:
+                for i in np.flatnonzero(~passage).tolist():
+                    passage[i] = not _blank(bytes(buf[starts[i] : ends[i]]))
+                at = np.flatnonzero(passage)  # the block's passages, by line
+            found = len(ends) if at is None else len(at)
             used = 0
-            while len(at) - used >= size - count:  # a span ends within this block
-                last = int(at[used + size - count - 1])  # the line that makes it ``size`` passages
+            while found - used >= size - count:  # a span ends within this block
+                k = used + size - count - 1
+                last = k if at is None else int(at[k])  # the line that makes it ``size`` passages
                 stop = base + int(ends[last])
                 yield Span(name, start, stop, start_line, size)
                 used += size - count
                 start, start_line, count = stop, lineno + last + 2, 0
-            count += len(at) - used
+            count += found - used
             lineno += len(ends)
-            base += int(ends[-1])
-            buf = buf[int(ends[-1]) :]
+            done = int(ends[-1])
+            base += done
+            del arr
+            buf[: filled - done] = buf[done:filled]  # the line not yet ended, to the front
+            kept = filled - done
     if count:
         yield Span(name, start, base, start_line, count)
 
@@ -122,42 +133,61 @@ def span_lines(span: Span, raw: bytes | None = None) -> list[tuple[int, str]]:
     return [(span.lineno + i, line) for i, line in enumerate(text) if not line.isspace()]
 
 
-def _plain(raw: bytes, n: int) -> bool:
+class _Scan(NamedTuple):
+    """What a plain span's bytes show: an escape (``\\``), a capital sigma, an escaped ``\\x1c``-``\\x1f``."""
+
+    escapes: bool
+    sigma: bool
+    separators: bool
+
+
+def _plain(raw: bytes, n: int) -> _Scan | None:
     """Whether the span is ``n`` lines, each one ``{...}``, with nothing Arrow's reader and :func:`json.loads`
     could read differently: no control byte but the line ends, no lone ``\\r``, no byte-order mark, no
-    surrogate escape (``\\ud800``-``\\udfff``), and valid UTF-8."""
+    surrogate escape (``\\ud800``-``\\udfff``), and valid UTF-8. Single bytes are found with ``bytes.find``
+    (memchr) before any longer pattern is looked for."""
     arr = np.frombuffer(raw, dtype=np.uint8)
-    if not len(arr) or arr[0] != _OPEN or b"\xef\xbb\xbf" in raw:
-        return False
+    if not len(arr) or arr[0] != _OPEN or (b"\xef" in raw and b"\xef\xbb\xbf" in raw):
+        return None
     low = np.flatnonzero(arr < 0x20)
     lf = low[arr[low] == _LF]
     cr = low[arr[low] == _CR]
     if len(lf) + len(cr) != len(low) or (len(cr) and not np.all(arr[np.minimum(cr + 1, len(arr) - 1)] == _LF)):
-        return False
+        return None
     if len(cr) and (cr[-1] == len(arr) - 1):
-        return False
+        return None
     lines = len(lf) + (arr[-1] != _LF)
     if lines != n:  # a blank line, or a line end where text mode sees one and this count does not
-        return False
+        return None
     last = np.where(arr[lf - 1] == _CR, lf - 2, lf - 1) if len(lf) else lf
     if len(lf) and (np.any(last < 0) or not np.all(arr[last] == _CLOSE)):
-        return False
+        return None
     if arr[-1] != _LF and arr[-1] != _CLOSE:
-        return False
+        return None
     if len(lf) and not np.all(arr[lf[lf + 1 < len(arr)] + 1] == _OPEN):
-        return False
-    slash = np.flatnonzero(arr[:-5] == _BACKSLASH)
-    if len(slash):
-        u = slash[arr[slash + 1] == ord("u")]
-        if len(u) and np.any(
-            ((arr[u + 2] | 0x20) == ord("d")) & np.isin(arr[u + 3] | 0x20, np.frombuffer(b"89abcdef", np.uint8))
-        ):
-            return False
+        return None
+    sigma = b"\xce" in raw and b"\xce\xa3" in raw
+    escapes = separators = False
+    if b"\\" in raw:
+        escapes = True
+        slash = np.flatnonzero(arr[:-5] == _BACKSLASH)
+        u = slash[arr[slash + 1] == ord("u")]  # \\uXXXX (or an escaped backslash and a u: only more checks)
+        if len(u):
+            hexes = [arr[u + k] | 0x20 for k in range(2, 6)]  # lower case
+            if np.any((hexes[0] == ord("d")) & np.isin(hexes[1], np.frombuffer(b"89abcdef", np.uint8))):
+                return None
+            zero_zero = (hexes[0] == ord("0")) & (hexes[1] == ord("0"))
+            separators = bool(np.any(zero_zero & (hexes[2] == ord("1"))))
+            sigma = sigma or bool(
+                np.any(
+                    (hexes[0] == ord("0")) & (hexes[1] == ord("3")) & (hexes[2] == ord("a")) & (hexes[3] == ord("3"))
+                )
+            )
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return None
+    return _Scan(escapes, sigma, separators)
 
 
 def _read_columns(raw: bytes, fields: tuple[str, str | None, str | None], id_type: Any) -> Any:
@@ -193,7 +223,8 @@ def parse_span(raw: bytes, n: int, start: int, fields: tuple[str, str | None, st
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(set(f for f in fields if f)) != len([f for f in fields if f]) or not _plain(raw, n):
+    scan = _plain(raw, n) if len(set(f for f in fields if f)) == len([f for f in fields if f]) else None
+    if scan is None:
         return None
     table = None
     for id_type in (pa.large_string(), pa.int64()):
@@ -227,8 +258,8 @@ def parse_span(raw: bytes, n: int, start: int, fields: tuple[str, str | None, st
     texts = pc.binary_join_element_wise(title, text, piece(" "))
     if len(raw) < 1 << 31:  # the texts are no longer than the span: 32-bit offsets, which Arrow hashes faster
         texts = texts.cast(pa.string())
-    escapes = b"\\" in raw  # a string to escape again (a quote, a backslash, a control character) was escaped
-    quoted = [_quoted(col, escapes) for col in (ids, title, text)]
+    # a string to escape again (a quote, a backslash, a control character) was escaped in the span
+    quoted = [_quoted(col, scan.escapes) for col in (ids, title, text)]
     lines = pc.binary_join_element_wise(
         piece('{"id": '),
         quoted[0],
@@ -239,8 +270,7 @@ def parse_span(raw: bytes, n: int, start: int, fields: tuple[str, str | None, st
         piece("}\n"),
         piece(""),
     )
-    sigma = b"\xce\xa3" in raw or b"\\u03a3" in raw or b"\\u03A3" in raw
-    return ParsedSpan(texts, lines, sigma, b"\\u001" in raw)
+    return ParsedSpan(texts, lines, scan.sigma, scan.separators)
 
 
 def _quoted(col: Any, escapes: bool) -> Any:

@@ -153,13 +153,17 @@ def test_a_jsonl_file_read_in_spans_writes_the_folder_its_passages_write(tmp_pat
         parsed.clear()
 
 
-def test_spans_count_passages_and_lines_as_text_mode_reads_them(tmp_path) -> None:
+@pytest.mark.parametrize("read", [5, 16, 1 << 24])  # bytes read at a time: lines longer than that, \r\n split
+def test_spans_count_passages_and_lines_as_text_mode_reads_them(tmp_path, monkeypatch, read) -> None:
+    from agentflow_env.tools.bm25 import spans as module
     from agentflow_env.tools.bm25.corpus import jsonl_lines
     from agentflow_env.tools.bm25.spans import jsonl_spans, span_lines
 
+    monkeypatch.setattr(module, "_READ", read)
     path = tmp_path / "c.jsonl"
     path.write_bytes(b'{"text": "a"}\r\n\n  \t\n{"text": "b"}\r{"text": "c"}\n \xc2\xa0\n{"text": "d"}\n{"text": "e"}')
     for size in (1, 2, 3, 10):
         spans = list(jsonl_spans(path, size))
         assert [s.n for s in spans] == [min(size, 5 - i) for i in range(0, 5, size)]
         assert [item for s in spans for item in span_lines(s)] == list(jsonl_lines(path))
+        assert spans[-1].end == path.stat().st_size
