@@ -58,6 +58,12 @@ class EnvEntry:
 #     question's own quantities are not), reasoning followed by a conclusion ("So ..", "Therefore, ..") is
 #     read at the conclusion, and weaker cues ("also", "instead", "some say", "lists ..") name a rival when the
 #     new candidate has the answer's type. The v4 ids pass ``grammar=4``; v3 ids keep their verdicts.
+# v5: answer grammar 5 (docs/rewards.md): a self-correction reads the last committed value after any
+#     correction or negation cue (and a revision that is itself uncertain is a hedge), code fences and JSON
+#     objects with one answer key are presentation, a frame of common words around one value of the gold's
+#     type commits to it, and more renderings compare by type (number words, mixed numbers, glosses that
+#     restate the value, SI units, dates, bulleted lists); a second value under any cue of alternativeness,
+#     or side by side with no commitment, is a rival. The v5 ids pass ``grammar=5``; v4 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -80,8 +86,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4}
-LATEST_VERSION = 4
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5}
+LATEST_VERSION = 5
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

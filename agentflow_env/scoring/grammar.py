@@ -355,14 +355,15 @@ def rival_clause(
             earlier = [c for c in _candidates(masked[:start]) if _of_kind(c, "option")]
             if bare and earlier and bare.group(1) not in earlier:
                 return clause.strip()  # "(C)\nA": a second letter on its own line
-        strong = _cue(_CUES, clause, question)
+        strong = _cue(_CUES, clause, question) or (version >= 5 and _cue(_cues5(), clause, question))
         if not strong and not (version >= 4 and _cue(_WEAK_CUES, clause, question) and not _ALIAS.search(clause)):
             continue
         before = masked[:start]
         named = [c for c in _candidates(clause) if _of_kind(c, kind)]
         if version >= 4 and kind == "text":  # "yes is also possible", "if not, no"
             named += [m.group(1).lower() for m in _YES_NO.finditer(clause)]
-        elif version >= 4 and kind == "number" and strong:  # "33 (Paris in some sources)": a word for a number
+        elif version >= 4 and kind == "number" and (strong or (version >= 5 and _SOURCE_CUES.search(clause))):
+            # "33 (Paris in some sources)", "33. But I've also seen Paris" (grammar 5): a word for a number
             words = [c for c in _candidates(clause) if not _of_kind(c, kind) and c not in question_tokens]
             named += words if len(words) == 1 else []
         if not strong:  # a weaker cue: a candidate of the answer's type that the question does not name
@@ -378,6 +379,12 @@ def rival_clause(
         if new:
             return clause.strip()
     return None
+
+
+def _cues5() -> re.Pattern[str]:
+    from agentflow_env.scoring.grammar5 import CUES
+
+    return CUES
 
 
 # answer grammar 4: weaker cues, read only with a candidate of the answer's type
@@ -557,7 +564,8 @@ def _squeeze(text: str) -> str:
 def read_answer(
     prediction: object, golds: Iterable[object] = (), kind: str = "text", version: int = 3, question: str = ""
 ) -> Reading:
-    """The final answer ``prediction`` read by the grammar ``version`` (3 or 4; see the module doc); ``kind``
+    """The final answer ``prediction`` read by the grammar ``version`` (3, 4 or 5; see the module doc and
+    :mod:`agentflow_env.scoring.grammar5`); ``kind``
     says which candidates a remark can name (see :func:`rival_clause`), ``question`` is the task's question
     (grammar 4 does not count its words as rivals)."""
     gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
@@ -571,8 +579,21 @@ def read_answer(
     if tags:
         rest_of_line = text[tags[-1].end() :].split("\n", 1)[0]
         text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
+    if version >= 5:
+        from agentflow_env.scoring import grammar5
+
+        text, hedge = grammar5.presentation(text, gold_list, kind, question)
+        if hedge is not None:
+            return Reading(text, hedge)
     text = strip_presentation(text)
-    text, revised = _drop_drafts(text)
+    if version >= 5:
+        text, hedge, revised = grammar5.drop_drafts(text, kind)
+        if hedge is not None:
+            return Reading(text, hedge, revised)
+        if grammar5.both_polarities(text, gold_list):
+            return Reading(text, "it answers both yes and no", revised)
+    else:
+        text, revised = _drop_drafts(text)
     if version >= 4:
         text = _conclusion(text, question)
     rival = rival_clause(text[_answer_start(text) :], gold_list, kind, version, question)

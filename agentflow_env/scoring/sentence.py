@@ -72,6 +72,11 @@ _FRAME_START = frozenset(
     answer result conclusion according putting looking to for with by of and but or also both each which
     what who when where how one""".split()
 )
+# grammar 5: a sentence may also open with a preposition or a conjunction ("Between A and B, the larger is C")
+_FRAME_START5 = _FRAME_START | frozenset(
+    """between among amongst of following starting comparing considering looking while whereas although though
+    unless once whenever before during""".split()
+)
 # words that are a sentence's frame, never a candidate, when a part of a list is checked for content
 _FRAME_WORDS = _FRAME_START | frozenset(
     """is was are were be been being am has have had do does did will would can could should may might must
@@ -171,9 +176,15 @@ def _is_unit(word: str) -> bool:
 
 
 def _text_candidates(
-    text: str, qtokens: set[str], gspans: list[tuple[int, int]], qnums: set[Fraction]
+    text: str,
+    qtokens: set[str],
+    gspans: list[tuple[int, int]],
+    qnums: set[Fraction],
+    frame_start: frozenset[str] = _FRAME_START,
 ) -> list[tuple[str, object]]:
-    """Gold occurrences, capitalised runs and digit tokens outside the question (rule 2's last case)."""
+    """Gold occurrences, capitalised runs and digit tokens outside the question (rule 2's last case); with
+    grammar 5's frame words, "I." is an initial ("I. Doukaina"), not the pronoun."""
+    v5 = frame_start is _FRAME_START5
     out: list[tuple[str, object]] = [(text[a:b], "\x00gold") for a, b in gspans]
     run: list[str] = []
     first = True
@@ -198,8 +209,8 @@ def _text_candidates(
         if re.search(r"\d", token):
             number = _numbers(token)
             content = not (number and number <= qnums) and folded not in qtokens
-        elif token[:1].isupper() and folded not in qtokens and token != "I":
-            content = not (starts and folded in _FRAME_START)
+        elif token[:1].isupper() and folded not in qtokens and (token != "I" or (v5 and re.fullmatch(r"[*_]*I\.", raw))):
+            content = not (starts and folded in frame_start)
         if content:
             run.append(token)
         elif run and folded in _CONNECTORS and not re.search(r"[,.;:!?]$", raw):
@@ -236,7 +247,7 @@ def _mask_restated(text: str, question: str) -> str:
     return text
 
 
-def _is_list(text: str, golds: Sequence[str], question: str) -> bool:
+def _is_list(text: str, golds: Sequence[str], question: str, version: int = 4) -> bool:
     """Whether ``text`` is a list of candidates rather than one sentence: two or more of its parts
     (split as the single-commitment rule splits, gold commas kept) name something outside the question,
     or are bare values (no word: "1, 2, 3, 33" lists the question's numbers too)."""
@@ -251,9 +262,20 @@ def _is_list(text: str, golds: Sequence[str], question: str) -> bool:
         tokens = [_fold(t) for t in part.split() if _fold(t)]
         if not re.search(r"[A-Za-z]{2,}", part) and re.search(r"\d", part):
             content += 1
+        elif version >= 5 and _frame_part(part, qtokens):
+            continue  # "Given the information above", "Between A and B" (the question's names): the frame
         elif any(t not in qtokens and t not in _FRAME_WORDS for t in tokens):
             content += 1
     return content > 1
+
+
+def _frame_part(part: str, qtokens: set[str]) -> bool:
+    """Grammar 5: a comma part that opens with a preposition, a participle of the frame or a conjunction
+    (:data:`_FRAME_START5`) and names nothing but the question's words after it is the sentence's frame."""
+    words = part.split()
+    if len(words) < 2 or re.search(r"\d", part) or _fold(words[0]) not in _FRAME_START5:
+        return False
+    return all(not w[:1].isupper() or _fold(w) in qtokens or w.strip(_EDGE) == "Q" for w in words[1:])
 
 
 def _list_items(gold: str) -> list[str]:
@@ -262,9 +284,11 @@ def _list_items(gold: str) -> list[str]:
     return _items(gold)
 
 
-def sentence_value(span: str, golds: Sequence[str], question: str = "") -> SentenceValue:
+def sentence_value(span: str, golds: Sequence[str], question: str = "", version: int = 4) -> SentenceValue:
     """The value the sentence ``span`` commits to (see the module doc), with ``golds`` the task's gold
-    aliases and ``question`` the task's question."""
+    aliases and ``question`` the task's question. From ``version`` 5 on, a comma part of lower-case words
+    (its first word aside: "Given the information above, X") is the sentence's frame, not a list item, and a
+    sentence's first word that is a preposition or a conjunction ("Between A and B, ..") is no candidate."""
     from agentflow_env.scoring.markers import alternative_marker
     from agentflow_env.scoring.typed import _date_parts
 
@@ -275,7 +299,7 @@ def sentence_value(span: str, golds: Sequence[str], question: str = "") -> Sente
     if not re.search(r"[^\W\d_]{2,}", _LATEX_CMD.sub(" ", text)):
         return SentenceValue(None)  # no sentence: "2 = 1", "2 1" are read by the single-commitment rule
     restated = _mask_restated(text, question)
-    if "|" in restated or re.search(r"[^\W\d_]{2}\.?\s*/\s*[^\W_]{2}", restated) or _is_list(restated, golds, question):
+    if "|" in restated or re.search(r"[^\W\d_]{2}\.?\s*/\s*[^\W_]{2}", restated) or _is_list(restated, golds, question, version):
         return SentenceValue(None)  # a list of values is read by the single-commitment rule, not as a sentence
     marker = alternative_marker(restated, golds)
     if marker is not None:
@@ -302,7 +326,7 @@ def sentence_value(span: str, golds: Sequence[str], question: str = "") -> Sente
                 if not (_numbers(token) and _numbers(token) <= qnums and not _LATEX_CMD.search(token)):
                     found.append((token, token.replace(" ", "")))
     else:
-        found = _text_candidates(text, qtokens, gspans, qnums)
+        found = _text_candidates(text, qtokens, gspans, qnums, _FRAME_START5 if version >= 5 else _FRAME_START)
     distinct = {k for _s, k in found}
     items = max((len(_list_items(g)) for g in golds), default=1)
     if kind == "text" and items > 1 and len(found) == items and "\x00gold" not in distinct:
@@ -343,3 +367,55 @@ def option_value(span: str, options: Sequence[str]) -> SentenceValue:
     if len(distinct) > 1:
         return SentenceValue(None, f"the sentence names {len(distinct)} options")
     return SentenceValue(found[0] if found else None)
+
+
+_FRAME_NEGATION = re.compile(
+    r"(?i)\bnot\b|n't\b|\bnever\b|\b(?:incorrect|wrong|false|rather\s+than|instead\s+of|ruled\s+out|excluded?|rejected?)\b"
+)
+
+
+_VALUE_RUN = re.compile(r"\d[^\w\n]{0,4}(?:[,;/|]|\band\b|&)[^\w\n]{0,4}\d")
+
+
+def _mask_question_tokens(text: str, question: str) -> str:
+    """``text`` with every token that the question writes verbatim and that holds a symbol (``|z|^2``,
+    ``f(x)``) masked: the question's own notation is no value and no alternative marker."""
+    if not question:
+        return text
+    tokens = {t for t in _plain_question(question).split() if re.search(r"[^\w\s.,;:!?'\"]", t) and len(t) > 2}
+    if not tokens:
+        return text
+    return " ".join(" Q " if raw.strip(".,;:!?") in tokens else raw for raw in text.split(" "))
+
+
+def frame_value(text: str, golds: Sequence[str], question: str = "") -> SentenceValue:
+    """Grammar 5: the one value of a number or date gold's type in a short answer of words around it
+    ("Happy to help! 33", "Simplifying, we get 33.", "Sunday, June 18, 1815"). Words are never candidates
+    of a number or a date, so a frame of words around exactly one such value commits to it; two distinct
+    values are a hedge, and a negation anywhere ("not 33") is no reading. Other golds: no reading."""
+    from agentflow_env.scoring.markers import alternative_marker
+    from agentflow_env.scoring.typed import _date_parts
+
+    golds = [normalize_text(g).strip() for g in golds if str(g).strip()]
+    text = normalize_span(normalize_text(text)).strip()
+    kind = gold_type(golds)
+    if not text or kind not in ("number", "date") or len(text) > MAX_SENTENCE_CHARS or _FRAME_NEGATION.search(text):
+        return SentenceValue(None)
+    if not re.search(r"[^\W\d_]{2,}", _LATEX_CMD.sub(" ", text)) or _VALUE_RUN.search(text):
+        return SentenceValue(None)  # no frame of words, or a run of values ("1, 2, 3, 33") is a list
+    text = _mask_question_tokens(text, question)
+    restated = _mask_restated(text, question)
+    marker = alternative_marker(restated, golds)
+    if marker is not None:
+        return SentenceValue(None, f"the answer offers alternatives ({marker})")
+    qnums = _numbers(normalize_text(question)) if question else set()
+    spans = [m.span() for m in _DATE.finditer(text)] if kind == "date" else []
+    found: list[tuple[str, object]] = []
+    if kind == "date":
+        found = [(text[a:b], _date_parts(text[a:b])) for a, b in spans]
+        found = [(s, k) for s, k in found if k is not None]
+    found += _number_candidates(text, golds, qnums, _gold_spans(text, golds), spans)
+    distinct = {k for _s, k in found}
+    if len(distinct) > 1:
+        return SentenceValue(None, f"the answer names {len(distinct)} candidates of the answer's type")
+    return SentenceValue(found[-1][0]) if found else SentenceValue(None)

@@ -25,12 +25,24 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from datetime import datetime
+from fractions import Fraction
 from functools import lru_cache
 
 from agentflow_env.error import DependencyNotInstalled
 from agentflow_env.scoring.extract import number_with_unit, same_unit
 
-__all__ = ["fold", "require_dates", "same_date", "same_list", "same_name", "same_quantity", "typed_equal"]
+__all__ = [
+    "fold",
+    "require_dates",
+    "same_date",
+    "same_date5",
+    "same_list",
+    "same_name",
+    "same_name5",
+    "same_quantity",
+    "same_quantity5",
+    "typed_equal",
+]
 
 _FOLD = str.maketrans({"ß": "ss", "ø": "o", "Ø": "o", "æ": "ae", "Æ": "ae", "œ": "oe", "đ": "d", "ł": "l", "ı": "i"})
 _MONTHS = re.compile(
@@ -157,8 +169,9 @@ def same_quantity(prediction: str, gold: str) -> bool:
     return p is not None and p[0] == g[0] and same_unit(p[1], g[1])
 
 
-def typed_equal(prediction: str, golds: Iterable[str]) -> bool:
-    """Whether the committed span ``prediction`` equals a gold under the gold's type."""
+def typed_equal(prediction: str, golds: Iterable[str], version: int = 3) -> bool:
+    """Whether the committed span ``prediction`` equals a gold under the gold's type; from ``version`` 5 on
+    also as grammar 5 compares (:func:`same_quantity5`, :func:`same_date5`, :func:`same_name5`)."""
     prediction = prediction.strip()
     if not prediction or len(prediction) > 300:
         return False
@@ -170,4 +183,92 @@ def typed_equal(prediction: str, golds: Iterable[str]) -> bool:
             return True
         if same_list(prediction, gold) or (not re.search(r"\d", gold) and same_name(prediction, gold)):
             return True
+        if version >= 5 and (
+            same_quantity5(prediction, gold)
+            or same_date5(prediction, gold)
+            or (not re.search(r"\d", gold) and same_name5(prediction, gold))
+        ):
+            return True
     return False
+
+
+# ------------------------------------------------------------------ grammar 5
+# units by dimension, as a factor of the dimension's base unit: SI prefixes on the base symbol, and the
+# spellings (US and UK, singular and plural) of the same units
+_SI_PREFIX = {"": 1, "k": 1000, "M": 10**6, "G": 10**9, "c": Fraction(1, 100), "m": Fraction(1, 1000), "µ": Fraction(1, 10**6), "μ": Fraction(1, 10**6), "n": Fraction(1, 10**9)}
+_SI_NAME_PREFIX = {"": 1, "kilo": 1000, "mega": 10**6, "giga": 10**9, "centi": Fraction(1, 100), "milli": Fraction(1, 1000), "micro": Fraction(1, 10**6), "nano": Fraction(1, 10**9)}
+_SI_BASE = {"m": ("length", ("metre", "meter")), "g": ("mass", ("gram", "gramme")), "s": ("time", ("second",)),
+            "L": ("volume", ("litre", "liter")), "l": ("volume", ()), "W": ("power", ("watt",)), "J": ("energy", ("joule",)),
+            "Hz": ("frequency", ("hertz",)), "Pa": ("pressure", ("pascal",)), "N": ("force", ("newton",)), "V": ("voltage", ("volt",))}
+_TEMPERATURE = {"°f": "°F", "f": "°F", "degf": "°F", "fahrenheit": "°F", "°c": "°C", "c": "°C", "degc": "°C", "celsius": "°C"}
+
+
+def _unit5(unit: str) -> tuple[str, Fraction] | None:
+    """``(dimension, factor)`` of a unit written as a symbol with an SI prefix or spelled out; temperatures
+    as ``("°F", 1)``; ``None`` for a unit not in the tables."""
+    raw = re.sub(r"\s+", " ", unit.strip().rstrip(".")).replace("degrees ", "deg").replace("degree ", "deg")
+    if raw.lower().replace(" ", "") in _TEMPERATURE:
+        return _TEMPERATURE[raw.lower().replace(" ", "")], Fraction(1)
+    for symbol, (dimension, names) in _SI_BASE.items():
+        for prefix, factor in _SI_PREFIX.items():
+            if raw == prefix + symbol:
+                return dimension, Fraction(factor)
+        low = raw.lower()
+        for name in names:
+            for prefix, factor in _SI_NAME_PREFIX.items():
+                if low in (prefix + name, prefix + name + "s", prefix + name + "es"):
+                    return dimension, Fraction(factor)
+    return None
+
+
+_QUANTITY5 = re.compile(r"^\s*(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*([^\d\s].{0,24}?)?\s*\.?\s*$")
+
+
+def same_quantity5(prediction: str, gold: str) -> bool:
+    """The same quantity once units with SI prefixes and spelled units are converted ("0.33 km" = "330
+    metres" = "330m"; "212 degrees F" = "212 °F"); both sides must name a unit the tables know."""
+    p, g = _QUANTITY5.match(prediction), _QUANTITY5.match(gold)
+    if p is None or g is None or not p.group(2) or not g.group(2):
+        return False
+    pu, gu = _unit5(p.group(2)), _unit5(g.group(2))
+    if pu is None or gu is None or pu[0] != gu[0]:
+        return False
+    try:
+        pv = Fraction(p.group(1).replace(",", "")) * pu[1]
+        gv = Fraction(g.group(1).replace(",", "")) * gu[1]
+    except (ValueError, ZeroDivisionError):
+        return False
+    return pv == gv
+
+
+_WEEKDAY = re.compile(r"(?i)^\s*(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*,?\s*")
+_DOTTED_DATE = re.compile(r"^\s*(\d{1,2})\.(\d{1,2})\.(\d{4})\s*$")
+
+
+def same_date5(prediction: str, gold: str) -> bool:
+    """Grammar 5's dates: a weekday before the date is dropped, an abbreviated month may end in a full stop
+    ("Jun. 18, 1815"), and a dotted numeric date is day first ("05.12.1890" is 5 December 1890, the
+    European convention; no convention writes the month first between dots)."""
+    text = _WEEKDAY.sub("", prediction)
+    text = re.sub(r"(?i)\b(jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.", r"\1", text)
+    m = _DOTTED_DATE.match(text)
+    if m is not None:
+        day, month, year = (int(x) for x in m.groups())
+        if not (1 <= month <= 12 and 1 <= day <= 31):
+            return False
+        text = f"{year:04d}-{month:02d}-{day:02d}"
+    return text != prediction and same_date(text, gold)
+
+
+_NAME_ABBREVIATIONS = {"st": "saint", "ste": "sainte", "mt": "mount", "ft": "fort", "pt": "port"}
+
+
+def same_name5(prediction: str, gold: str) -> bool:
+    """Grammar 5's names: a hyphen is a space ("Bong Joon Ho" = "Bong Joon-ho") and a place's abbreviated
+    title word is spelled out ("St. Petersburg" = "Saint Petersburg")."""
+
+    def norm(text: str) -> str:
+        words = fold(text.replace("-", " ")).split()
+        return " ".join(_NAME_ABBREVIATIONS.get(w, w) for w in words)
+
+    return bool(norm(gold)) and norm(prediction) == norm(gold)

@@ -26,8 +26,8 @@ from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3, 4)
-DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 ids pass grammar=3, the -v4 ids grammar=4
+GRAMMARS = (2, 3, 4, 5)
+DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 ids pass grammar=3, the -v4 ids grammar=4, the -v5 ids grammar=5
 
 
 def grammar_version(value: Any) -> int:
@@ -99,7 +99,9 @@ class GrammarScorer:
         question = task.question if self.grammar >= 4 else ""
         reading = read_answer(prediction, _golds(task), _answer_kind(task), self.grammar, question)
         numbers = (task.metadata or {}).get("numbers")
-        if reading.hedge is None and numbers is not None and several_solutions(reading.text, numbers):
+        if reading.hedge is None and numbers is not None and several_solutions(
+            _sentence_breaks(reading.text) if self.grammar >= 5 else reading.text, numbers
+        ):
             return reading.text, "it writes more than one expression over the given numbers"
         if reading.hedge is None and self.grammar >= 4 and getattr(self.inner, "kind", None) == "judge":
             return _judged_sentence(reading.text, task)
@@ -117,6 +119,10 @@ class GrammarScorer:
                 value = _option_or_expression(text, task)
                 if value is not None and float(self.inner(value, task)) >= 1.0:
                     return 1.0
+            if self.grammar >= 5:
+                value = _one_expression(text, task) or _one_option(text, task)
+                if value is not None and float(self.inner(value, task)) >= 1.0:
+                    return 1.0
             return score
         golds = _golds(task)
         if not golds:
@@ -128,9 +134,13 @@ class GrammarScorer:
         if committed.hedge is None and typed_equal(committed.text, golds):
             return 1.0
         if self.grammar >= 4:
-            value = _sentence_value(text, task)
+            value = _sentence_value(text, task, self.grammar)
             if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds)):
                 return 1.0
+        if self.grammar >= 5:
+            for value in _frame_values(text, task, committed.text if committed.hedge is None else None):
+                if float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5):
+                    return 1.0
         return score
 
     def score_batch(self, predictions: list[str], tasks: list[Task]) -> list[float]:
@@ -152,7 +162,7 @@ class GrammarScorer:
         return f"GrammarScorer({shown})" if self.grammar == 3 else f"GrammarScorer({shown}, grammar={self.grammar})"
 
 
-def _sentence_value(text: str, task: Task) -> str | None:
+def _sentence_value(text: str, task: Task, version: int = 4) -> str | None:
     """Grammar 4: the one value of the gold's type that the answer span states, when the span is a sentence
     (:mod:`agentflow_env.scoring.sentence`); ``None`` when it states none, several, or the span hedges."""
     from agentflow_env.scoring.sentence import sentence_value
@@ -161,8 +171,43 @@ def _sentence_value(text: str, task: Task) -> str | None:
     sentence, hedge = _answer_sentence(text, golds)
     if hedge is not None or not sentence.strip() or remark_cue(sentence, task.question):
         return None  # a sentence with a rival cue ("though", "also") is read by the span reader only
-    reading = sentence_value(sentence, golds, task.question)
+    reading = sentence_value(sentence, golds, task.question, version)
     return reading.value if reading.hedge is None else None
+
+
+def _frame_values(text: str, task: Task, committed: str | None) -> list[str]:
+    """Grammar 5: what else the answer may be read as, each compared by the scorer and by type: the committed
+    span with number words as digits (for a number gold), and the one value of the gold's type in a short
+    answer of common words around it ("Happy to help! 33", "Simplifying, we get 33."), read as one sentence
+    (:func:`~agentflow_env.scoring.sentence.sentence_value` and
+    :func:`~agentflow_env.scoring.sentence.frame_value`: two candidates of the type are no reading). The frame
+    is one line with one answer span (no second box, tag or answer marker): lines and boxes stay separate."""
+    from agentflow_env.scoring.grammar5 import common_frame, number_words
+    from agentflow_env.scoring.sentence import _FRAME_NEGATION, frame_value, gold_type, sentence_value
+
+    golds = _golds(task)
+    number = gold_type(golds) == "number"
+    out = []
+    if committed:
+        out.append(number_words(committed) if number else committed)
+    frame = text.strip()
+    if number:
+        frame = number_words(frame)
+    if len(frame) > 400 or "\n" in frame or remark_cue(frame, task.question) or _several_spans(frame):
+        return [v for v in dict.fromkeys(out) if v.strip()]
+    if not _FRAME_NEGATION.search(frame) and common_frame(frame, task.question, golds):
+        # "Happy to help! Certainly not 1879.": no reading; "33, james madison": a word that may be a candidate
+        for reading in (sentence_value(frame, golds, task.question, 5), frame_value(frame, golds, task.question)):
+            if reading.hedge is None and reading.value is not None:
+                out.append(reading.value)
+    polarity = _POLARITY.match(frame)  # "No, the Louvre is in France ..": a reason after the answer
+    if polarity is not None and any(g.strip().lower() in ("yes", "no") for g in golds):
+        from agentflow_env.scoring.sentence import _FRAME_START5
+
+        reason = frame[polarity.end() :].split()  # a clause that opens with a function word ("the", "both", "it")
+        if len(reason) >= 3 and reason[0].lower().strip("\"'“(") in _FRAME_START5:  # not "yes, Let's Make Money"
+            out.append(polarity.group(1))
+    return [v for v in dict.fromkeys(out) if v.strip()]
 
 
 def _option_or_expression(text: str, task: Task) -> str | None:
@@ -182,6 +227,60 @@ def _option_or_expression(text: str, task: Task) -> str | None:
         return option_value(sentence, list(meta["options"])).value
     expressions = {re.sub(r"\s+", "", e) for e in _expressions(sentence, meta.get("numbers") or ())}
     return expressions.pop() if len(expressions) == 1 else None
+
+
+def _several_spans(text: str) -> bool:
+    """Whether a one-line answer writes several answer spans (boxes, ``<answer>`` tags or answer markers):
+    each is an answer of its own, never one frame."""
+    from agentflow_env.scoring.extract import _ANSWER_TAG, _boxes
+    from agentflow_env.scoring.grammar import _ANSWER_MARK
+
+    return len(_boxes(text)) > 1 or len(_ANSWER_TAG.findall(text)) > 1 or len(_ANSWER_MARK.findall(text)) > 1
+
+
+_POLARITY = re.compile(r"(?i)^\W*(yes|no)\b\s*[,.;:!—–-]")
+
+
+def _one_option(text: str, task: Task) -> str | None:
+    """Grammar 5 for multiple choice: the one option (letter or text) named in a one-line answer of words
+    around it ("Happy to help! D"); ``None`` for none, several, a negation, a cue, or a span hedge."""
+    from agentflow_env.scoring.sentence import _FRAME_NEGATION, option_value
+
+    options = (task.metadata or {}).get("options")
+    frame = text.strip()
+    if not options or "\n" in frame or len(frame) > 400 or _FRAME_NEGATION.search(frame):
+        return None
+    from agentflow_env.scoring.grammar5 import common_frame
+
+    if not common_frame(frame, task.question, [str(o) for o in options]):
+        return None
+    if remark_cue(frame, task.question) or len(set(re.findall(r"(?<![A-Za-z])[A-J](?![A-Za-z])", frame))) > 1:
+        return None  # "[D, C]", "C/D": every capital letter standing alone counts, whatever is around it
+    from agentflow_env.scoring.choice import read_choice
+
+    hedge = read_choice(frame, list(options))[1]
+    if hedge is not None and not hedge.startswith("another line or sentence"):
+        return None  # "A (0.7)" names option A and another option's text: the choice reader's hedge stands
+    return option_value(frame, list(options)).value
+
+
+def _one_expression(text: str, task: Task) -> str | None:
+    """Grammar 5 for Game of 24: the one expression over the given numbers that the whole answer writes, in
+    a frame of words or after working whose steps use only some of the numbers ("Happy to help! (8-2)*4",
+    "10 / 2 = 5 .. Expression: .."); ``None`` for none, several, or a negation anywhere ("not (8-2)*4")."""
+    from agentflow_env.scoring.sentence import _FRAME_NEGATION
+
+    numbers = (task.metadata or {}).get("numbers")
+    if numbers is None or len(text) > 2_000 or _FRAME_NEGATION.search(text) or remark_cue(text, task.question):
+        return None
+    expressions = {re.sub(r"[\s()]+", "", e): e for e in _expressions(_sentence_breaks(text), numbers)}
+    return next(iter(expressions.values())) if len(expressions) == 1 else None
+
+
+def _sentence_breaks(text: str) -> str:
+    """``text`` with a full stop that ends a sentence as a line break: "E1. E2 is also possible." writes two
+    expressions, not one with a "." in it (grammar 5)."""
+    return re.sub(r"(?<=[\d)])\.(?=\s|$)", "\n", text)
 
 
 def _answer_sentence(text: str, golds: list[str]) -> tuple[str, str | None]:
