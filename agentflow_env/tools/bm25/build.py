@@ -44,7 +44,7 @@ from agentflow_env.tools.bm25.check import (
     write_meta,
 )
 from agentflow_env.tools.bm25.corpus import _as_text
-from agentflow_env.tools.bm25.spans import JsonlFile, ParsedSpan, Span, arrow_bytes, jsonl_spans, parse_span, span_lines
+from agentflow_env.tools.bm25.spans import JsonlFile, ParsedSpan, Span, jsonl_spans, parse_span, span_lines
 from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
 __all__ = ["BuiltArrays", "available_cpus", "build_arrays", "build_folder", "build_folder_vocab"]
@@ -54,8 +54,9 @@ _json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 # raw words (whitespace-separated) whose tokens a tokenizer remembers; more are tokenized each time they appear
 _RAW_WORDS_KEPT = 300_000
-# postings per block of the score matrix when writing it (8 bytes each: 32 MB a block)
+# postings per block of the score matrix when writing it (8 bytes each: 32 MB a block), and threads filling blocks
 _BLOCK_POSTINGS = 4_000_000
+_FILL_THREADS = 2
 # a raw word's entry in a tokenizer's memo, besides its one term id: no token, several tokens, not remembered
 _NONE, _SEVERAL, _UNSEEN = -1, -2, -3
 # passages split and numbered by Arrow at once (their temporary arrays: about 80 MB)
@@ -153,7 +154,7 @@ class _ChunkTokenizer:
         self._several: dict[str, list[int]] = {}  # raw word giving several tokens -> their term ids
 
     def __call__(self, passages: Sequence[Any] | Span, start: int, keep_records: bool) -> _ChunkPostings:
-        texts, lines, records, parsed = self._passages(passages, start, keep_records)
+        texts, records, parsed = self._passages(passages, start, keep_records)
         local = self.vocab
         known = len(local)
         docs, ids = self._tokenize(texts, local, ascii_split=parsed is not None and not parsed.separators)
@@ -178,16 +179,23 @@ class _ChunkTokenizer:
             ids = np.concatenate([ids[keep], np.asarray([t for x in per for t in x], dtype=np.int64)])
         n = len(texts)
         lens = np.bincount(docs, minlength=n).astype(np.int32)
-        # one sort by (term, passage) gives each posting with its term frequency, term-major
-        keys, tfs = np.unique(ids * max(n, 1) + docs, return_counts=True)
-        term_ids, local_docs = np.divmod(keys, max(n, 1))
+        # one sort by (term, passage) gives each posting with its term frequency, term-major (np.unique, in place)
+        keys = ids * max(n, 1) + docs
+        del ids
+        keys.sort()
+        first = np.ones(len(keys), dtype=bool)
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        at = np.flatnonzero(first)
+        tfs = np.diff(at, append=len(keys))
+        term_ids, local_docs = np.divmod(keys[at], max(n, 1))
+        del keys, first, at
         new_terms = list(itertools.islice(reversed(local), len(local) - known))[::-1]  # the terms this chunk added
         postings = (local_docs.astype(np.int32), term_ids.astype(np.int32), tfs.astype(np.float32))
         out = _ChunkPostings(os.getpid(), new_terms, *postings, lens)
         if keep_records:
             out.records = records
-        elif lines is not None:
-            out.blob, out.ends = arrow_bytes(lines)
+        elif parsed is not None:
+            out.blob, out.ends = parsed.blob, parsed.ends
         else:
             assert records is not None
             encoded = [_json_line(r) for r in records]
@@ -197,20 +205,20 @@ class _ChunkTokenizer:
 
     def _passages(
         self, passages: Sequence[Any] | Span, start: int, keep_records: bool
-    ) -> tuple[Any, Any, list[dict[str, str]] | None, ParsedSpan | None]:
-        """``(texts, lines, records, parsed)``: each passage's ``"title text"``, and either its line of the
-        passages file (Arrow arrays, from a span Arrow parsed, ``parsed``) or its record (lists)."""
+    ) -> tuple[Any, list[dict[str, str]] | None, ParsedSpan | None]:
+        """``(texts, records, parsed)``: each passage's ``"title text"`` (a list, or an Arrow array from a span
+        Arrow parsed, ``parsed``, which holds the passages file's lines), and the passages as records."""
         if isinstance(passages, Span):
             raw = passages.read()
             fields = getattr(self.decode, "fields", None)
             parsed = None if keep_records or not fields else parse_span(raw, len(passages), start, fields)
             if parsed is not None:
-                return parsed.texts, parsed.lines, None, parsed
+                return parsed.texts, None, parsed
             passages = span_lines(passages, raw)
         if self.decode is not None:
             passages = [self.decode(p) for p in passages]
         records = [_record(p, start + i) for i, p in enumerate(passages)]
-        return [f"{r['title']} {r['text']}" for r in records], None, records, None
+        return [f"{r['title']} {r['text']}" for r in records], records, None
 
     def _tokenize(self, texts: Any, local: dict[str, int], ascii_split: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(passage in the chunk, term id) of every token of ``texts``, a few thousand passages at a time.
@@ -303,6 +311,12 @@ _WORKER: _ChunkTokenizer | None = None
 def _start_worker(stopwords: bool, stem: bool, decode: Callable[[Any], dict[str, Any]] | None) -> None:
     global _WORKER
     _WORKER = _ChunkTokenizer(stopwords, stem, decode)
+    try:  # Arrow's default pool (mimalloc) keeps freed buffers; malloc, with the threshold below, gives them back
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
+    except ImportError:  # pragma: no cover - depends on the install
+        pass
     libc = _libc()
     if libc is not None:
         # a fixed threshold: a chunk's large arrays are mapped and unmapped, given back when freed; glibc's own
@@ -565,34 +579,39 @@ class _IndexWriter:
             data, indices = np.empty(total, np.float32), np.empty(total, np.int32)
             self._fill(0, n_vocab, indptr, idf, norm, data, indices)
             return data, indices, indptr, params
-        # term blocks of bounded size, each written out in order: memory holds two blocks, not the matrix; a
-        # thread writes (and checksums) one block while the next one is filled
+        # term blocks of bounded size, each written out in order: memory holds three blocks, not the matrix
         bounds = [0]
         while bounds[-1] < n_vocab:
             lo = bounds[-1]
             hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + _BLOCK_POSTINGS, side="right")) - 1)
             bounds.append(min(hi, n_vocab))
         self.spool.plan(np.asarray(bounds, dtype=np.int64))
+
+        def block(k: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+            size = int(indptr[hi] - indptr[lo])
+            block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
+            self._fill(lo, hi, indptr, idf, norm, block_data, block_indices, k)
+            return block_data, block_indices
+
+        # two threads fill blocks (numpy and the reads let go of the GIL) while this one writes them in order
         with (
             open(self.out_dir / DATA_FILE, "wb") as fd,
             open(self.out_dir / INDICES_FILE, "wb") as fi,
-            ThreadPoolExecutor(1) as pool,
+            ThreadPoolExecutor(_FILL_THREADS) as pool,
         ):
             for fh, name, dtype in ((fd, DATA_FILE, np.float32), (fi, INDICES_FILE, np.int32)):
                 header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False}
                 head = io.BytesIO()
                 np.lib.format.write_array_header_1_0(head, {**header, "shape": (total,)})
                 self._write(fh, name, head.getvalue())
-            written: Future[None] | None = None
-            for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-                size = int(indptr[hi] - indptr[lo])
-                block_data, block_indices = np.empty(size, np.float32), np.empty(size, np.int32)
-                self._fill(lo, hi, indptr, idf, norm, block_data, block_indices, k)
-                if written is not None:
-                    written.result()
-                written = pool.submit(self._write_block, fd, fi, block_data, block_indices)
-            if written is not None:
-                written.result()
+            blocks = list(itertools.pairwise(bounds))
+            filling: deque[Future[tuple[np.ndarray, np.ndarray]]] = deque()
+            for k, (lo, hi) in enumerate(blocks):
+                filling.append(pool.submit(block, k, lo, hi))
+                if len(filling) > _FILL_THREADS:
+                    self._write_block(fd, fi, *filling.popleft().result())
+            while filling:
+                self._write_block(fd, fi, *filling.popleft().result())
         np.save(self.out_dir / INDPTR_FILE, indptr)
         self._write(self._vocab_fh, VOCAB_FILE, b"}")
         self.cleanup_files()

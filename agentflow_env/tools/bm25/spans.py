@@ -22,7 +22,7 @@ import numpy as np
 
 from agentflow_env.error import DataError
 
-__all__ = ["JsonlFile", "ParsedSpan", "Span", "jsonl_spans", "parse_span", "span_lines"]
+__all__ = ["JsonlFile", "ParsedSpan", "Span", "arrow_bytes", "jsonl_spans", "parse_span", "span_lines"]
 
 _READ = 1 << 24  # bytes read at a time when finding the spans
 _LF, _CR, _OPEN, _CLOSE, _BACKSLASH = 10, 13, ord("{"), ord("}"), ord("\\")
@@ -206,13 +206,14 @@ def _read_columns(raw: bytes, fields: tuple[str, str | None, str | None], id_typ
 
 
 class ParsedSpan(NamedTuple):
-    """A span Arrow parsed: each passage's ``"title text"`` (to tokenize) and its line of the index's passages
-    file (``json.dumps`` of ``{id, title, text}``, non-ASCII kept), as Arrow arrays; whether a text may hold a
-    capital sigma, and whether any may hold one of the separators ``\x1c``-``\x1f`` (which Python's
-    ``str.split`` splits at and an ASCII split would not)."""
+    """A span Arrow parsed: each passage's ``"title text"`` (to tokenize, an Arrow array), its lines of the
+    index's passages file (``json.dumps`` of ``{id, title, text}``, non-ASCII kept) as bytes and where each
+    ends in them; whether a text may hold a capital sigma, and whether any may hold one of the separators
+    ``\x1c``-``\x1f`` (which Python's ``str.split`` splits at and an ASCII split would not)."""
 
     texts: Any
-    lines: Any
+    blob: bytes
+    ends: np.ndarray
     sigma: bool
     separators: bool
 
@@ -270,7 +271,8 @@ def parse_span(raw: bytes, n: int, start: int, fields: tuple[str, str | None, st
         piece("}\n"),
         piece(""),
     )
-    return ParsedSpan(texts, lines, scan.sigma, scan.separators)
+    del quoted, ids, title, text
+    return ParsedSpan(texts, *arrow_bytes(lines), scan.sigma, scan.separators)
 
 
 def _quoted(col: Any, escapes: bool) -> Any:
