@@ -59,8 +59,8 @@ _BLOCK_POSTINGS = 4_000_000
 _FILL_THREADS = 2
 # a raw word's entry in a tokenizer's memo, besides its one term id: no token, several tokens, not remembered
 _NONE, _SEVERAL, _UNSEEN = -1, -2, -3
-# passages split and numbered by Arrow at once (their temporary arrays: about 80 MB)
-_TOKENIZE_BATCH = 10_000
+# passages split and numbered by Arrow at once (a default chunk; its temporary arrays: about 100 MB)
+_TOKENIZE_BATCH = 20_000
 
 
 def _pc() -> Any:
@@ -180,7 +180,8 @@ class _ChunkTokenizer:
         n = len(texts)
         lens = np.bincount(docs, minlength=n).astype(np.int32)
         # one sort by (term, passage) gives each posting with its term frequency, term-major (np.unique, in place)
-        keys = ids * max(n, 1) + docs
+        keys = ids.astype(np.int64) * max(n, 1)
+        keys += docs
         del ids
         keys.sort()
         first = np.ones(len(keys), dtype=bool)
@@ -221,7 +222,7 @@ class _ChunkTokenizer:
         return [f"{r['title']} {r['text']}" for r in records], records, None
 
     def _tokenize(self, texts: Any, local: dict[str, int], ascii_split: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(passage in the chunk, term id) of every token of ``texts``, a few thousand passages at a time.
+        """(passage in the chunk, term id) of every token of ``texts``, ``_TOKENIZE_BATCH`` passages at a time.
 
         In order, batch after batch: terms are still numbered by first appearance in the chunk, and the
         temporary arrays of one batch, not of the chunk, bound the memory.
@@ -229,11 +230,16 @@ class _ChunkTokenizer:
         docs, ids = [], []
         for lo in range(0, len(texts), _TOKENIZE_BATCH):  # a list or an Arrow array: both slice
             batch_docs, batch_ids = self._tokenize_batch(texts[lo : lo + _TOKENIZE_BATCH], local, ascii_split)
-            docs.append(batch_docs.astype(np.int32) + np.int32(lo))
-            ids.append(batch_ids.astype(np.int32))
+            batch_docs = batch_docs.astype(np.int32, copy=False)
+            if lo:
+                batch_docs += np.int32(lo)
+            docs.append(batch_docs)
+            ids.append(batch_ids.astype(np.int32, copy=False))
         if not docs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(docs).astype(np.int64), np.concatenate(ids).astype(np.int64)
+            return np.zeros(0, np.int32), np.zeros(0, np.int32)
+        if len(docs) == 1:
+            return docs[0], ids[0]
+        return np.concatenate(docs), np.concatenate(ids)
 
     def _tokenize_batch(self, texts: Any, local: dict[str, int], ascii_split: bool) -> tuple[np.ndarray, np.ndarray]:
         """(passage in the batch, term id) of every token of ``texts``.
@@ -284,9 +290,9 @@ class _ChunkTokenizer:
                 if value == _SEVERAL:
                     several[word] = found
         if not multi:  # the usual chunk: every raw word is one token or none
-            per_token = ids[word_of_token]
+            per_token = ids.astype(np.int32)[word_of_token]
             keep = per_token >= 0
-            return parents[keep], per_token[keep]
+            return parents[keep].astype(np.int32), per_token[keep]
         single = np.where(ids >= 0, ids, -1)
         counts = (single >= 0).astype(np.int64)
         for i, word_ids in multi.items():
