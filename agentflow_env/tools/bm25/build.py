@@ -495,8 +495,9 @@ class _IndexWriter:
         ids = self._maps.setdefault(chunk.tokenizer, array.array("q"))
         ids.extend([number(t, len(vocab)) for t in chunk.new_terms])
         if len(vocab) > known and self._vocab_fh is not None:
-            missing = itertools.islice(reversed(vocab), len(vocab) - known)  # the terms just numbered
-            items = ", ".join([f"{_json_str(t)}: {i}" for i, t in enumerate(reversed(list(missing)), known)])
+            missing = list(itertools.islice(reversed(vocab), len(vocab) - known))[::-1]  # the terms just numbered
+            # json.dumps of the vocabulary, a chunk's terms at a time: the same items, encoded in C
+            items = json.dumps(dict(zip(missing, range(known, len(vocab)))), ensure_ascii=False)[1:-1]
             self._write(self._vocab_fh, VOCAB_FILE, (", " + items if known else items).encode())
         n_vocab = len(vocab)
         if len(self.df) < n_vocab:
