@@ -127,7 +127,8 @@ def _table(text: str) -> tuple[str, str | None]:
     rows = [i for i, ln in enumerate(lines) if _TABLE_ROW.match(ln)]
     if len(rows) < 3 or rows != list(range(rows[0], rows[0] + len(rows))):
         return text, None
-    cells = [[c.strip().strip("*_ ") for c in _TABLE_ROW.match(lines[i]).group(1).split("|")] for i in rows]
+    matches = [_TABLE_ROW.match(lines[i]) for i in rows]
+    cells = [[c.strip().strip("*_ ") for c in m.group(1).split("|")] for m in matches if m is not None]
     header, body = cells[0], [r for r in cells[1:] if not all(re.fullmatch(r":?-{2,}:?", c) for c in r if c)]
     column = [j for j, c in enumerate(header) if _ANSWER_WORDS.fullmatch(c)]
     if len(column) != 1 or not body:
@@ -139,11 +140,15 @@ def _table(text: str) -> tuple[str, str | None]:
     return "\n".join(kept), None
 
 
-_SUPERSCRIPT_MARK = re.compile(r"(?<=[^\W\d_]{3})[¹²³⁴⁵⁶⁷⁸⁹⁰]+(?=[\s.,;:!?)]|$)|(?<=[^\W\d_])[¹⁴⁵⁶⁷⁸⁹⁰]+(?=[\s.,;:!?)]|$)")
+_SUPERSCRIPT_MARK = re.compile(
+    r"(?<=[^\W\d_]{3})[¹²³⁴⁵⁶⁷⁸⁹⁰]+(?=[\s.,;:!?)]|$)|(?<=[^\W\d_])[¹⁴⁵⁶⁷⁸⁹⁰]+(?=[\s.,;:!?)]|$)"
+)
 _SOURCE_REMARK = re.compile(
     r"(?i)\s*[(\[]\s*(?:(?:sources?|references?|refs?|citations?)\s*:|(?:via|per|cf\.|see|from)\s)\s*([^()\[\]\n]{1,80})[)\]]"
 )
-_WEEKDAY = re.compile(r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*,?\s+(?=(?:\d{1,2}(?:st|nd|rd|th)?\s+)?[A-Za-z]{3,9}\.?\s+\d)")
+_WEEKDAY = re.compile(
+    r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\s*,?\s+(?=(?:\d{1,2}(?:st|nd|rd|th)?\s+)?[A-Za-z]{3,9}\.?\s+\d)"
+)
 _SOURCES_HEADER = re.compile(
     r"(?im)^[ \t>*_#-]*(?:sources?|references?|citations?|bibliography|further\s+reading)[ \t*_]*:?[ \t*_]*(?=\S|$)"
 )
@@ -196,8 +201,9 @@ def _bullets(text: str, golds: list[str]) -> str:
     from agentflow_env.scoring.typed import _items
 
     lines = [ln for ln in text.split("\n") if ln.strip()]
-    items = [_BULLET.match(ln) for ln in lines]
-    if not lines or not all(items):
+    found = [_BULLET.match(ln) for ln in lines]
+    items = [m for m in found if m is not None]
+    if not lines or len(items) != len(lines):
         return text
     numbers = [re.match(r"\s*(\d+)", ln) for ln in lines]
     if any(numbers) and [int(n.group(1)) if n else 0 for n in numbers] != list(range(1, len(lines) + 1)):
@@ -240,17 +246,43 @@ _GLOSS = re.compile(
     r"(?P<p>[^()\n]{1,40}?)\s*\)|(?:≈|~|\\approx)\s*(?P<b>[^\s()=≈~]{1,30}(?:\s+[A-Za-z]{1,12})?))\s*(?=[.]?\s*$|[.]?\n)"
 )
 _SCALE = {"thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12, "k": 1000, "m": 10**6, "bn": 10**9}
-_LENGTH = {
-    "m": 1, "metre": 1, "meter": 1, "km": 1000, "kilometre": 1000, "kilometer": 1000, "cm": Fraction(1, 100),
-    "centimetre": Fraction(1, 100), "centimeter": Fraction(1, 100), "mm": Fraction(1, 1000), "millimetre": Fraction(1, 1000),
-    "millimeter": Fraction(1, 1000), "ft": Fraction(3048, 10000), "foot": Fraction(3048, 10000), "feet": Fraction(3048, 10000),
-    "in": Fraction(254, 10000), "inch": Fraction(254, 10000), "inches": Fraction(254, 10000), "yd": Fraction(9144, 10000),
-    "yard": Fraction(9144, 10000), "mi": Fraction(1609344, 1000), "mile": Fraction(1609344, 1000),
+_LENGTH: dict[str, int | Fraction] = {
+    "m": 1,
+    "metre": 1,
+    "meter": 1,
+    "km": 1000,
+    "kilometre": 1000,
+    "kilometer": 1000,
+    "cm": Fraction(1, 100),
+    "centimetre": Fraction(1, 100),
+    "centimeter": Fraction(1, 100),
+    "mm": Fraction(1, 1000),
+    "millimetre": Fraction(1, 1000),
+    "millimeter": Fraction(1, 1000),
+    "ft": Fraction(3048, 10000),
+    "foot": Fraction(3048, 10000),
+    "feet": Fraction(3048, 10000),
+    "in": Fraction(254, 10000),
+    "inch": Fraction(254, 10000),
+    "inches": Fraction(254, 10000),
+    "yd": Fraction(9144, 10000),
+    "yard": Fraction(9144, 10000),
+    "mi": Fraction(1609344, 1000),
+    "mile": Fraction(1609344, 1000),
 }
-_MASS = {
-    "kg": 1, "kilogram": 1, "g": Fraction(1, 1000), "gram": Fraction(1, 1000), "mg": Fraction(1, 10**6),
-    "t": 1000, "tonne": 1000, "lb": Fraction(45359237, 10**8), "lbs": Fraction(45359237, 10**8),
-    "pound": Fraction(45359237, 10**8), "oz": Fraction(45359237, 16 * 10**8), "ounce": Fraction(45359237, 16 * 10**8),
+_MASS: dict[str, int | Fraction] = {
+    "kg": 1,
+    "kilogram": 1,
+    "g": Fraction(1, 1000),
+    "gram": Fraction(1, 1000),
+    "mg": Fraction(1, 10**6),
+    "t": 1000,
+    "tonne": 1000,
+    "lb": Fraction(45359237, 10**8),
+    "lbs": Fraction(45359237, 10**8),
+    "pound": Fraction(45359237, 10**8),
+    "oz": Fraction(45359237, 16 * 10**8),
+    "ounce": Fraction(45359237, 16 * 10**8),
 }
 
 
@@ -280,11 +312,12 @@ def _quantity(text: str) -> tuple[float, str | None, float] | None:
     key = _unit_key(word)
     for name, table in (("length", _LENGTH), ("mass", _MASS)):
         if key in table:
-            return value * float(table[key]), name, step * float(table[key])
+            factor = float(table[key])
+            return value * factor, name, step * factor
     return None
 
 
-def _expression_value(text: str) -> tuple[float, None, int] | None:
+def _expression_value(text: str) -> tuple[float, None, float] | None:
     """The value of a short expression of numbers, ``+ - * /``, ``\\frac``, ``\\sqrt`` and ``\\pi`` (an
     :mod:`ast` walk: nothing else is evaluated), or ``None``."""
     expr = text.replace(" ", "")
@@ -309,7 +342,12 @@ def _evaluate(node: ast.AST) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _evaluate(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sqrt" and len(node.args) == 1:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "sqrt"
+        and len(node.args) == 1
+    ):
         inner = _evaluate(node.args[0])
         return None if inner is None or inner < 0 else math.sqrt(inner)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
@@ -475,7 +513,9 @@ CUES = re.compile(
     r"|\bif\s+(?:that'?s|this\s+is|it'?s)\s+(?:wrong|not\s+right|incorrect)\b|\btry\b"
 )
 _YES = re.compile(r"(?i)(?<![\w'])yes(?![\w'])")
-_NO = re.compile(r"(?i)(?<![\w'])no(?![\w'])(?!\s+(?:one|longer|more|other|doubt|need|problem|evidence|record|such|less|matter)\b)")
+_NO = re.compile(
+    r"(?i)(?<![\w'])no(?![\w'])(?!\s+(?:one|longer|more|other|doubt|need|problem|evidence|record|such|less|matter)\b)"
+)
 
 
 def both_polarities(text: str, golds: list[str]) -> bool:
@@ -509,17 +549,20 @@ def common_frame(text: str, question: str, golds: list[str]) -> bool:
     """Whether every word of ``text`` outside its values is a common word (grammar 3's and 4's frame words and
     :data:`_FRAME_VOCABULARY`), a word of the question or of a gold: only then is ``text`` a frame around
     its value. A word that is none of these ("james madison") may be a candidate of its own."""
+    from agentflow_env.scoring.extract import UNITS
     from agentflow_env.scoring.grammar import _COMMON
     from agentflow_env.scoring.sentence import _FRAME_START5, _FRAME_WORDS
     from agentflow_env.scoring.typed import fold
-
-    from agentflow_env.scoring.extract import UNITS
 
     known = set(fold(question).split()) | {w for g in golds for w in fold(g).split()} | {u.lower() for u in UNITS}
     known |= _MONTH_WORDS | set(_UNITS_WORDS) | set(_TENS_WORDS) | set(_SCALE_WORDS)
     for word in re.findall(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", text):
         w = fold(word)
-        if len(w) > 1 and w not in known and not {w, w.replace("'", "")} & (_COMMON | _FRAME_WORDS | _FRAME_START5 | _FRAME_VOCABULARY):
+        if (
+            len(w) > 1
+            and w not in known
+            and not {w, w.replace("'", "")} & (_COMMON | _FRAME_WORDS | _FRAME_START5 | _FRAME_VOCABULARY)
+        ):
             return False
     return True
 

@@ -209,7 +209,9 @@ def _text_candidates(
         if re.search(r"\d", token):
             number = _numbers(token)
             content = not (number and number <= qnums) and folded not in qtokens
-        elif token[:1].isupper() and folded not in qtokens and (token != "I" or (v5 and re.fullmatch(r"[*_]*I\.", raw))):
+        elif (
+            token[:1].isupper() and folded not in qtokens and (token != "I" or (v5 and re.fullmatch(r"[*_]*I\.", raw)))
+        ):
             content = not (starts and folded in frame_start)
         if content:
             run.append(token)
@@ -299,7 +301,11 @@ def sentence_value(span: str, golds: Sequence[str], question: str = "", version:
     if not re.search(r"[^\W\d_]{2,}", _LATEX_CMD.sub(" ", text)):
         return SentenceValue(None)  # no sentence: "2 = 1", "2 1" are read by the single-commitment rule
     restated = _mask_restated(text, question)
-    if "|" in restated or re.search(r"[^\W\d_]{2}\.?\s*/\s*[^\W_]{2}", restated) or _is_list(restated, golds, question, version):
+    if (
+        "|" in restated
+        or re.search(r"[^\W\d_]{2}\.?\s*/\s*[^\W_]{2}", restated)
+        or _is_list(restated, golds, question, version)
+    ):
         return SentenceValue(None)  # a list of values is read by the single-commitment rule, not as a sentence
     marker = alternative_marker(restated, golds)
     if marker is not None:

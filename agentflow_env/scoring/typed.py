@@ -195,12 +195,50 @@ def typed_equal(prediction: str, golds: Iterable[str], version: int = 3) -> bool
 # ------------------------------------------------------------------ grammar 5
 # units by dimension, as a factor of the dimension's base unit: SI prefixes on the base symbol, and the
 # spellings (US and UK, singular and plural) of the same units
-_SI_PREFIX = {"": 1, "k": 1000, "M": 10**6, "G": 10**9, "c": Fraction(1, 100), "m": Fraction(1, 1000), "µ": Fraction(1, 10**6), "μ": Fraction(1, 10**6), "n": Fraction(1, 10**9)}
-_SI_NAME_PREFIX = {"": 1, "kilo": 1000, "mega": 10**6, "giga": 10**9, "centi": Fraction(1, 100), "milli": Fraction(1, 1000), "micro": Fraction(1, 10**6), "nano": Fraction(1, 10**9)}
-_SI_BASE = {"m": ("length", ("metre", "meter")), "g": ("mass", ("gram", "gramme")), "s": ("time", ("second",)),
-            "L": ("volume", ("litre", "liter")), "l": ("volume", ()), "W": ("power", ("watt",)), "J": ("energy", ("joule",)),
-            "Hz": ("frequency", ("hertz",)), "Pa": ("pressure", ("pascal",)), "N": ("force", ("newton",)), "V": ("voltage", ("volt",))}
-_TEMPERATURE = {"°f": "°F", "f": "°F", "degf": "°F", "fahrenheit": "°F", "°c": "°C", "c": "°C", "degc": "°C", "celsius": "°C"}
+_SI_PREFIX: dict[str, int | Fraction] = {
+    "": 1,
+    "k": 1000,
+    "M": 10**6,
+    "G": 10**9,
+    "c": Fraction(1, 100),
+    "m": Fraction(1, 1000),
+    "µ": Fraction(1, 10**6),
+    "μ": Fraction(1, 10**6),
+    "n": Fraction(1, 10**9),
+}
+_SI_NAME_PREFIX: dict[str, int | Fraction] = {
+    "": 1,
+    "kilo": 1000,
+    "mega": 10**6,
+    "giga": 10**9,
+    "centi": Fraction(1, 100),
+    "milli": Fraction(1, 1000),
+    "micro": Fraction(1, 10**6),
+    "nano": Fraction(1, 10**9),
+}
+_SI_BASE = {
+    "m": ("length", ("metre", "meter")),
+    "g": ("mass", ("gram", "gramme")),
+    "s": ("time", ("second",)),
+    "L": ("volume", ("litre", "liter")),
+    "l": ("volume", ()),
+    "W": ("power", ("watt",)),
+    "J": ("energy", ("joule",)),
+    "Hz": ("frequency", ("hertz",)),
+    "Pa": ("pressure", ("pascal",)),
+    "N": ("force", ("newton",)),
+    "V": ("voltage", ("volt",)),
+}
+_TEMPERATURE = {
+    "°f": "°F",
+    "f": "°F",
+    "degf": "°F",
+    "fahrenheit": "°F",
+    "°c": "°C",
+    "c": "°C",
+    "degc": "°C",
+    "celsius": "°C",
+}
 
 
 def _unit5(unit: str) -> tuple[str, Fraction] | None:

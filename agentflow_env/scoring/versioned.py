@@ -27,7 +27,9 @@ from agentflow_env.types import Task
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
 GRAMMARS = (2, 3, 4, 5)
-DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 ids pass grammar=3, the -v4 ids grammar=4, the -v5 ids grammar=5
+DEFAULT_GRAMMAR = (
+    2  # make_env without an id's version; the -v3 ids pass grammar=3, the -v4 ids grammar=4, the -v5 ids grammar=5
+)
 
 
 def grammar_version(value: Any) -> int:
@@ -99,8 +101,10 @@ class GrammarScorer:
         question = task.question if self.grammar >= 4 else ""
         reading = read_answer(prediction, _golds(task), _answer_kind(task), self.grammar, question)
         numbers = (task.metadata or {}).get("numbers")
-        if reading.hedge is None and numbers is not None and several_solutions(
-            _sentence_breaks(reading.text) if self.grammar >= 5 else reading.text, numbers
+        if (
+            reading.hedge is None
+            and numbers is not None
+            and several_solutions(_sentence_breaks(reading.text) if self.grammar >= 5 else reading.text, numbers)
         ):
             return reading.text, "it writes more than one expression over the given numbers"
         if reading.hedge is None and self.grammar >= 4 and getattr(self.inner, "kind", None) == "judge":

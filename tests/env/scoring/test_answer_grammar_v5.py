@@ -71,7 +71,11 @@ def test_a_revision_reads_the_last_committed_value(number_envs, template):
 
 @pytest.mark.parametrize(
     "template",
-    ["{a}... wait, maybe {b}? I'm not sure.", "{a}? No wait, possibly {b}. Hard to say.", "{a}. Actually, perhaps {b}?"],
+    [
+        "{a}... wait, maybe {b}? I'm not sure.",
+        "{a}? No wait, possibly {b}. Hard to say.",
+        "{a}. Actually, perhaps {b}?",
+    ],
 )
 def test_an_uncertain_revision_is_a_hedge_in_either_order(number_envs, template):
     for answer in _both_orders(template):
@@ -102,7 +106,7 @@ def test_presentation_is_read_through(number_envs, answer):
     "template",
     [
         '{{"answer": "{a}", "final_answer": "{b}"}}',
-        "```json\n{{\"answer\": \"{a}\", \"result\": \"{b}\"}}\n```",
+        '```json\n{{"answer": "{a}", "result": "{b}"}}\n```',
         "| Case | Answer |\n|---|---|\n| one | {a} |\n| two | {b} |",
         "{a}\n\nSources:\n- {b}",
     ],
@@ -118,7 +122,8 @@ def test_presentation_does_not_hide_a_second_answer(number_envs, template):
 
 # ------------------------------------------------------------------ a frame of words around one value
 @pytest.mark.parametrize(
-    "answer", [f"Happy to help! {GOLD}", f"Simplifying, we get {GOLD}.", f"Given the information above, {GOLD} is the answer."]
+    "answer",
+    [f"Happy to help! {GOLD}", f"Simplifying, we get {GOLD}.", f"Given the information above, {GOLD} is the answer."],
 )
 def test_a_frame_of_words_commits_to_its_one_value(number_envs, answer):
     assert _rewards(number_envs[5], answer) == [1.0, 1.0, 1.0]
@@ -126,14 +131,21 @@ def test_a_frame_of_words_commits_to_its_one_value(number_envs, answer):
 
 
 @pytest.mark.parametrize(
-    "template", ["Happy to help! {a} or {b}", "Simplifying, we get {a}, not {b}... or {b}.", "It is not {b}. Happy to help! {a} {b}"]
+    "template",
+    [
+        "Happy to help! {a} or {b}",
+        "Simplifying, we get {a}, not {b}... or {b}.",
+        "It is not {b}. Happy to help! {a} {b}",
+    ],
 )
 def test_a_frame_with_two_values_commits_to_neither(number_envs, template):
     for answer in _both_orders(template):
         assert _rewards(number_envs[5], answer) == [0.0, 0.0, 0.0], answer
 
 
-@pytest.mark.parametrize("answer", ["Zürich¹", "Zürich (Source: Wikipedia)", "Zürich\n\nSources:\n- Wikipedia\n- Britannica"])
+@pytest.mark.parametrize(
+    "answer", ["Zürich¹", "Zürich (Source: Wikipedia)", "Zürich\n\nSources:\n- Wikipedia\n- Britannica"]
+)
 def test_citations_are_not_answers(answer):
     assert _rewards(_qa("Zürich", "In which city was the company founded?"), answer) == [1.0, 1.0, 1.0]
 
@@ -216,7 +228,9 @@ def test_a_second_value_under_any_cue_is_a_rival(number_envs, template):
         assert _rewards(number_envs[5], answer) == [0.0, 0.0, 0.0], answer
 
 
-@pytest.mark.parametrize("answer", ["no. yes would also be acceptable.", "yes, not no.", "\\boxed{no, yes}", "yes\n\nno"])
+@pytest.mark.parametrize(
+    "answer", ["no. yes would also be acceptable.", "yes, not no.", "\\boxed{no, yes}", "yes\n\nno"]
+)
 def test_yes_and_no_together_commit_to_neither(answer):
     env = _qa("no", "Are the Louvre and the Prado in the same country?")
     assert _rewards(env, answer) == [0.0, 0.0, 0.0]
@@ -230,7 +244,7 @@ def test_game_of_24_reads_its_one_expression_and_rejects_two():
     solution = "((2 - 7) + 8) * 8"
     assert _rewards(env, f"Happy to help! {solution}", index) == [1.0, 1.0, 1.0]
     assert _rewards(env, f"8 / 8 = 1\n7 - 1 = 6\n\nExpression: {solution}", index) == [1.0, 1.0, 1.0]
-    assert _rewards(env, f"\\boxed{{(2 - 7 + 8) \\times 8}}", index) == [1.0, 1.0, 1.0]
+    assert _rewards(env, "\\boxed{(2 - 7 + 8) \\times 8}", index) == [1.0, 1.0, 1.0]
     assert _rewards(env, f"{solution}. 8 * 8 - 7 * 2 is also possible.", index) == [0.0, 0.0, 0.0]
     assert _rewards(env, f"Not {solution} — it's 8 * 8 - 7 * 2.", index) == [0.0, 0.0, 0.0]
 
