@@ -242,7 +242,7 @@ def _latex_words(text: str, golds: list[str]) -> str:
 
 # glosses: "(about 2.8 million)", "≈ 8012.8030", "(1,083 ft)", "\approx 12.566"
 _GLOSS = re.compile(
-    r"(?i)\s*(?:\(\s*(?:(?:about|approx(?:imately|\.)?|roughly|around|circa|ca\.|~|≈|i\.e\.,?|or|=)\s*)?"
+    r"(?i)\s*(?:\(\s*(?:(?:about|approx(?:imately|\.)?|roughly|around|circa|ca\.|~|≈|i\.e\.,?|=)\s*)?"
     r"(?P<p>[^()\n]{1,40}?)\s*\)|(?:≈|~|\\approx)\s*(?P<b>[^\s()=≈~]{1,30}(?:\s+[A-Za-z]{1,12})?))\s*(?=[.]?\s*$|[.]?\n)"
 )
 _SCALE = {"thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12, "k": 1000, "m": 10**6, "bn": 10**9}
@@ -294,16 +294,16 @@ def _unit_key(unit: str) -> str:
     return unit
 
 
-def _quantity(text: str) -> tuple[float, str | None, float] | None:
+def _quantity(text: str) -> tuple[Fraction | float, str | None, Fraction | float] | None:
     """``(value, dimension or None, rounding step)`` of a number with an optional scale word or unit (the
-    value in the dimension's base unit, the step half the last digit shown, in that unit), or of a simple
-    expression (a fraction, ``\\frac``, ``\\pi``, ``\\sqrt``: step 0, exact)."""
+    value in the dimension's base unit, the step half the last digit shown, in that unit; exact fractions), or
+    of a simple expression (a fraction, ``\\frac``, ``\\pi``, ``\\sqrt``: a float, step 0)."""
     text = text.strip().rstrip(".")
     m = re.fullmatch(r"(-?\d{1,3}(?:,\d{3})+|-?\d+)(?:\.(\d+))?\s*([A-Za-z]{1,12}\.?)?", text)
     if m is None:
         return _expression_value(text)
-    value = float(m.group(1).replace(",", "") + ("." + m.group(2) if m.group(2) else ""))
-    step = 0.5 * 10.0 ** -len(m.group(2) or "")
+    value = Fraction(m.group(1).replace(",", "") + ("." + m.group(2) if m.group(2) else ""))
+    step = Fraction(1, 2 * 10 ** len(m.group(2) or ""))
     word = (m.group(3) or "").lower().rstrip(".")
     if not word:
         return value, None, step
@@ -312,7 +312,7 @@ def _quantity(text: str) -> tuple[float, str | None, float] | None:
     key = _unit_key(word)
     for name, table in (("length", _LENGTH), ("mass", _MASS)):
         if key in table:
-            factor = float(table[key])
+            factor = Fraction(table[key])
             return value * factor, name, step * factor
     return None
 
@@ -360,11 +360,14 @@ def _evaluate(node: ast.AST) -> float | None:
 
 
 def _restates(main: str, gloss: str) -> bool:
-    """Whether ``gloss`` rounds to the value of ``main`` (in the same dimension)."""
+    """Whether ``gloss`` rounds to the value of ``main`` (in the same dimension): exactly, within half the last
+    digit the gloss shows, when both are numbers; within a float's error when one is irrational (``4\\pi``)."""
     a, b = _quantity(main), _quantity(gloss)
     if a is None or b is None or a[1] != b[1]:
         return False
-    return abs(a[0] - b[0]) <= b[2] * 1.000001 + 1e-9 * abs(a[0])
+    if isinstance(a[0], Fraction) and isinstance(b[0], Fraction) and isinstance(b[2], Fraction):
+        return abs(a[0] - b[0]) <= b[2]
+    return abs(float(a[0]) - float(b[0])) <= float(b[2]) + 1e-12 * abs(float(a[0]))
 
 
 def _glosses(text: str) -> str:

@@ -189,6 +189,8 @@ def test_renderings_of_the_same_value_score_one(gold, answer):
         ("25", "twenty-six"),
         ("16/7", "2 3/7"),
         ("2785692", "2,785,692 (about 3.8 million)"),  # a gloss that restates another value is a second value
+        ("151240298366399111376", "151240298366399111376 (about 151240298366399111736)"),  # exact, not a float
+        ("151240298366399111376", "151240298366399111376 (or 151240298366399111736)"),
         ("330 metres", "0.34 km"),
         ("330 metres", "330 metres (2,083 ft)"),
         ("June 18, 1815", "Monday, June 19, 1815"),
