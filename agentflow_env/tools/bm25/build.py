@@ -1,12 +1,13 @@
 """The streaming index builder: passages in, an index folder (or, for a small corpus, arrays in memory) out.
 
 Chunks of passages are tokenized into postings with chunk-local term ids, in this process or in worker
-processes (one chunk a task, never more than a few chunks in flight). This process takes the chunks back in
-corpus order: it numbers each chunk's new terms after the ones seen before (first appearance in the corpus, so
-the vocabulary is the same whatever the number of workers), spools the postings to disk, appends the passages
-to the folder, and at the end writes the term-major score matrix one block of terms at a time. A parallel build
-therefore writes the same bytes as a sequential one, and memory holds a few chunks, the vocabulary and the
-document lengths, never the corpus or its tokens.
+processes (one chunk a task, never more than a few chunks in flight); a JSON-lines file goes as byte spans
+(:mod:`~agentflow_env.tools.bm25.spans`) that the worker reads and parses itself. This process takes the
+chunks back in corpus order: it numbers each chunk's new terms after the ones seen before (first appearance in
+the corpus, so the vocabulary is the same whatever the number of workers), spools the postings to disk, appends
+the passages and the new terms to the folder's files, and at the end writes the term-major score matrix one
+block of terms at a time. A parallel build therefore writes the same bytes as a sequential one, and memory holds
+a few chunks, the vocabulary and the document lengths, never the corpus or its tokens.
 
 The builder knows nothing of :class:`~agentflow_env.tools.bm25.index.BM25Index`: it returns the folder it wrote
 (:func:`build_folder`) or the arrays (:func:`build_arrays`), and the index opens them.
@@ -64,6 +65,7 @@ _TOKENIZE_BATCH = 20_000
 
 
 def _pc() -> Any:
+    """pyarrow.compute, imported when first needed (the search extra)."""
     import pyarrow.compute as pc
 
     return pc
