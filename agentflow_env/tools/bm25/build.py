@@ -652,8 +652,11 @@ def _run(
     settings = (bool(writer.settings["stopwords"]), bool(writer.settings["stem"]), writer.tokenizer.decode)
     try:
         with tqdm(total=total, disable=not show_progress, unit="passage", desc="BM25 index") as bar:
-            spans = isinstance(passages, JsonlFile) and writer.out_dir is not None
-            chunks = jsonl_spans(passages.path, chunk_size) if spans else _chunks(passages, chunk_size)  # type: ignore[union-attr]
+            chunks: Iterator[Any]
+            if isinstance(passages, JsonlFile) and writer.out_dir is not None:
+                chunks = jsonl_spans(passages.path, chunk_size)  # the workers read the file
+            else:
+                chunks = _chunks(passages, chunk_size)
             head = list(itertools.islice(chunks, 2))  # workers pay off from the second chunk on
             alone = len(head) < 2
             chunks = itertools.chain(_popping(head), chunks)
