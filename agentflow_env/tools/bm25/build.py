@@ -45,13 +45,19 @@ from agentflow_env.tools.bm25.check import (
     write_meta,
 )
 from agentflow_env.tools.bm25.corpus import _as_text
-from agentflow_env.tools.bm25.spans import JsonlFile, ParsedSpan, Span, jsonl_spans, parse_span, span_lines
+from agentflow_env.tools.bm25.spans import (
+    JsonlFile,
+    ParsedSpan,
+    Span,
+    _json_str,
+    jsonl_spans,
+    parse_span,
+    span_lines,
+)
 from agentflow_env.tools.bm25.tokenize import _Tokenizer
 
 __all__ = ["BuiltArrays", "available_cpus", "build_arrays", "build_folder", "build_folder_vocab"]
 
-# a str as a JSON string, non-ASCII kept (json.dumps(..., ensure_ascii=False) of a str)
-_json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 # raw words (whitespace-separated) whose tokens a tokenizer remembers; more are tokenized each time they appear
 _RAW_WORDS_KEPT = 300_000

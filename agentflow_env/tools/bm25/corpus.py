@@ -19,6 +19,7 @@ from agentflow_env.tools.bm25.check import (
     PASSAGES_FILE,
     corrupted,
 )
+from agentflow_env.tools.bm25.spans import JsonlFile, jsonl_lines
 
 __all__ = [
     "CORPUS_FORMATS",
@@ -63,17 +64,6 @@ def _passage(row: dict[str, Any], text_field: str, title_field: str | None, id_f
     if id_field and row.get(id_field) is not None:
         out["id"] = str(row[id_field])
     return out
-
-
-def jsonl_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of each non-blank line of a JSON-lines file, not parsed (see :class:`JsonlRow`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"corpus file not found: {path}")
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.isspace():
-                yield lineno, line
 
 
 @dataclass(frozen=True)
@@ -213,8 +203,6 @@ def corpus_items(
     function that parses one into a passage (so a parallel build parses in its workers); other formats give the
     passages and ``None``."""
     if _corpus_format(source, fmt) == "jsonl":
-        from agentflow_env.tools.bm25.spans import JsonlFile
-
         return JsonlFile(str(source)), JsonlRow(str(source), (text_field, title_field, id_field))
     rows = iter_corpus(source, fmt=fmt, text_field=text_field, title_field=title_field, id_field=id_field, **options)
     return rows, None

@@ -5,13 +5,14 @@ ends, never decodes or sends the lines); a worker reads its span and parses it w
 columns, or, when the span holds anything that reader could read differently from :func:`json.loads` (control
 bytes, a byte-order mark, surrogate escapes, blank or indented lines, numbers or lists where text is expected),
 line by line exactly as :class:`~agentflow_env.tools.bm25.corpus.JsonlRow` does. Lines are the text-mode
-lines of :func:`~agentflow_env.tools.bm25.corpus.jsonl_lines` (``\\n``, ``\\r\\n`` or ``\\r`` ends them; blank
+lines of :func:`jsonl_lines` (``\\n``, ``\\r\\n`` or ``\\r`` ends them; blank
 ones are skipped).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,10 +23,26 @@ import numpy as np
 
 from agentflow_env.error import DataError
 
-__all__ = ["JsonlFile", "ParsedSpan", "Span", "arrow_bytes", "jsonl_spans", "parse_span", "span_lines"]
+__all__ = ["JsonlFile", "ParsedSpan", "Span", "arrow_bytes", "jsonl_lines", "jsonl_spans", "parse_span", "span_lines"]
 
 _READ = 1 << 24  # bytes read at a time when finding the spans
 _LF, _CR, _OPEN, _CLOSE, _BACKSLASH = 10, 13, ord("{"), ord("}"), ord("\\")
+
+
+# a str as a JSON string, non-ASCII kept (json.dumps(..., ensure_ascii=False) of a str), in C
+_json_str: Any = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def jsonl_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each non-blank line of a JSON-lines file, not parsed
+    (:class:`~agentflow_env.tools.bm25.corpus.JsonlRow` parses one)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"corpus file not found: {path}")
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.isspace():
+                yield lineno, line
 
 
 @dataclass(frozen=True)
@@ -36,8 +53,6 @@ class JsonlFile:
     path: str
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
-        from agentflow_env.tools.bm25.corpus import jsonl_lines
-
         return jsonl_lines(self.path)
 
 
@@ -279,8 +294,6 @@ def _quoted(col: Any, escapes: bool) -> Any:
     """Each string as a JSON string, as ``json.dumps(s, ensure_ascii=False)`` writes it."""
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from agentflow_env.tools.bm25.build import _json_str
 
     piece = pa.scalar('"', pa.large_string())
     quoted = pc.binary_join_element_wise(piece, col, piece, pa.scalar("", pa.large_string()))
