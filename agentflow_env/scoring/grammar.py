@@ -43,12 +43,12 @@ Comparison by the gold's type (dates, names, lists, numbers with units) is in
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from agentflow_env.scoring.extract import _ANSWER_TAG, normalize_text
 
-__all__ = ["Reading", "read_answer", "remark_cue", "rival_clause", "strip_presentation"]
+__all__ = ["LaterSteps", "Reading", "read_answer", "remark_cue", "rival_clause", "strip_presentation"]
 
 MAX_READ_CHARS = 20_000  # longer answers are left to the span reader, which refuses them
 
@@ -330,14 +330,20 @@ def _of_kind(token: str, kind: str) -> bool:
 
 
 def rival_clause(
-    text: str, golds: Iterable[str] = (), kind: str = "text", version: int = 3, question: str = ""
+    text: str,
+    golds: Iterable[str] = (),
+    kind: str = "text",
+    version: int = 3,
+    question: str = "",
+    extra_cues: re.Pattern[str] | None = None,
 ) -> str | None:
     """The first clause after a committed value that names a new candidate under a rival cue (step 3), or
     ``None``. ``golds`` are never split (a gold that holds "or" keeps it). ``kind`` is the kind of answer
     the task asks for: ``number`` (numbers and expressions: only tokens with a digit are candidates),
     ``option`` (only option letters), or ``text`` (any candidate). From ``version`` 4 on, a weaker cue
     (:data:`_WEAK_CUES`: "also", "instead", "another", "some say", "lists", ...) is a rival cue too when the
-    new candidate has the answer's type and the ``question`` does not name it (:func:`_typed_candidates`)."""
+    new candidate has the answer's type and the ``question`` does not name it (:func:`_typed_candidates`).
+    ``extra_cues`` are a later grammar's strong cues (grammar 5: "would also be acceptable", "vs", ..)."""
     masked = text
     golds = [str(g).strip() for g in golds]
     for gold in golds:
@@ -355,7 +361,7 @@ def rival_clause(
             earlier = [c for c in _candidates(masked[:start]) if _of_kind(c, "option")]
             if bare and earlier and bare.group(1) not in earlier:
                 return clause.strip()  # "(C)\nA": a second letter on its own line
-        strong = _cue(_CUES, clause, question) or (version >= 5 and _cue(_cues5(), clause, question))
+        strong = _cue(_CUES, clause, question) or (extra_cues is not None and _cue(extra_cues, clause, question))
         if not strong and not (version >= 4 and _cue(_WEAK_CUES, clause, question) and not _ALIAS.search(clause)):
             continue
         before = masked[:start]
@@ -379,12 +385,6 @@ def rival_clause(
         if new:
             return clause.strip()
     return None
-
-
-def _cues5() -> re.Pattern[str]:
-    from agentflow_env.scoring.grammar5 import CUES
-
-    return CUES
 
 
 # answer grammar 4: weaker cues, read only with a candidate of the answer's type
@@ -561,13 +561,34 @@ def _squeeze(text: str) -> str:
     return "".join(text.split()).lower().rstrip(".")
 
 
+@dataclass(frozen=True)
+class LaterSteps:
+    """The steps a later grammar adds to :func:`read_answer` (grammar 5's are in
+    :mod:`agentflow_env.scoring.grammar5`, which passes them in; this module never imports it):
+    ``presentation(text, golds, kind, question) -> (text, hedge)`` before :func:`strip_presentation`,
+    ``drop_drafts(text, kind) -> (text, hedge, revised)`` instead of grammar 3's, ``both(text, golds) ->
+    hedge or None`` after it, and ``cues``, more strong rival cues for :func:`rival_clause`."""
+
+    presentation: Callable[[str, list[str], str, str], tuple[str, str | None]]
+    drop_drafts: Callable[[str, str], tuple[str, str | None, bool]]
+    both: Callable[[str, list[str]], str | None]
+    cues: re.Pattern[str]
+
+
 def read_answer(
-    prediction: object, golds: Iterable[object] = (), kind: str = "text", version: int = 3, question: str = ""
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    version: int = 3,
+    question: str = "",
+    later: LaterSteps | None = None,
 ) -> Reading:
-    """The final answer ``prediction`` read by the grammar ``version`` (3, 4 or 5; see the module doc and
-    :mod:`agentflow_env.scoring.grammar5`); ``kind``
-    says which candidates a remark can name (see :func:`rival_clause`), ``question`` is the task's question
+    """The final answer ``prediction`` read by the grammar ``version`` (3 or 4; see the module doc; grammar 5
+    is :func:`agentflow_env.scoring.grammar5.read_answer`, which passes its ``later`` steps); ``kind`` says
+    which candidates a remark can name (see :func:`rival_clause`), ``question`` is the task's question
     (grammar 4 does not count its words as rivals)."""
+    if version >= 5 and later is None:
+        raise ValueError("grammar 5 reads with agentflow_env.scoring.grammar5.read_answer")
     gold_list = [normalize_text(g) for g in golds if g is not None and str(g).strip()]
     text = normalize_text(prediction)
     if len(text) > MAX_READ_CHARS:
@@ -579,24 +600,22 @@ def read_answer(
     if tags:
         rest_of_line = text[tags[-1].end() :].split("\n", 1)[0]
         text = tags[-1].group(1).strip() + (" " + rest_of_line.strip() if rest_of_line.strip() else "")
-    if version >= 5:
-        from agentflow_env.scoring import grammar5
-
-        text, hedge = grammar5.presentation(text, gold_list, kind, question)
+    if later is not None:
+        text, hedge = later.presentation(text, gold_list, kind, question)
         if hedge is not None:
             return Reading(text, hedge)
     text = strip_presentation(text)
-    if version >= 5:
-        text, hedge, revised = grammar5.drop_drafts(text, kind)
+    if later is not None:
+        text, hedge, revised = later.drop_drafts(text, kind)
+        hedge = hedge or later.both(text, gold_list)
         if hedge is not None:
             return Reading(text, hedge, revised)
-        if grammar5.both_polarities(text, gold_list):
-            return Reading(text, "it answers both yes and no", revised)
     else:
         text, revised = _drop_drafts(text)
     if version >= 4:
         text = _conclusion(text, question)
-    rival = rival_clause(text[_answer_start(text) :], gold_list, kind, version, question)
+    extra = later.cues if later is not None else None
+    rival = rival_clause(text[_answer_start(text) :], gold_list, kind, version, question, extra)
     if rival is not None:
         return Reading(text, f"a remark names a rival answer ({rival[:60]!r})", revised)
     return Reading(text, None, revised)

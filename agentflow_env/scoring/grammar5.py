@@ -34,9 +34,25 @@ import ast
 import json
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
 
-__all__ = ["CUES", "both_polarities", "drop_drafts", "number_words", "presentation"]
+from agentflow_env.scoring.grammar import (
+    _ANSWER_WORDS,
+    _COMMIT,
+    _COMMON,
+    LaterSteps,
+    Reading,
+    _candidates,
+    _commits,
+    _drop_drafts,
+    _of_kind,
+    _tokens,
+    remark_cue,
+)
+from agentflow_env.scoring.grammar import read_answer as _read
+
+__all__ = ["CUES", "both_polarities", "drop_drafts", "number_words", "presentation", "read_answer"]
 
 MAX_JSON_CHARS = 5_000
 
@@ -121,8 +137,6 @@ _TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
 def _table(text: str) -> tuple[str, str | None]:
     """A Markdown table with an answer column as ``Answer: value`` (its one value; two differing values in
     the column are a hedge)."""
-    from agentflow_env.scoring.grammar import _ANSWER_WORDS
-
     lines = text.split("\n")
     rows = [i for i, ln in enumerate(lines) if _TABLE_ROW.match(ln)]
     if len(rows) < 3 or rows != list(range(rows[0], rows[0] + len(rows))):
@@ -161,8 +175,6 @@ _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+(\S.*?)\s*$")
 
 def _sources(text: str, kind: str) -> str:
     """``text`` without citation remarks and a trailing sources list (neither names an answer)."""
-    from agentflow_env.scoring.grammar import remark_cue
-
     text = _SUPERSCRIPT_MARK.sub("", text)
     text = _WEEKDAY.sub("", text)  # "Sunday, June 18, 1815": the weekday is how the date is written
 
@@ -187,8 +199,6 @@ def _sources(text: str, kind: str) -> str:
 def _explanation(text: str) -> str:
     """``text`` without a section under an explanation header that comes after an answer and names no
     rival cue (the section is working, as working before a marked answer is)."""
-    from agentflow_env.scoring.grammar import remark_cue
-
     m = _EXPLANATION_HEADER.search(text)
     if m is None or not text[: m.start()].strip() or remark_cue(text[m.end() :]):
         return text
@@ -463,8 +473,6 @@ UNCERTAIN = re.compile(
 def _commits5(after: str) -> int | None:
     """Where, in the text after a revision cue, the revision commits to a value: the start of the first of
     its first three sentences that commits (grammar 3's rule or "Correct answer: .."), or ``None``."""
-    from agentflow_env.scoring.grammar import _commits
-
     pos = 0
     for _ in range(3):
         rest = after[pos:]
@@ -482,8 +490,6 @@ def _commits5(after: str) -> int | None:
 
 def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
     """What the last revision commits to (step 2 of the module doc): ``(text, hedge, revised)``."""
-    from agentflow_env.scoring.grammar import _COMMIT, _candidates, _drop_drafts, _of_kind, _tokens
-
     read, revised = _drop_drafts(text)
     cut = len(text) - len(read) if revised and text.endswith(read) else None
     for m in _REVISION5.finditer(text):
@@ -553,7 +559,6 @@ def common_frame(text: str, question: str, golds: list[str]) -> bool:
     :data:`_FRAME_VOCABULARY`), a word of the question or of a gold: only then is ``text`` a frame around
     its value. A word that is none of these ("james madison") may be a candidate of its own."""
     from agentflow_env.scoring.extract import UNITS
-    from agentflow_env.scoring.grammar import _COMMON
     from agentflow_env.scoring.sentence import _FRAME_START5, _FRAME_WORDS
     from agentflow_env.scoring.typed import fold
 
@@ -617,3 +622,15 @@ def number_words(text: str) -> str:
         return m.group(0) if value is None else str(value)
 
     return _NUMBER_RUN.sub(sub, text)
+
+
+# ------------------------------------------------------------------ the reader
+def _both(text: str, golds: list[str]) -> str | None:
+    return "it answers both yes and no" if both_polarities(text, golds) else None
+
+
+def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+    """The final answer ``prediction`` read by grammar 5: grammar 4's reader
+    (:func:`agentflow_env.scoring.grammar.read_answer`) with this module's steps (see the module doc)."""
+    steps = LaterSteps(presentation=presentation, drop_drafts=drop_drafts, both=_both, cues=CUES)
+    return _read(prediction, golds, kind, 5, question, steps)

@@ -22,6 +22,7 @@ from typing import Any
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.scoring.grammar import read_answer, remark_cue
+from agentflow_env.scoring.grammar5 import read_answer as read_answer5
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
@@ -99,7 +100,10 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         question = task.question if self.grammar >= 4 else ""
-        reading = read_answer(prediction, _golds(task), _answer_kind(task), self.grammar, question)
+        if self.grammar >= 5:
+            reading = read_answer5(prediction, _golds(task), _answer_kind(task), question)
+        else:
+            reading = read_answer(prediction, _golds(task), _answer_kind(task), self.grammar, question)
         numbers = (task.metadata or {}).get("numbers")
         if (
             reading.hedge is None

@@ -12,8 +12,7 @@ import gymnasium as gym
 import pytest
 
 import agentflow_env  # noqa: F401  (registers the ids)
-from agentflow_env.scoring.grammar import read_answer
-from agentflow_env.scoring.grammar5 import number_words, presentation
+from agentflow_env.scoring.grammar5 import number_words, presentation, read_answer
 from agentflow_env.scoring.typed import same_date5, same_name5, same_quantity5, typed_equal
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
@@ -80,7 +79,7 @@ def test_a_revision_reads_the_last_committed_value(number_envs, template):
 def test_an_uncertain_revision_is_a_hedge_in_either_order(number_envs, template):
     for answer in _both_orders(template):
         assert _rewards(number_envs[5], answer) == [0.0, 0.0, 0.0], answer
-        assert read_answer(answer, [GOLD], "number", 5).hedge is not None
+        assert read_answer(answer, [GOLD], "number").hedge is not None
 
 
 # ------------------------------------------------------------------ presentation
@@ -113,7 +112,7 @@ def test_presentation_is_read_through(number_envs, answer):
 )
 def test_presentation_does_not_hide_a_second_answer(number_envs, template):
     for answer in _both_orders(template):
-        assert "{" not in answer or read_answer(answer, [GOLD], "number", 5).hedge is not None, answer
+        assert "{" not in answer or read_answer(answer, [GOLD], "number").hedge is not None, answer
         # the text format is left out for JSON objects: the turn parser reads "Final Answer: {..}" as a JSON
         # action and hands the scorer one field (agentflow_env/turn/parsing.py), before any grammar
         rewards = _rewards(number_envs[5], answer)
@@ -266,7 +265,7 @@ def test_the_reader_stays_linear_on_unclosed_fences_and_delimiters():
 
     for hostile in ("```" * 5000, "$$" * 5000 + "1", "~~" * 5000, "{" * 5000, "| a |\n" * 3000, "Not 1 — " * 2000):
         t0 = time.perf_counter()
-        read_answer(hostile, ["1"], "number", 5)
+        read_answer(hostile, ["1"], "number")
         assert time.perf_counter() - t0 < 2.0, hostile[:20]
 
 
