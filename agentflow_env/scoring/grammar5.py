@@ -629,8 +629,49 @@ def _both(text: str, golds: list[str]) -> str | None:
     return "it answers both yes and no" if both_polarities(text, golds) else None
 
 
+# an answer that only negates: "It is not 33.", "Not C.", "It can't be Paris.", "I don't think it's 33.", "33? No."
+_NEGATION_LEAD = re.compile(
+    r"(?i)^(?:(?:so|thus|hence|therefore|well|hmm|honestly|clearly)\b[\s,]*)?(?:"
+    r"(?:it|this|that|the\s+(?:\w+\s+){0,3}(?:answer|result|value|option|choice|number|date|name|one))"
+    r"(?:['’]s|\s+(?:is|was|would\s+be|will\s+be|should\s+be|must\s+be|can\s+be|could\s+be))\s+not"
+    r"|(?:it|this|that|the\s+answer)\s+(?:is|was|ca|could|wo|should|must|does|did)n['’]t(?:\s+be)?"
+    r"|(?:it|this|that|the\s+answer)\s+(?:cannot|can\s+not)(?:\s+be)?"
+    r"|i\s+(?:don['’]t|do\s+not)\s+(?:think|believe)(?:\s+(?:that\s+)?(?:it['’]s|it\s+is|the\s+answer\s+is))?"
+    r"|i\s+doubt(?:\s+(?:that\s+)?(?:it['’]s|it\s+is|the\s+answer\s+is))?"
+    r"|(?:(?:definitely|certainly|surely|clearly|probably|absolutely)\s+)?not)\b"
+)
+_NEGATION_TAIL = re.compile(
+    r"(?i)\b(?:that|only|just|merely|but|rather|instead|unless|until|because|more|less|exactly|un\w+)\b|[,;—–\n]|\s-\s"
+)
+_QUESTIONED_THEN_NO = re.compile(r"(?i)^[^?\n]{1,120}\?\s*(?:no|nope)\s*[.!]*\s*$")
+_NEGATIVE_GOLD = re.compile(r"(?i)\b(?:not|no|never|none|nothing)\b|n['’]t\b")
+
+
+def negated_only(text: str, golds: list[str]) -> bool:
+    """Whether the answer only denies a value ("It is not 33.", "Not C.", "33? No."): one clause that opens
+    with a negation and commits to nothing else. Such an answer names no value as its answer, so it is no
+    reading, whatever it denies (an answer that denies a value and states another, "It's 33, not 34",
+    "Not 34 — it's 33", is read as before). Golds that are themselves negative ("not guilty") or a yes/no
+    answer ("It is not." answers "no") are left to the other rules."""
+    stripped = text.strip()
+    if not stripped or any(_NEGATIVE_GOLD.search(g) or g.strip().lower().rstrip(".") == "yes" for g in golds):
+        return False
+    if _QUESTIONED_THEN_NO.match(stripped):
+        return True
+    lead = _NEGATION_LEAD.match(stripped)
+    if lead is None:
+        return False
+    rest = stripped[lead.end() :].rstrip(" .!")
+    return bool(rest) and len(rest.split()) <= 8 and _NEGATION_TAIL.search(rest) is None
+
+
 def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
     """The final answer ``prediction`` read by grammar 5: grammar 4's reader
-    (:func:`agentflow_env.scoring.grammar.read_answer`) with this module's steps (see the module doc)."""
+    (:func:`agentflow_env.scoring.grammar.read_answer`) with this module's steps (see the module doc), then
+    :func:`negated_only`."""
     steps = LaterSteps(presentation=presentation, drop_drafts=drop_drafts, both=_both, cues=CUES)
-    return _read(prediction, golds, kind, 5, question, steps)
+    reading = _read(prediction, golds, kind, 5, question, steps)
+    gold_list = [str(g) for g in golds if g is not None and str(g).strip()]
+    if reading.hedge is None and negated_only(reading.text, gold_list):
+        return Reading(reading.text, "it only denies a value: it commits to none", reading.revised)
+    return reading

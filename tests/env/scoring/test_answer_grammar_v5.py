@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 
 import agentflow_env  # noqa: F401  (registers the ids)
-from agentflow_env.scoring.grammar5 import number_words, presentation, read_answer
+from agentflow_env.scoring.grammar5 import negated_only, number_words, presentation, read_answer
 from agentflow_env.scoring.typed import same_date5, same_name5, same_quantity5, typed_equal
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
@@ -152,6 +152,37 @@ def test_citations_are_not_answers(answer):
 def test_a_negated_frame_is_not_read_as_a_commitment():
     env = _qa("1879", "In what year was the founder born?")
     assert _rewards(env, "Happy to help! Certainly not 1879.") == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "It is not {a}.",
+        "It's not {a}.",
+        "The answer is not {a}.",
+        "Not {a}.",
+        "Definitely not {a}",
+        "It can't be {a}.",
+        "I don't think it's {a}.",
+        "{a}? No.",
+    ],
+)
+def test_an_answer_that_only_denies_the_gold_scores_zero(number_envs, template):
+    # "It is not 321." names 321 only to deny it: it commits to no value (grammar 4 paid it)
+    assert _rewards(number_envs[4], template.format(a=GOLD))[0] == 1.0
+    assert _rewards(number_envs[5], template.format(a=GOLD)) == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "template", ["It's {a}, not {b}.", "Not {b} — it's {a}.", "It is not {b} but {a}.", "Not {b}. It's {a}."]
+)
+def test_denying_a_rival_and_stating_the_gold_still_scores_one(number_envs, template):
+    assert _rewards(number_envs[5], template.format(a=GOLD, b=RIVAL)) == [1.0, 1.0, 1.0]
+
+
+def test_a_negative_gold_and_a_yes_no_gold_are_not_denials():
+    assert _rewards(_qa("not guilty", "What was the verdict?"), "Not guilty.") == [1.0, 1.0, 1.0]
+    assert not negated_only("It is not Spain.", ["no"])  # a yes/no gold: "no" in other words, not a denial
 
 
 # ------------------------------------------------------------------ renderings by type
