@@ -47,9 +47,11 @@ def test_paper_labelled_set_from_the_test_sets(testsets_dir: Path, tmp_path: Pat
 
 
 def test_judge_check_against_a_loopback_judge(
-    tmp_path: Path, always_correct: LoopbackServer, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, always_correct: LoopbackServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentflow_env.cli import main
+
+    monkeypatch.delenv("AGENTFLOW_DATA_DIR", raising=False)  # the generated benchmarks only, as built below
     from leaderboards.judge_labels import build_labelled_set
 
     items = build_labelled_set(None, tasks_per_benchmark=2)
