@@ -77,11 +77,9 @@ class EventLoopThread:
         its first request (call on the loop). ``trust_env`` reads the environment and ``~/.netrc`` again for every
         request, each on a worker thread: two thread hops that cost more of a loopback request's client CPU than
         the request itself. (The engines send their own ``Authorization`` header, so a netrc login never applies.)"""
-        from yarl import URL
-
         found = self._origins.get(url)
         if found is None:
-            found = self._origins[url] = _proxy_options(URL(url))
+            found = self._origins[url] = _proxy_options(url)
         return found
 
     def close(self) -> None:
@@ -105,12 +103,13 @@ class EventLoopThread:
                 self.loop.close()
 
 
-def _proxy_options(url: Any) -> dict[str, Any]:
-    """``request_options`` of ``url`` (a ``yarl.URL``), read from the environment now."""
+def _proxy_options(url: str) -> dict[str, Any]:
+    """``request_options`` of ``url``, read from the environment now."""
     from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
 
     try:
-        proxy, proxy_auth = get_env_proxy_for_url(url)  # LookupError: no proxy for it, or NO_PROXY names its host
+        proxy, proxy_auth = get_env_proxy_for_url(URL(url))  # LookupError: no proxy for it, or NO_PROXY names its host
     except LookupError:
         return {}
     return {"proxy": proxy} if proxy_auth is None else {"proxy": proxy, "proxy_auth": proxy_auth}
