@@ -64,6 +64,12 @@ class EnvEntry:
 #     type commits to it, and more renderings compare by type (number words, mixed numbers, glosses that
 #     restate the value, SI units, dates, bulleted lists); a second value under any cue of alternativeness,
 #     or side by side with no commitment, is a rival. The v5 ids pass ``grammar=5``; v4 ids keep their verdicts.
+# v6: answer grammar 6 (docs/rewards.md): a candidate named only to be rejected ("33 (rather than 23)", "I can
+#     rule out 23.") is no candidate, a revision commits at its first commitment however far after the cue,
+#     more presentation (pictographs, horizontal rules, <final_answer> elements, reference entries, code and its
+#     output, labels and "or" in other languages, list literals), and more ways of keeping two candidates (a JSON
+#     key such as "alternative", "can't be ruled out", probabilities over candidates, both alternatives the
+#     question offers). The v6 ids pass ``grammar=6``; v5 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -86,8 +92,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5}
-LATEST_VERSION = 5
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6}
+LATEST_VERSION = 6
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

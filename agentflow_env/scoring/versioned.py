@@ -23,14 +23,13 @@ from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
 from agentflow_env.scoring.grammar import read_answer, remark_cue
 from agentflow_env.scoring.grammar5 import read_answer as read_answer5
+from agentflow_env.scoring.grammar6 import read_answer as read_answer6
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3, 4, 5)
-DEFAULT_GRAMMAR = (
-    2  # make_env without an id's version; the -v3 ids pass grammar=3, the -v4 ids grammar=4, the -v5 ids grammar=5
-)
+GRAMMARS = (2, 3, 4, 5, 6)
+DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 .. -v6 ids pass grammar=3 .. grammar=6
 
 
 def grammar_version(value: Any) -> int:
@@ -100,7 +99,9 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         question = task.question if self.grammar >= 4 else ""
-        if self.grammar >= 5:
+        if self.grammar >= 6:
+            reading = read_answer6(prediction, _golds(task), _answer_kind(task), question)
+        elif self.grammar >= 5:
             reading = read_answer5(prediction, _golds(task), _answer_kind(task), question)
         else:
             reading = read_answer(prediction, _golds(task), _answer_kind(task), self.grammar, question)

@@ -416,7 +416,7 @@ def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     for name in PAPER:
-        row = rows[f"agentflow/{name}-v5"]
+        row = rows[f"agentflow/{name}-v6"]
         assert row["size"] == BENCHMARKS[name].known_size and "AgentFlow file" in row["source"]
         assert "hub " in row["source"]
     small = testsets_dir.parent / "nonexistent"
@@ -424,4 +424,4 @@ def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     monkeypatch.setenv("AGENTFLOW_DATA_DIR", str(testsets_dir))
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["agentflow/MedQA-v5"]["size"] == 300
+    assert rows["agentflow/MedQA-v6"]["size"] == 300

@@ -207,7 +207,7 @@ def test_v2_ids_keep_the_scorer_and_bad_grammar_is_a_config_error(monkeypatch):
     assert type(unwrap_scorer(new.unwrapped.scorer)) is type(old.unwrapped.scorer)
     assert with_grammar(old.unwrapped.scorer, 2) is old.unwrapped.scorer
     with pytest.raises(ConfigError, match="grammar"):
-        make_env("Gen-Math", grammar=6)
+        make_env("Gen-Math", grammar=7)
     import builtins
 
     real_import = builtins.__import__

@@ -5,9 +5,6 @@ ids keep their verdicts and readings exactly (digests recorded before grammar 5 
 
 from __future__ import annotations
 
-import hashlib
-import warnings
-
 import gymnasium as gym
 import pytest
 
@@ -16,8 +13,10 @@ from agentflow_env.scoring.grammar5 import negated_only, number_words, presentat
 from agentflow_env.scoring.typed import same_date5, same_name5, same_quantity5, typed_equal
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
-from tests.answer_styles import FORMATS, HALVES, action, task_styles
-from tests.reward_cases import golds_of, kind_of, spread
+from tests.answer_styles import FORMATS, action
+from tests.grammar_digests import readings as _readings
+from tests.grammar_digests import verdicts as _verdicts
+from tests.reward_cases import golds_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
@@ -331,42 +330,6 @@ V4_PAPER_READINGS = {  # the paper benchmarks, where AgentFlow's test sets are f
     "agentflow/GPQA-v4": "dcd8bcf77898b70b:420",
     "agentflow/MedQA-v4": "903cda7054279a03:420",
 }
-
-
-def _make(env_id: str, data_dir: object = None) -> gym.Env:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return gym.make(env_id, **({"data_dir": str(data_dir)} if data_dir else {}))
-
-
-def _verdicts(env_id: str) -> str:
-    env = _make(env_id)
-    base = env.unwrapped
-    kind = kind_of(base.scorer)
-    pool = [g for i in spread(len(base.tasks), 60) for g in golds_of(base.tasks[i])]
-    bits, n = [], 0
-    for index in spread(len(base.tasks), 4):
-        for half in HALVES:
-            for style in task_styles(base.tasks[index], kind, pool, half, per_kind=8, seed=5):
-                env.reset(options={"index": index})
-                bits.append("1" if env.step(action(style.answer, FORMATS[n % 3]))[1] >= 1 else "0")
-                n += 1
-    return hashlib.sha256("".join(bits).encode()).hexdigest()[:16] + f":{len(bits)}"
-
-
-def _readings(env_id: str, data_dir: object = None) -> str:
-    base = _make(env_id, data_dir).unwrapped
-    kind = kind_of(base.scorer)
-    pool = [g for i in spread(len(base.tasks), 60) for g in golds_of(base.tasks[i])]
-    digest, n = hashlib.sha256(), 0
-    for index in spread(len(base.tasks), 6):
-        task = base.tasks[index]
-        for half in HALVES:
-            for style in task_styles(task, kind, pool, half, per_kind=10, seed=11):
-                text, hedge = base.scorer.read(style.answer, task)
-                digest.update(f"{text}\x00{hedge is None}\x00{base.scorer(style.answer, task)}\x01".encode())
-                n += 1
-    return digest.hexdigest()[:16] + f":{n}"
 
 
 @pytest.mark.parametrize("env_id", sorted(V4_VERDICTS))

@@ -40,8 +40,8 @@ def _is_paper(env_id: str) -> bool:
 
 @cache
 def _base(benchmark: str, paper: bool, version: int):
-    """One env per benchmark name and grammar: v0-v2 build the same env, v3, v4 and v5 read with grammars 3,
-    4 and 5 (see registration.py)."""
+    """One env per benchmark name and grammar: v0-v2 build the same env, v3 to v6 read with grammars 3 to 6
+    (see registration.py)."""
     kwargs = {"data_dir": str(TESTSETS)} if paper else {}
     return gym.make(f"agentflow/{benchmark}-v{max(version, 2)}", **kwargs).unwrapped
 
