@@ -299,8 +299,17 @@ def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
     read, hedge, revised = grammar5.drop_drafts(text, kind)
     if hedge is None and revised and _CUES6.search(read):
         return text, None, False  # "leaning towards no, but yes can't be ruled out": no revision, both are read
-    if hedge is not None or revised:
+    if hedge is not None:
         return read, hedge, revised
+    if revised:  # grammar 5's revision may end on another cue ("No... wait, no. <working>. So the answer is ..")
+        later = _later_commitment(read, kind)
+        return later if later[2] else (read, None, True)
+    return _later_commitment(text, kind)
+
+
+def _later_commitment(text: str, kind: str) -> tuple[str, str | None, bool]:
+    """Step 4 on ``text``: after the last correction cue with a commitment phrase somewhere after it, the first
+    such phrase; ``(text, None, False)`` when there is none."""
     commits = [m.start() for m in _COMMIT_ANY.finditer(text)]
     cut = None
     for cue in (_REVISION, _REVISION6):

@@ -178,6 +178,9 @@ def test_rejections_on_yes_no_and_game_of_24():
     for answer in ("no, not yes.", "I can rule out yes. The answer is no.", "The answer is no (rather than yes)."):
         assert _rewards(env, answer) == ALL, answer
     assert _rewards(env, "yes, not no.") == NONE
+    redo = "The answer is {b}... wait, no. Let me recheck that. I checked each fact. So the answer is actually {a}."
+    assert _rewards(env, redo.format(a="no", b="yes")) == ALL  # the revision's own "no" is no answer
+    assert _rewards(env, redo.format(a="yes", b="no")) == NONE
     env24 = gym.make("agentflow/Gen-GameOf24-v6")
     base = env24.unwrapped
     index = next(i for i, t in enumerate(base.tasks) if sorted(t.metadata["numbers"]) == [2, 7, 8, 8])
