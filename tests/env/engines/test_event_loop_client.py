@@ -208,8 +208,15 @@ def test_the_environments_proxy_is_used_and_no_proxy_is_honoured(monkeypatch: py
 
     real_submit = concurrent.futures.ThreadPoolExecutor.submit
     hops: list[Any] = []
+
+    def counting_submit(self: Any, fn: Any, *a: Any, **k: Any) -> Any:
+        hops.append(fn)
+        return real_submit(self, fn, *a, **k)
+
     monkeypatch.setattr(
-        concurrent.futures.ThreadPoolExecutor, "submit", lambda self, fn, *a, **k: (hops.append(fn), real_submit(self, fn, *a, **k))[1]
+        concurrent.futures.ThreadPoolExecutor,
+        "submit",
+        counting_submit,
     )
     with Server(lambda body, n: _ok("via proxy")) as proxy, Server(lambda body, n: _ok("direct")) as direct:
         proxy_port = proxy.url.split(":")[2].split("/")[0]
@@ -226,3 +233,87 @@ def test_the_environments_proxy_is_used_and_no_proxy_is_honoured(monkeypatch: py
         assert near.generate(["z"]) == ["direct"]  # NO_PROXY names the host: the proxy is not asked
         assert len(proxy.requests) == 2 and len(direct.requests) == 1
     assert hops == []  # no thread hop per request (aiohttp's trust_env makes two)
+
+
+def test_run_hands_back_results_and_exceptions_and_a_closed_loop_fails_its_waiting_calls() -> None:
+    from agentflow_env.engines.event_loop import EventLoopThread
+
+    loop = EventLoopThread(name="agentflow-http-test")
+    try:
+
+        async def value(x: int) -> int:
+            await asyncio.sleep(0)
+            return x * 2
+
+        async def boom() -> None:
+            raise KeyError("boom")
+
+        async def cancelled() -> None:
+            raise asyncio.CancelledError
+
+        assert [loop.run(value(k)) for k in range(3)] == [0, 2, 4]
+        with pytest.raises(KeyError, match="boom"):
+            loop.run(boom())
+        with pytest.raises(asyncio.CancelledError):
+            loop.run(cancelled())
+        assert not loop._running  # nothing kept once the calls are over
+
+        started = threading.Event()
+
+        async def forever() -> None:
+            started.set()
+            await asyncio.Event().wait()
+
+        failed: list[BaseException] = []
+
+        def wait_forever() -> None:
+            try:
+                loop.run(forever())
+            except BaseException as exc:
+                failed.append(exc)
+
+        waiter = threading.Thread(target=wait_forever)
+        waiter.start()
+        assert started.wait(5)
+    finally:
+        loop.close()
+    waiter.join(5)
+    assert not waiter.is_alive(), "a call waiting on a closed loop hangs"
+    assert len(failed) == 1 and isinstance(failed[0], EngineError)
+    coro = value(1)
+    with pytest.raises(EngineError, match="closed"):
+        loop.run(coro)
+
+
+def test_the_loop_is_uvloops_when_installed_and_the_variable_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentflow_env.engines.event_loop import new_event_loop
+    from agentflow_env.error import ConfigError
+
+    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", "asyncio")
+    loop = new_event_loop()
+    assert type(loop).__module__.startswith("asyncio")
+    loop.close()
+    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", "tokio")
+    with pytest.raises(ConfigError, match="AGENTFLOW_EVENT_LOOP"):
+        new_event_loop()
+    uvloop = pytest.importorskip("uvloop")
+    for choice in ("", "uvloop"):
+        monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", choice)
+        loop = new_event_loop()
+        assert isinstance(loop, uvloop.Loop)
+        loop.close()
+
+
+@pytest.mark.parametrize("choice", ["asyncio", "uvloop"])
+def test_replies_are_the_same_on_either_loop(choice: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if choice == "uvloop":
+        pytest.importorskip("uvloop")
+    from agentflow_env.engines import event_loop
+
+    monkeypatch.setenv("AGENTFLOW_EVENT_LOOP", choice)
+    monkeypatch.setattr(event_loop, "_SHARED", None)  # a fresh shared loop of the chosen kind
+    with Server(lambda body, n: _ok("re:" + body["messages"][-1]["content"])) as server:
+        engine = OpenAIEngine("m", base_url=server.url, concurrency=4)
+        assert engine.generate([f"q{i}" for i in range(5)]) == [f"re:q{i}" for i in range(5)]
+        assert type(engine._event_loop().loop).__module__.startswith(choice)
+    event_loop.shared_loop().close()
