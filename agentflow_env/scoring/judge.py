@@ -103,13 +103,27 @@ _MARKER_LOOKALIKES = str.maketrans(
 _VERDICT_LINE = re.compile(r"[*_`#>\s]*verdict[*_`\s]*[:：][*_`\s]*(correct|incorrect)[*_`\s]*\.?[*_`\s]*", re.I)
 
 
+_DROPPED = frozenset(("Cc", "Cf", "Cs", "Co", "Cn"))  # control, format, surrogate, private use, unassigned
+_LOOKALIKE = re.compile("[" + "".join(re.escape(chr(code)) for code in _MARKER_LOOKALIKES) + "]")
+
+
+def _unlookalike(match: re.Match[str]) -> str:
+    return str(_MARKER_LOOKALIKES[ord(match.group())])
+
+
 def neutralise(text: str) -> str:
     """``text`` with marker look-alikes replaced and control/format characters dropped (newlines kept).
 
     No Unicode normalisation: it would change answers (``x²`` would read ``x2``).
     """
-    text = str(text).translate(_MARKER_LOOKALIKES)
-    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+    text = str(text)
+    if _LOOKALIKE.search(text) is not None:  # (a dict translate walks a non-ASCII text in Python-object steps)
+        text = _LOOKALIKE.sub(_unlookalike, text)
+    if text.replace("\n", "").replace("\t", "").isprintable():  # nothing to drop: no Cc, Cf, Cs, Co or Cn
+        return text
+    # each distinct character is looked up once (a text has few), then one translate drops them all
+    dropped = {ord(ch): None for ch in set(text) if ch not in "\n\t" and unicodedata.category(ch) in _DROPPED}
+    return text.translate(dropped) if dropped else text
 
 
 def fence(name: str, text: str, nonce: str) -> str:

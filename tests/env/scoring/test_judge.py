@@ -315,3 +315,28 @@ def test_the_judge_reads_the_answer_span_and_the_rule_covers_every_answer():
     candidate = first.split("⟦BEGIN CANDIDATE")[1]
     assert "│ 204\n" in candidate and "Explanation" not in candidate and "step by step" not in candidate
     assert "│ B is correct\n" in second.split("⟦BEGIN CANDIDATE")[1]
+
+
+def _neutralise_by_character(text: str) -> str:
+    """The definition ``neutralise`` keeps: marker look-alikes mapped, then every control, format, surrogate,
+    private-use or unassigned character but newline and tab dropped, one character at a time."""
+    import unicodedata
+
+    text = text.translate(judge_module._MARKER_LOOKALIKES)
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+
+
+_ANY_CHARACTER = st.one_of(
+    st.characters(min_codepoint=0, max_codepoint=0x10FFFF),  # surrogates, private use and unassigned included
+    st.sampled_from(
+        [chr(code) for code in judge_module._MARKER_LOOKALIKES]
+        + ["\u200b", "\u202e", "\xa0", "\ufeff", "\ud800", "\udfff", "\ue000"]
+    ),
+    st.characters(min_codepoint=32, max_codepoint=126),
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_ANY_CHARACTER, max_size=80).map("".join))
+def test_neutralise_equals_its_character_by_character_definition(text: str) -> None:
+    assert neutralise(text) == _neutralise_by_character(text)
