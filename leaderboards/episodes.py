@@ -3,9 +3,9 @@
 :func:`run_units` plays the remaining units of one :class:`EvalSession` (what the runner hands over: units,
 policies, envs, config and result files) and appends each finished episode (trajectory, then outcome) as it ends.
 An HTTP planner (``concurrent_act``) runs on :func:`agentflow_env.vector.scheduler.run_episodes`: each episode on
-its own, asking the planner on its own thread (one request per turn; no batch window). Any other policy plays lock-step turns
-(:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run must repeat.
-Either way each episode's clock counts only its own work.
+its own, asking the planner on its own thread (one request per turn; no batch window). Any other policy plays
+lock-step turns (:func:`run_turns`): its actions may depend on how observations are batched, and a seeded run
+must repeat. Either way each episode's clock counts only its own work.
 """
 
 from __future__ import annotations
