@@ -20,7 +20,7 @@ from agentflow_env.clock import bind_clock, make_clock
 from agentflow_env.config import RENDER_MODES, FlowLimits
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
-from agentflow_env.spaces import UnicodeText, observation_space
+from agentflow_env.spaces import observation_space, text_space
 from agentflow_env.tools.base import BaseTool, Tool, normalize_tool_name
 from agentflow_env.types import ListTaskSource, Task, TaskSource, find_task_index
 
@@ -86,7 +86,7 @@ class TaskEnv(gym.Env[dict, str]):
         self.render_mode = limits.render_mode
         self.name = name
         self.observation_space = observation_space()
-        self.action_space = UnicodeText()
+        self.action_space = text_space()
         self.task: Task | None = None
         self.turn = 0
         # the episode's own time (a runner pauses it while the episode waits), or its token charges
