@@ -13,10 +13,10 @@ outside the project found in it, each by what an answer commits to (docs/rewards
 2. **A JSON object commits to all it states** (:func:`json_rival`): a key other than the answer key that names
    another answer (``"alternative": "23"``, ``"backup"``, ``"candidates"``) keeps a second candidate alive.
 3. **Rejections** (:func:`reject`): a candidate named only to be rejected is not a candidate: "33 (rather
-   than 23)", "33, not 23", "instead of 23", a clause that rules a value out or calls it a mistake ("I can rule
-   out 23.", "A common mistake is to answer 23, but that is incorrect."); a rejection that points back ("that
-   does not fit") retracts the clause before it. A clause that carries a rival cue is never a rejection
-   ("23 can't be ruled out" keeps 23 alive).
+   than 23)", "33, not 23", "instead of 23", a clause that names a value and rules it out or calls it a mistake
+   ("I can rule out 23.", "A common mistake is to answer 23, but that is incorrect."). A clause that names no
+   value ("I made an error above") rejects nothing: it is a correction cue (step 4). A clause that carries a
+   rival cue is never a rejection ("23 can't be ruled out" keeps 23 alive).
 4. **A revision commits at its first commitment, however far after the cue** (:func:`drop_drafts`): "23..
    wait, no. Let me recheck that. <working>. So the answer is actually 33." reads 33.
 5. **More ways to keep two candidates** (:data:`CUES`, :func:`distribution`, :func:`offered_both`): "can't be
@@ -237,7 +237,6 @@ _NOT_REJECTED = re.compile(
     r"(?i)\b(?:can(?:not|'t|\s+not)|could(?:n't|\s+not)|won't|shouldn't|not|never|hard\s+to)\s+(?:be\s+|yet\s+|fully\s+)?"
     r"(?:rule[sd]?|ruled|exclude[sd]?|eliminate[sd]?|discard(?:ed)?)\b"
 )
-_POINTS_BACK = re.compile(r"(?i)^[\s,]*(?:on\s+reflection,?\s*|but\s+|however,?\s*)?(?:that|this|it)\b")
 _CLAUSE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
@@ -245,6 +244,28 @@ def _cue_free(clause: str) -> bool:
     return not (
         _CUES.search(clause) or _WEAK_CUES.search(clause) or grammar5.CUES.search(clause) or CUES.search(clause)
     )
+
+
+_VALUE_TOKEN = re.compile(r"\d|^(?:yes|no)$", re.IGNORECASE)
+
+
+def _names_a_value(clause: str) -> bool:
+    """Whether a rejecting clause names the value it rejects: a token with a digit, an option letter, "yes" or
+    "no", a capitalised word after the clause's first, or a bracketed or quoted text. "I made an error above"
+    names none: it is a correction cue (step 4), not a rejection, and nothing is dropped."""
+    if re.search(r"\([^()\n]{1,80}\)|[\"“][^\"“”\n]{1,80}[\"”]", clause):
+        return True
+    words = [w.strip(_EDGE) for w in clause.split()]
+    for i, word in enumerate(words):
+        if not word or word == "I":
+            continue
+        if len(word) > 1 and _VALUE_TOKEN.search(word):
+            return True
+        if i > 0 and re.fullmatch(r"[A-J]", word):  # "A common mistake ..": the article is no option
+            return True
+        if i > 0 and word[:1].isupper() and word.lower() not in _COMMON:
+            return True
+    return False
 
 
 def reject(text: str) -> str:
@@ -262,19 +283,13 @@ def reject(text: str) -> str:
     for i, piece in enumerate(pieces):
         if (
             _REJECTS.search(piece)
+            and _names_a_value(piece)
             and not _NOT_REJECTED.search(piece)
             and not _ANSWER_MARK.search(piece)
             and not grammar5._COMMIT5.search(piece)
             and _cue_free(piece)
         ):
             keep[i] = False
-            if (
-                i > 0
-                and _POINTS_BACK.match(piece)
-                and _cue_free(pieces[i - 1])
-                and not _ANSWER_MARK.search(pieces[i - 1])
-            ):
-                keep[i - 1] = False
     kept = "".join(p for p, k in zip(pieces, keep) if k).strip()
     return kept or text
 

@@ -190,6 +190,12 @@ def test_rejections_on_yes_no_and_game_of_24():
     assert _rewards(env24, f"I can rule out {other}. The answer is {solution}.", index) == ALL
 
 
+def test_an_error_that_names_no_value_is_a_correction_cue_not_a_rejection(number_envs):
+    answer = f"Answer: {RIVAL}\n\nWait, I made an error above. Correct answer: {GOLD}"
+    assert _rewards(number_envs[6], answer) == ALL
+    assert "I made an error above" in reject(answer)  # nothing dropped: rule 2 reads the commitment after it
+
+
 def test_a_rejection_that_carries_a_rival_cue_is_not_dropped():
     assert "can't be ruled out" in reject(f"{GOLD}. But {RIVAL} can't be ruled out.")
     assert reject(f"I can rule out {RIVAL}. The answer is {GOLD}.") == f"The answer is {GOLD}."
