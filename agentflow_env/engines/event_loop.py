@@ -6,7 +6,7 @@ submits a coroutine with :meth:`EventLoopThread.run` and waits for its result; c
 the coroutine itself. :func:`shared_loop` is the process's loop (made on first use, made again after a fork).
 
 The loop is uvloop's when uvloop is installed (the ``engines`` extra brings it; its scheduling, timers and sockets
-run in C, which costs a loopback request about a sixth less of the client's CPU), else asyncio's;
+run in C, so a request costs the client less CPU), else asyncio's;
 ``AGENTFLOW_EVENT_LOOP=asyncio`` (or ``uvloop``) chooses. Replies, and so results, are the same with either.
 """
 
@@ -153,9 +153,12 @@ class _Waiter:
 
     def settle(self, result: Any, error: BaseException | None) -> None:
         if not self._lock.locked():
-            return  # settled already (a close racing the call's own end)
+            return  # settled already
         self._result, self._error = result, error
-        self._lock.release()
+        try:
+            self._lock.release()
+        except RuntimeError:  # released by another settle meanwhile: the first outcome stands
+            pass
 
     def wait(self) -> Any:
         self._lock.acquire()
