@@ -152,15 +152,26 @@ def test_only_allowed_packages_are_importable(tool):
 
 
 def test_view_lists_no_project_or_home_path():
+    import site
+    import sysconfig
+
     steps = view.build_view(view.DEFAULT_PACKAGES, 1 << 20)
     sources = [s["src"] for s in steps if s["op"] == "ro"]
     allowed_repo_files = {str(REPO / "agentflow_env" / "tools" / "python" / "sandbox" / f) for f in view.SCRIPTS}
+    packages = ("numpy", "numpy.libs", "sympy", "mpmath")
+    # the interpreter's own package folders, wherever its venv lives (/tmp, a home folder): only these are bound
+    site_dirs = {
+        os.path.realpath(p)
+        for p in (*site.getsitepackages(), sysconfig.get_path("purelib"), sysconfig.get_path("platlib"))
+    }
     for src in sources:
+        name = src.rsplit("/", 1)[-1]
         if src.startswith(str(REPO) + "/"):
             if src not in allowed_repo_files:
-                name = src.rsplit("/", 1)[-1]
-                assert name in ("numpy", "numpy.libs", "sympy", "mpmath"), src  # from a venv inside the checkout
+                assert name in packages, src  # from a venv inside the checkout
             continue  # a checkout under /tmp (a CI clone) is fine: only these entries of it are bound
+        if name in packages and os.path.realpath(os.path.dirname(src)) in site_dirs:
+            continue  # one of the allowed packages, from the running interpreter's site-packages
         assert not any(src == d or src.startswith(d + "/") for d in ("/tmp", "/var", "/run", "/home", "/etc/shadow"))
     assert str(REPO) not in sources and os.path.expanduser("~") not in sources
 
