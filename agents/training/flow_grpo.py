@@ -682,6 +682,10 @@ def train(config: FlowGRPOConfig, stop_after: int | None = None) -> FlowGRPOLear
             if not config.checkpoint_every or learner.step % config.checkpoint_every:
                 learner.save_checkpoint()
             learner.save_model()
+            # no rank tears the process group down while rank 0 still writes (a rank leaving early aborted once
+            # at exit under load: "terminate called without an active exception"); never in `finally`, where a
+            # rank that failed would leave the others waiting
+            learner.dp.barrier()
     finally:
         if bar is not None:
             bar.close()
