@@ -109,6 +109,7 @@ class EnvConfig(FlowLimits):
     llm_kwargs: dict[str, Any] | None = None
     memory_budget: int = 8000
     turn_rewards: dict[str, float] | None = None
+    headers_first: bool = False  # how a text action holding a JSON object reads (parse_action; True from -v7)
 
     flow: ClassVar[str] = "modes"
 
@@ -116,6 +117,8 @@ class EnvConfig(FlowLimits):
         super().__post_init__()
         if self.memory_budget < 200:
             raise ConfigError(f"memory_budget={self.memory_budget} is too small; use at least 200 characters")
+        if not isinstance(self.headers_first, bool):
+            raise ConfigError(f"headers_first={self.headers_first!r}; use True or False")
 
 
 @dataclass(frozen=True)

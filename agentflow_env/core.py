@@ -53,6 +53,9 @@ class AgentFlowEnv(TaskEnv):
     ## Action
     One string: ``Justification:/Context:/Sub-Goal:/Tool Name:/Command:`` or ``Final Answer:``
     (or the same keys as JSON). A malformed action costs the turn and is explained in memory.
+    ``headers_first`` (the ``-v7`` ids on): a JSON object after a ``Tool Name:``, ``Command:`` or ``Final Answer:``
+    header belongs to that field's value; without it (ids up to ``-v6``) an object with a field key anywhere in
+    the action is the action (see :func:`~agentflow_env.turn.parsing.parse_action`).
     Native tool calls work too (see :mod:`agentflow_env.turn.tool_calls`): an OpenAI assistant message (a dict
     or its JSON) with ``tool_calls``, Hermes/Qwen ``<tool_call>`` blocks, a ``final_answer`` call, or plain
     content as the final answer (from the first turn with ``reset(options={"tool_calling": True})``, else once
@@ -123,6 +126,7 @@ class AgentFlowEnv(TaskEnv):
         name: str = "AgentFlowEnv",
         budget_clock: str = "wall",
         clock_rates: Any = None,
+        headers_first: bool = False,
     ):
         config = EnvConfig(
             max_turns=max_turns,
@@ -139,8 +143,10 @@ class AgentFlowEnv(TaskEnv):
             turn_rewards=turn_rewards,
             budget_clock=budget_clock,
             clock_rates=clock_rates,
+            headers_first=headers_first,
         )
         super().__init__(tasks, scorer, tools, config, name)
+        self.headers_first = config.headers_first
         self._tools_by_name = {tool.name: tool for tool in self.tools}  # the exact name: no normalising
         if isinstance(engine, str):
             from agentflow_env.engines import make_engine
@@ -301,12 +307,16 @@ class AgentFlowEnv(TaskEnv):
         # a str without "{" or "<" is neither a message nor a hermes call: read_tool_action's None, without the call
         maybe_call = action_text and (self._tool_mode or type(action) is not str or "{" in action or "<" in action)
         try:
-            read = read_tool_action(action, self.turn + 1, self._tool_mode, self._find_tool) if maybe_call else None
+            read = (
+                read_tool_action(action, self.turn + 1, self._tool_mode, self._find_tool, self.headers_first)
+                if maybe_call
+                else None
+            )
         except Exception as exc:  # a message of an odd shape: the turn is spent, memory says why
             rejected = f"the action cannot be read as a tool call: {type(exc).__name__}: {safe_repr(str(exc))}"
             return kept, None, ParsedAction(problems=[rejected]), rejected
         if read is None:
-            return kept, None, parse_action(action), None
+            return kept, None, parse_action(action, self.headers_first), None
         self._tool_mode = True
         return kept, read[0], read[1], None
 

@@ -70,6 +70,10 @@ class EnvEntry:
 #     output, labels and "or" in other languages, list literals), and more ways of keeping two candidates (a JSON
 #     key such as "alternative", "can't be ruled out", probabilities over candidates, both alternatives the
 #     question offers). The v6 ids pass ``grammar=6``; v5 ids keep their verdicts.
+# v7: answer grammar 7 (docs/rewards.md): the action is read with headers first: a JSON object after a "Tool Name:",
+#     "Command:" or "Final Answer:" header is part of that field's value ("Command: print({"answer": 42})" is a
+#     command, not an answer of 42; "Final Answer: {"answer": A, "alternative": B}" keeps both candidates), where
+#     the older ids read an object anywhere in a text action as the action. The v7 ids pass ``grammar=7``.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -92,8 +96,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6}
-LATEST_VERSION = 6
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7}
+LATEST_VERSION = 7
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

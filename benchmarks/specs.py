@@ -154,9 +154,10 @@ def make_env(
     ``mcp_servers`` adds the tools of MCP servers (a ``{"mcpServers": ...}`` mapping, a JSON file of one, or a
     list of ``{"command"|"url": ...}`` entries; see :mod:`agentflow_env.tools.mcp_tools`).
 
-    ``grammar`` is the answer grammar the scorer reads with (``agentflow_env.scoring.grammar``): 2 (the
-    default, and what the ``-v0``..``-v2`` ids use) or 3 (the ``-v3`` ids); it applies to a given ``scorer=``
+    ``grammar`` is the answer grammar the scorer reads with (``agentflow_env.scoring.versioned``): 2 (the
+    default, and what the ``-v0``..``-v2`` ids use) up to 7 (the ``-v7`` ids); it applies to a given ``scorer=``
     too (a protocol's judge), except AgentFlow's own judge, which reads the raw output as AgentFlow does.
+    Grammar 7 also reads actions with ``headers_first=True`` unless the option is given.
 
     ``flow="paper"`` builds :class:`~agentflow_env.paper_flow.PaperFlowEnv` instead: AgentFlow's solver
     module by module, with AgentFlow's toolbox (options ``engine``, ``tool_engine``, ``prompts``,
@@ -181,7 +182,9 @@ def make_env(
         if mcp_servers is not None:
             raise ConfigError("mcp_servers works with the env's own flow; the paper flow runs AgentFlow's toolbox")
         return _make_paper_env(spec, split, tasks, scorer, tools, kwargs, grammar)
-    config = EnvConfig.pop_from(kwargs, {"max_turns": spec.max_turns, **spec.env_defaults})
+    # grammar 7 (the -v7 ids) reads a JSON object after a field header as that field's value (parse_action)
+    defaults = {"max_turns": spec.max_turns, **spec.env_defaults, "headers_first": grammar >= 7}
+    config = EnvConfig.pop_from(kwargs, defaults)
     _check_options(spec.name, kwargs, spec.options)
     split = split or spec.default_split
     task_source = tasks if tasks is not None else spec.load_tasks(split=split, **spec.loader_kwargs(kwargs))

@@ -16,18 +16,16 @@ between the halves is reported (held minus tune). Paper ids need AgentFlow's tes
 
 The styles include the sentence families of ``tests/answer_sentences.py`` (restatements, reasoning first,
 bold sentences with units, rivals after a gold-first statement), split the same way; ``failing_parts``
-counts failures by part family. Totals are reported for the ``-v6`` ids (grammar 6), the ``-v5`` ids
-(grammar 5), the ``-v4`` ids (grammar 4), the ``-v3`` ids (grammar 3, for comparison: it was not built for
-the sentence families) and the older ids; the part families and the gap between the halves for the newest
-grammar measured.
+counts failures by part family. Totals are reported for the ids of each grammar version (``-v3`` on; grammar 3
+was not built for the sentence families) and the older ids together; the part families and the gap between the
+halves for the newest grammar measured.
 
 Timing: the scorer's own time per answer (the env's scorer, wrapper and reader included), as a median over
-every answer of the ids whose scorer does not call math-verify, for grammar 6 (``-v6`` ids), grammar 5
-(``-v5`` ids), grammar 4 (``-v4`` ids), grammar 3 (``-v3`` ids) and grammar 2 (``-v2`` ids) on the same
-answers, for the ids measured; a loaded machine slows all alike.
+every answer of the ids whose scorer does not call math-verify, for each grammar from 2 (``-v2`` ids) to the
+newest (``-vN`` ids read with grammar N) on the same answers, for the ids measured; a loaded machine slows all alike.
 
 Run:  nice -n 5 python perf/reward_quality.py [--tasks-per-id 10] [--per-kind 16] [--ids ...] [--out FILE]
-Targets (issue 38), on the held-out half of the newest ids (-v6): hedges paid <= 0.5% in either candidate order,
+Targets (issue 38), on the held-out half of the newest ids: hedges paid <= 0.5% in either candidate order,
 correct scored 0 <= 2%; scoring under 1 ms median per answer outside math-verify.
 """
 
@@ -49,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 import agentflow_env  # noqa: E402,F401  (registers the ids)
-from agentflow_env.registration import registered_ids  # noqa: E402
+from agentflow_env.registration import GRAMMAR_OF_VERSION, LATEST_VERSION, registered_ids  # noqa: E402
 from agentflow_env.scoring.versioned import unwrap_scorer  # noqa: E402
 from tests.answer_styles import FORMATS, HALVES, action, task_styles  # noqa: E402
 from tests.reward_cases import golds_of, kind_of, spread  # noqa: E402
@@ -58,6 +56,9 @@ DEFAULT_TESTSETS = Path(
     os.environ.get("AGENTFLOW_TESTSETS", ROOT.parent / "shared" / "data" / "agentflow-testsets")  # beside the checkout
 )
 HEDGE_TARGET, ZERO_TARGET, MEDIAN_MS_TARGET = 0.005, 0.02, 1.0
+# the id versions whose grammar is timed (the -v2 ids read with grammar 2, every later one with its own)
+TIMED_VERSIONS = (2, *sorted(GRAMMAR_OF_VERSION))
+assert all(GRAMMAR_OF_VERSION[v] == v for v in TIMED_VERSIONS[1:]), "a -vN id reads with grammar N"
 
 
 def build(env_id: str, data_dir: Path | None) -> gym.Env | None:
@@ -142,12 +143,13 @@ def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: i
 
 
 def timing(envs: dict[str, gym.Env], per_kind: int) -> dict:
-    """Median scorer time per answer (ms) for grammars 6, 5, 4, 3 and 2 on the same answers, outside math-verify."""
+    """Median scorer time per answer (ms) for every grammar (``TIMED_VERSIONS``) on the same answers, outside
+    math-verify."""
     from agentflow_env.scoring.math import MathScorer
 
-    samples: dict[int, list[float]] = {2: [], 3: [], 4: [], 5: [], 6: []}
+    samples: dict[int, list[float]] = {version: [] for version in reversed(TIMED_VERSIONS)}
     for env_id, env in envs.items():
-        if not env_id.endswith(("-v2", "-v3", "-v4", "-v5", "-v6")):
+        if not env_id.endswith(tuple(f"-v{version}" for version in TIMED_VERSIONS)):
             continue
         base = env.unwrapped
         if isinstance(unwrap_scorer(base.scorer), MathScorer):
@@ -225,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         envs[env_id] = env
         rows.append(measure(env_id, env, args.tasks_per_id, args.per_kind, args.show))
-    groups = {f"v{n}": {r["env_id"] for r in rows if r["env_id"].endswith(f"-v{n}")} for n in (6, 5, 4, 3)}
+    versions = range(LATEST_VERSION, 2, -1)  # newest first
+    groups = {f"v{n}": {r["env_id"] for r in rows if r["env_id"].endswith(f"-v{n}")} for n in versions}
     groups["v0_v2"] = {r["env_id"] for r in rows} - set().union(*groups.values())
     totals = {
         f"{group}_{half}": _total(rows, half, members)
@@ -233,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         if members or group in ("v4", "v3", "v0_v2")
         for half in HALVES
     }
-    newest = next(group for group in ("v6", "v5", "v4") if groups[group] or group == "v4")
+    newest = next(f"v{n}" for n in versions if groups[f"v{n}"] or n == 4)
     families = {f"{newest}_{half}": _by_family(rows, half, groups[newest]) for half in HALVES}
     held, tune = totals[f"{newest}_held"], totals[f"{newest}_tune"]
     gap = {

@@ -28,8 +28,10 @@ from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3, 4, 5, 6)
-DEFAULT_GRAMMAR = 2  # make_env without an id's version; the -v3 .. -v6 ids pass grammar=3 .. grammar=6
+GRAMMARS = (2, 3, 4, 5, 6, 7)
+# make_env without an id's version; the -v3 .. -v7 ids pass grammar=3 .. grammar=7 (grammar 7 reads answers as
+# grammar 6 does: it changes how the env reads an action, benchmarks.specs.make_env's headers_first)
+DEFAULT_GRAMMAR = 2
 
 
 def grammar_version(value: Any) -> int:

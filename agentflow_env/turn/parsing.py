@@ -208,7 +208,9 @@ def _json_fences(action: str) -> list[tuple[int, int]]:
         pos = close + 4
 
 
-def _parse_json(action: str) -> dict[str, Any] | None:
+def _parse_json(action: str, before: int | None = None) -> dict[str, Any] | None:
+    """The JSON object the action is, or ``None``: the whole action, else a json block, else the span from the
+    first "{" to the last "}". ``before``: only an object that starts before this position counts."""
     candidates: list[str] = []
     stripped = action.strip()
     if stripped.startswith("{") and len(stripped) <= _MAX_JSON_CHARS:
@@ -218,7 +220,8 @@ def _parse_json(action: str) -> dict[str, Any] | None:
     first, last = action.find("{"), action.rfind("}")
     if 0 <= first < last:
         spans.append((first, last + 1))
-    candidates.extend(action[start:end] for start, end in spans if end - start <= _MAX_JSON_CHARS)
+    limit = len(action) if before is None else before
+    candidates.extend(action[start:end] for start, end in spans if end - start <= _MAX_JSON_CHARS and start < limit)
     for text in candidates:
         try:
             obj = json.loads(text)
@@ -235,6 +238,18 @@ _COMMON_HEADERS = {
     for spelling in ("Justification", "Context", "Sub-Goal", "Tool Name", "Command", "Final Answer", "Answer", "Tool")
 }
 _NAME_GROUP = _HEADER_RE.groupindex["name"]
+# the fields whose header makes an action a tool call or an answer (a "Justification:" line alone does not)
+_ACTION_FIELDS = frozenset({"tool_name", "command", "final_answer"})
+
+
+def _first_action_header(action: str) -> int:
+    """Where the first ``Tool Name:``/``Command:``/``Final Answer:`` header (any spelling) starts; the action's
+    length when it has none."""
+    for m in _HEADER_RE.finditer(action):
+        key = m.group(_NAME_GROUP)
+        if (_COMMON_HEADERS.get(key) or _key_to_field(key)) in _ACTION_FIELDS:
+            return m.start()
+    return len(action)
 
 
 def _parse_text(action: str, parsed: ParsedAction) -> bool:
@@ -366,8 +381,14 @@ def _parse_canonical(action: str) -> ParsedAction | None:
     return None
 
 
-def parse_action(action: Any) -> ParsedAction:
-    """Parse one planner action; never raises. Non-strings are reported as a problem."""
+def parse_action(action: Any, headers_first: bool = False) -> ParsedAction:
+    """Parse one planner action; never raises. Non-strings are reported as a problem.
+
+    ``headers_first``: a JSON object that starts after a ``Tool Name:``, ``Command:`` or ``Final Answer:`` header
+    is part of that field's value (``Command: print({"answer": 42})`` is a command, ``Final Answer: {...}`` an
+    answer that holds an object), as the ``-v7`` ids read actions; ``False`` (ids up to ``-v6``): an object
+    with a field key anywhere in the action is the action.
+    """
     if type(action) is str and "{" not in action and "\x00" not in action:  # the fast path, _parse_canonical inlined
         match = _CANONICAL_RE.fullmatch(action)
         if match is not None:
@@ -378,10 +399,10 @@ def parse_action(action: Any) -> ParsedAction:
             match = _CANONICAL_FINAL_RE.fullmatch(action)
             if match is not None:
                 return ParsedAction(final_answer=match.group(1), format="text")
-    return parse_tolerant(action)
+    return parse_tolerant(action, headers_first)
 
 
-def parse_tolerant(action: Any) -> ParsedAction:
+def parse_tolerant(action: Any, headers_first: bool = False) -> ParsedAction:
     """:func:`parse_action` without its fast path for canonical actions (every action goes through the full parser)."""
     parsed = ParsedAction()
     if not isinstance(action, str):
@@ -389,7 +410,9 @@ def parse_tolerant(action: Any) -> ParsedAction:
         return parsed
     if "\x00" in action:
         action = action.replace("\x00", "")
-    obj = _parse_json(action) if "{" in action else None
+    obj = None
+    if "{" in action:
+        obj = _parse_json(action, _first_action_header(action) if headers_first else None)
     if obj is not None:
         parsed.format = "json"
         for key, value in obj.items():

@@ -229,13 +229,18 @@ def _as_message(action: Any) -> dict[str, Any] | None:
 
 
 def read_tool_action(
-    action: Any, turn: int, tool_mode: bool, tool_lookup: Callable[[str], Tool | None]
+    action: Any,
+    turn: int,
+    tool_mode: bool,
+    tool_lookup: Callable[[str], Tool | None],
+    headers_first: bool = False,
 ) -> tuple[ToolCallAction, ParsedAction] | None:
     """A tool-call action read as ``(the call, the ParsedAction the env runs)``; ``None`` when ``action`` is
     in the text format (``parse_action`` reads it then).
 
     ``tool_mode``: the episode already called tools, so plain text without fields is the final answer.
     ``tool_lookup``: the env's tool for a name (tools with their own JSON Schema get the arguments as JSON).
+    ``headers_first``: how a message's plain content is read (see :func:`parse_action`).
     """
     msg = _as_message(action)
     if msg is not None:
@@ -246,17 +251,17 @@ def read_tool_action(
         call = ToolCallAction(format="hermes", content=action.strip() or None)
     else:
         return None
-    return call, _parsed(call, tool_lookup)
+    return call, _parsed(call, tool_lookup, headers_first)
 
 
-def _parsed(call: ToolCallAction, tool_lookup: Callable[[str], Tool | None]) -> ParsedAction:
+def _parsed(call: ToolCallAction, tool_lookup: Callable[[str], Tool | None], headers_first: bool) -> ParsedAction:
     parsed = ParsedAction(format=f"tool_call:{call.format}", problems=list(call.problems))
     content = call.content or ""
     if not call.calls:
         if parsed.problems:
             return parsed
         # plain content: the text format's fields when it has them, else the whole content is the answer
-        inner = parse_action(content) if content.strip() else ParsedAction()
+        inner = parse_action(content, headers_first) if content.strip() else ParsedAction()
         if inner.format != "none" and (inner.is_final or inner.tool_name):
             inner.format = f"tool_call:{call.format}+{inner.format}"
             return inner

@@ -340,7 +340,9 @@ def test_cli_list_shows_registry():
         text=True,
     ).stdout
     rows = json.loads(out)
-    assert "agentflow/Gen-GameOf24-v6" in {r["id"] for r in rows}  # the newest version of each name
+    from agentflow_env.registration import LATEST_VERSION
+
+    assert f"agentflow/Gen-GameOf24-v{LATEST_VERSION}" in {r["id"] for r in rows}  # the newest version of each name
 
 
 def test_llm_kwargs_reach_the_modes_and_notes_reach_info():

@@ -164,7 +164,15 @@ def test_the_flows_and_the_options_only_the_modes_flow_takes_are_stated_once(tmp
     from leaderboards.protocol import PROTOCOL_DIR, load_protocol
 
     assert FLOWS == ("modes", "paper")
-    assert MODES_ONLY == {"executor", "verifier", "generator", "llm_kwargs", "memory_budget", "turn_rewards"}
+    assert MODES_ONLY == {
+        "executor",
+        "verifier",
+        "generator",
+        "llm_kwargs",
+        "memory_budget",
+        "turn_rewards",
+        "headers_first",
+    }
     assert FlowLimits.names() <= PaperConfig.names() and not FlowLimits.names() & MODES_ONLY
     env = make_env("Gen-GameOf24", flow="paper", engine=ScriptedEngine(["x"]), max_action_chars=5000)
     assert env.max_action_chars == 5000

@@ -411,12 +411,13 @@ def test_judge_scorer_through_make_env(testsets_dir):
 
 def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     from agentflow_env.cli import main
+    from agentflow_env.registration import LATEST_VERSION
 
     monkeypatch.delenv("AGENTFLOW_DATA_DIR", raising=False)
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     for name in PAPER:
-        row = rows[f"agentflow/{name}-v6"]
+        row = rows[f"agentflow/{name}-v{LATEST_VERSION}"]
         assert row["size"] == BENCHMARKS[name].known_size and "AgentFlow file" in row["source"]
         assert "hub " in row["source"]
     small = testsets_dir.parent / "nonexistent"
@@ -424,4 +425,4 @@ def test_cli_list_shows_size_and_source(testsets_dir, monkeypatch, capsys):
     monkeypatch.setenv("AGENTFLOW_DATA_DIR", str(testsets_dir))
     assert main(["list", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["agentflow/MedQA-v6"]["size"] == 300
+    assert rows[f"agentflow/MedQA-v{LATEST_VERSION}"]["size"] == 300

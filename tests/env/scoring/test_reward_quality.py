@@ -40,7 +40,7 @@ def _is_paper(env_id: str) -> bool:
 
 @cache
 def _base(benchmark: str, paper: bool, version: int):
-    """One env per benchmark name and grammar: v0-v2 build the same env, v3 to v6 read with grammars 3 to 6
+    """One env per benchmark name and grammar: v0-v2 build the same env, each later version reads with its own grammar
     (see registration.py)."""
     kwargs = {"data_dir": str(TESTSETS)} if paper else {}
     return gym.make(f"agentflow/{benchmark}-v{max(version, 2)}", **kwargs).unwrapped
