@@ -1,7 +1,9 @@
-"""Digests that pin a grammar's verdicts and readings (used by the tests of the grammar after it): the reward of
-every answer style through ``env.step`` (one "1"/"0" per answer, rotating formats), and the scorer's reading
-(text, whether it hedges, its score) of a larger sample. Moved here from ``test_answer_grammar_v5.py`` (test files
-never import each other, tests/test_layers.py); the digests it recorded are unchanged."""
+"""Digests that pin each grammar's verdicts and readings, so a later grammar cannot move an older id's scores: the
+reward of every answer style through ``env.step`` (one "1"/"0" per answer, rotating formats), and the scorer's
+reading (text, whether it hedges, its score) of a larger sample. ``tests/env/scoring/test_pinned_grammars.py``
+checks every entry. Each digest was recorded at the commit before the next grammar existed (v3 at aad5736, v4 at
+2e57b6c, v5 at 900cece, v6 and v7 at 066f447); a new grammar adds its version to the tables below (a digest that
+stays the same gets the version added to its tuple)."""
 
 from __future__ import annotations
 
@@ -20,15 +22,65 @@ def make(env_id: str, data_dir: object = None) -> gym.Env:
         return gym.make(env_id, **({"data_dir": str(data_dir)} if data_dir else {}))
 
 
-def verdicts(env_id: str) -> str:
-    env = make(env_id)
+# the paper benchmarks, pinned where AgentFlow's test sets are found
+PAPER = ("Bamboogle", "TwoWiki", "HotpotQA", "Musique", "GAIA", "AIME24", "AMC23", "GameOf24", "GPQA", "MedQA")
+
+# the -v3 verdicts, on grammar 4's smaller sample (VERDICTS_V3_SAMPLE): benchmark -> digest
+VERDICTS_V3 = {
+    "Gen-MultiHop": "acf5c2d3eb3181e4:96",
+    "Gen-Agentic": "4eead2b72e0e7c4e:96",
+    "Gen-Math": "5714c77d1b6c0f14:96",
+    "Gen-GameOf24": "88a0e978593751e0:84",
+    "Gen-Science": "019409d612c26bfc:84",
+    "Gen-HopChain": "001f9a82a1af1987:96",
+    "Bamboogle": "afd1f1f053bdfbe0:96",
+    "TwoWiki": "cf882f24ea766c7e:96",
+    "HotpotQA": "08a4f3d5004d2e3b:96",
+    "Musique": "4f496d4511072620:96",
+    "GAIA": "479ec52e10d0e7a7:96",
+    "GameOf24": "88a0e978593751e0:84",
+    "GPQA": "e0a74bc8e558be79:84",
+    "MedQA": "5cb64a89411f0cc0:84",
+}
+VERDICTS_V3_SAMPLE = {"tasks": 2, "per_kind": 6, "seed": 3}
+# benchmark -> {digest: the id versions it pins}
+VERDICTS = {
+    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7)},
+    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
+    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
+    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7)},
+    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7)},
+    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
+}
+READINGS = {
+    "Gen-GameOf24": {"ae491e94a5d3ec82:420": (4,), "921e66e1b1d034ea:420": (5, 6, 7)},
+    "Gen-MultiHop": {"6f6c97a3f52bc146:480": (4,), "cc2be0a7a0618956:480": (5, 6, 7)},
+    "Gen-Math": {"ced5214f97f3648a:480": (4,), "63c3a40bab76b550:480": (5, 6, 7)},
+    "Gen-Science": {"510e433955c21999:420": (4,), "ec6e700b129523cc:420": (5, 6, 7)},
+    "Gen-Agentic": {"f4fcca06d7f18458:480": (4,), "3b19485c808fa555:480": (5, 6, 7)},
+    "Gen-HopChain": {"7b4cd2f42fed39eb:480": (4,), "2f3a7c1b30f87db5:480": (5, 6, 7)},
+    "Bamboogle": {"5421f17fc4485748:480": (4,), "bea1e4367087dda5:480": (5, 6, 7)},
+    "TwoWiki": {"3a5b7d352e44a07c:480": (4,), "783638a73ee09fbd:480": (5, 6, 7)},
+    "HotpotQA": {"f06acc21483ae2cc:400": (4,), "52b76cfaa5d4e739:400": (5, 6, 7)},
+    "Musique": {"ab09533fbdbae5e2:480": (4,), "99d92ce2a29d4d92:480": (5, 6, 7)},
+    "GAIA": {"7e0214afae58111c:400": (4,), "6f51652825976772:400": (5, 6, 7)},
+    "AIME24": {"046685c7f72ae553:480": (4,), "69f424d7ec256d94:480": (5, 6, 7)},
+    "AMC23": {"f8d193880cf6956b:480": (4,), "ef6d02e371d9b0c3:480": (5, 6, 7)},
+    "GameOf24": {"1fdb90890492a70d:420": (4,), "7901b8799fe3c1d6:420": (5, 6, 7)},
+    "GPQA": {"dcd8bcf77898b70b:420": (4,), "9337e57254253b09:420": (5, 6, 7)},
+    "MedQA": {"903cda7054279a03:420": (4,), "4e6d7077e045b0ad:420": (5, 6, 7)},
+}
+
+
+def verdicts(env_id: str, data_dir: object = None, tasks: int = 4, per_kind: int = 8, seed: int = 5) -> str:
+    env = make(env_id, data_dir)
     base = env.unwrapped
     kind = kind_of(base.scorer)
     pool = [g for i in spread(len(base.tasks), 60) for g in golds_of(base.tasks[i])]
     bits, n = [], 0
-    for index in spread(len(base.tasks), 4):
+    for index in spread(len(base.tasks), tasks):
         for half in HALVES:
-            for style in task_styles(base.tasks[index], kind, pool, half, per_kind=8, seed=5):
+            for style in task_styles(base.tasks[index], kind, pool, half, per_kind=per_kind, seed=seed):
                 env.reset(options={"index": index})
                 bits.append("1" if env.step(action(style.answer, FORMATS[n % 3]))[1] >= 1 else "0")
                 n += 1

@@ -1,10 +1,9 @@
 """Answer grammar 4 (the -v4 ids): sentences that restate the question are read by the gold's type, reasoning
-is read at its conclusion, weaker rival cues after a gold-first statement are hedges, in every action format;
-the -v3 ids keep their verdicts exactly (a digest of v3 verdicts recorded before grammar 4 existed)."""
+is read at its conclusion, weaker rival cues after a gold-first statement are hedges, in every action format.
+The older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 
 import gymnasium as gym
@@ -17,9 +16,8 @@ from agentflow_env.scoring.sentence import gold_type, option_value, sentence_val
 from agentflow_env.scoring.versioned import GrammarScorer
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
-from tests.answer_styles import FORMATS, HALVES, action, task_styles
+from tests.answer_styles import FORMATS, action
 from tests.helpers import RecordingJudge
-from tests.reward_cases import golds_of, kind_of, spread
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
@@ -156,53 +154,3 @@ def test_the_judge_never_sees_a_sentence_that_names_two_candidates():
     assert engine.candidates == []  # hedges score 0 without a call
     assert judge("Some reasoning about the town. So the mayor of Palgrad is Danik Loreau.", task) == 1.0
     assert engine.candidates == ["the mayor of Palgrad is Danik Loreau"]  # the conclusion, as rule scorers read it
-
-
-# ------------------------------------------------------------------ v3 verdicts stay as they were
-# sha256 of the v3 verdicts (one "1"/"0" per answer, in order) on the sample below, measured at aad5736, the
-# commit before grammar 4 (the same styles, sentence families included): grammar 4 must not move them.
-V3_DIGEST = {
-    "agentflow/Gen-MultiHop-v3": "acf5c2d3eb3181e4:96",
-    "agentflow/Gen-Agentic-v3": "4eead2b72e0e7c4e:96",
-    "agentflow/Gen-Math-v3": "5714c77d1b6c0f14:96",
-    "agentflow/Gen-GameOf24-v3": "88a0e978593751e0:84",
-    "agentflow/Gen-Science-v3": "019409d612c26bfc:84",
-    "agentflow/Gen-HopChain-v3": "001f9a82a1af1987:96",
-}
-V3_PAPER_DIGEST = {  # the paper benchmarks, where AgentFlow's test sets are found
-    "agentflow/Bamboogle-v3": "afd1f1f053bdfbe0:96",
-    "agentflow/TwoWiki-v3": "cf882f24ea766c7e:96",
-    "agentflow/HotpotQA-v3": "08a4f3d5004d2e3b:96",
-    "agentflow/Musique-v3": "4f496d4511072620:96",
-    "agentflow/GAIA-v3": "479ec52e10d0e7a7:96",
-    "agentflow/GameOf24-v3": "88a0e978593751e0:84",
-    "agentflow/GPQA-v3": "e0a74bc8e558be79:84",
-    "agentflow/MedQA-v3": "5cb64a89411f0cc0:84",
-}
-
-
-def _verdicts(env_id: str, data_dir: object = None) -> str:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        env = gym.make(env_id, **({"data_dir": str(data_dir)} if data_dir else {}))
-    base = env.unwrapped
-    kind = kind_of(base.scorer)
-    pool = [g for i in spread(len(base.tasks), 60) for g in golds_of(base.tasks[i])]
-    bits, n = [], 0
-    for index in spread(len(base.tasks), 2):
-        for half in HALVES:
-            for style in task_styles(base.tasks[index], kind, pool, half, per_kind=6, seed=3):
-                env.reset(options={"index": index})
-                bits.append("1" if env.step(action(style.answer, FORMATS[n % 3]))[1] >= 1 else "0")
-                n += 1
-    return hashlib.sha256("".join(bits).encode()).hexdigest()[:16] + f":{len(bits)}"
-
-
-@pytest.mark.parametrize("env_id", sorted(V3_DIGEST))
-def test_v3_verdicts_are_unchanged(env_id):
-    assert _verdicts(env_id) == V3_DIGEST[env_id]
-
-
-@pytest.mark.parametrize("env_id", sorted(V3_PAPER_DIGEST))
-def test_v3_verdicts_on_the_paper_benchmarks_are_unchanged(env_id, testsets_dir):
-    assert _verdicts(env_id, testsets_dir) == V3_PAPER_DIGEST[env_id]

@@ -1,8 +1,7 @@
 """Answer grammar 6 (the -v6 ids), class by class, through ``env.step`` in all three action formats: rejected
 candidates are no candidates, a revision commits at its first commitment however far after the cue, more
 presentation, and more ways of keeping two candidates (a JSON key of alternativeness, "can't be ruled out",
-probabilities over candidates, both alternatives the question offers, a value joined to another); and the -v5
-ids keep their verdicts and readings exactly (digests recorded before grammar 6 existed)."""
+probabilities over candidates, both alternatives the question offers, a value joined to another). The older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ from agentflow_env.scoring.grammar6 import distribution, json_rival, offered_bot
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
 from tests.answer_styles import FORMATS, action
-from tests.grammar_digests import readings as _readings
-from tests.grammar_digests import verdicts as _verdicts
 from tests.reward_cases import golds_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
@@ -252,50 +249,3 @@ def test_the_reader_stays_linear_on_hostile_inputs():
         t0 = time.perf_counter()
         read_answer(hostile, ["1"], "number", "Is it a or b?")
         assert time.perf_counter() - t0 < 2.0, hostile[:20]
-
-
-# ------------------------------------------------------------------ v5 verdicts and readings stay as they were
-# measured at 900cece (grammar 5, before grammar 6), with the functions that pinned grammar 4
-V5_VERDICTS = {
-    "agentflow/Gen-GameOf24-v5": "45fc78dd39d68e00:224",
-    "agentflow/Gen-MultiHop-v5": "9a5c59881f5fd7c5:256",
-    "agentflow/Gen-Math-v5": "9a5c59881f5fd7c5:256",
-    "agentflow/Gen-Science-v5": "45fc78dd39d68e00:224",
-    "agentflow/Gen-Agentic-v5": "9a5c59881f5fd7c5:256",
-    "agentflow/Gen-HopChain-v5": "9a5c59881f5fd7c5:256",
-}
-V5_READINGS = {
-    "agentflow/Gen-GameOf24-v5": "921e66e1b1d034ea:420",
-    "agentflow/Gen-MultiHop-v5": "cc2be0a7a0618956:480",
-    "agentflow/Gen-Math-v5": "63c3a40bab76b550:480",
-    "agentflow/Gen-Science-v5": "ec6e700b129523cc:420",
-    "agentflow/Gen-Agentic-v5": "3b19485c808fa555:480",
-    "agentflow/Gen-HopChain-v5": "2f3a7c1b30f87db5:480",
-}
-V5_PAPER_READINGS = {  # the paper benchmarks, where AgentFlow's test sets are found
-    "agentflow/Bamboogle-v5": "bea1e4367087dda5:480",
-    "agentflow/TwoWiki-v5": "783638a73ee09fbd:480",
-    "agentflow/HotpotQA-v5": "52b76cfaa5d4e739:400",
-    "agentflow/Musique-v5": "99d92ce2a29d4d92:480",
-    "agentflow/GAIA-v5": "6f51652825976772:400",
-    "agentflow/AIME24-v5": "69f424d7ec256d94:480",
-    "agentflow/AMC23-v5": "ef6d02e371d9b0c3:480",
-    "agentflow/GameOf24-v5": "7901b8799fe3c1d6:420",
-    "agentflow/GPQA-v5": "9337e57254253b09:420",
-    "agentflow/MedQA-v5": "4e6d7077e045b0ad:420",
-}
-
-
-@pytest.mark.parametrize("env_id", sorted(V5_VERDICTS))
-def test_v5_verdicts_are_unchanged(env_id):
-    assert _verdicts(env_id) == V5_VERDICTS[env_id]
-
-
-@pytest.mark.parametrize("env_id", sorted(V5_READINGS))
-def test_v5_readings_are_unchanged(env_id):
-    assert _readings(env_id) == V5_READINGS[env_id]
-
-
-@pytest.mark.parametrize("env_id", sorted(V5_PAPER_READINGS))
-def test_v5_readings_on_the_paper_benchmarks_are_unchanged(env_id, testsets_dir):
-    assert _readings(env_id, testsets_dir) == V5_PAPER_READINGS[env_id]
