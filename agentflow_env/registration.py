@@ -70,10 +70,12 @@ class EnvEntry:
 #     output, labels and "or" in other languages, list literals), and more ways of keeping two candidates (a JSON
 #     key such as "alternative", "can't be ruled out", probabilities over candidates, both alternatives the
 #     question offers). The v6 ids pass ``grammar=6``; v5 ids keep their verdicts.
-# v7: answer grammar 7 (docs/rewards.md): the action is read with headers first: a JSON object after a "Tool Name:",
-#     "Command:" or "Final Answer:" header is part of that field's value ("Command: print({"answer": 42})" is a
-#     command, not an answer of 42; "Final Answer: {"answer": A, "alternative": B}" keeps both candidates), where
-#     the older ids read an object anywhere in a text action as the action. The v7 ids pass ``grammar=7``.
+# v7: answer grammar 7 (agentflow_env/scoring/grammar7.py, docs/rewards.md): the action is read with headers first (a
+#     JSON object after a "Tool Name:", "Command:" or "Final Answer:" header is part of that field's value, and two
+#     "Final Answer:" headers hand both answers to the grammar), and the answer grammar reads chat-template debris
+#     and HTML formatting as presentation, labels in more layouts, drops remarks that trail the answer and name no
+#     candidate, reads more rejections ("Not X — Y", "(I previously wrote X by mistake)") and repeats, and scores
+#     more hedges 0 ("X? Y?", "soit X, soit Y"). The v7 ids pass ``grammar=7``; v6 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",

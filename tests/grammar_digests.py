@@ -2,8 +2,8 @@
 reward of every answer style through ``env.step`` (one "1"/"0" per answer, rotating formats), and the scorer's
 reading (text, whether it hedges, its score) of a larger sample. ``tests/env/scoring/test_pinned_grammars.py``
 checks every entry. Each digest was recorded at the commit before the next grammar existed (v3 at aad5736, v4 at
-2e57b6c, v5 at 900cece, v6 and v7 at 066f447); a new grammar adds its version to the tables below (a digest that
-stays the same gets the version added to its tuple)."""
+2e57b6c, v5 at 900cece, v6 at 066f447, v7 once answer grammar 7 was written); a new grammar adds its version to the
+tables below (a digest that stays the same gets the version added to its tuple)."""
 
 from __future__ import annotations
 
@@ -53,22 +53,22 @@ VERDICTS = {
     "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
 }
 READINGS = {
-    "Gen-GameOf24": {"ae491e94a5d3ec82:420": (4,), "921e66e1b1d034ea:420": (5, 6, 7)},
-    "Gen-MultiHop": {"6f6c97a3f52bc146:480": (4,), "cc2be0a7a0618956:480": (5, 6, 7)},
-    "Gen-Math": {"ced5214f97f3648a:480": (4,), "63c3a40bab76b550:480": (5, 6, 7)},
-    "Gen-Science": {"510e433955c21999:420": (4,), "ec6e700b129523cc:420": (5, 6, 7)},
-    "Gen-Agentic": {"f4fcca06d7f18458:480": (4,), "3b19485c808fa555:480": (5, 6, 7)},
-    "Gen-HopChain": {"7b4cd2f42fed39eb:480": (4,), "2f3a7c1b30f87db5:480": (5, 6, 7)},
-    "Bamboogle": {"5421f17fc4485748:480": (4,), "bea1e4367087dda5:480": (5, 6, 7)},
-    "TwoWiki": {"3a5b7d352e44a07c:480": (4,), "783638a73ee09fbd:480": (5, 6, 7)},
-    "HotpotQA": {"f06acc21483ae2cc:400": (4,), "52b76cfaa5d4e739:400": (5, 6, 7)},
-    "Musique": {"ab09533fbdbae5e2:480": (4,), "99d92ce2a29d4d92:480": (5, 6, 7)},
-    "GAIA": {"7e0214afae58111c:400": (4,), "6f51652825976772:400": (5, 6, 7)},
-    "AIME24": {"046685c7f72ae553:480": (4,), "69f424d7ec256d94:480": (5, 6, 7)},
-    "AMC23": {"f8d193880cf6956b:480": (4,), "ef6d02e371d9b0c3:480": (5, 6, 7)},
-    "GameOf24": {"1fdb90890492a70d:420": (4,), "7901b8799fe3c1d6:420": (5, 6, 7)},
-    "GPQA": {"dcd8bcf77898b70b:420": (4,), "9337e57254253b09:420": (5, 6, 7)},
-    "MedQA": {"903cda7054279a03:420": (4,), "4e6d7077e045b0ad:420": (5, 6, 7)},
+    "Gen-GameOf24": {"ae491e94a5d3ec82:420": (4,), "921e66e1b1d034ea:420": (5, 6), "1d35ad8775c2ddeb:420": (7,)},
+    "Gen-MultiHop": {"6f6c97a3f52bc146:480": (4,), "cc2be0a7a0618956:480": (5, 6), "fbbc4dd4cad087fc:480": (7,)},
+    "Gen-Math": {"ced5214f97f3648a:480": (4,), "63c3a40bab76b550:480": (5, 6), "b429520b3cc7c2ea:480": (7,)},
+    "Gen-Science": {"510e433955c21999:420": (4,), "ec6e700b129523cc:420": (5, 6), "f3ec0e2df5d06127:420": (7,)},
+    "Gen-Agentic": {"f4fcca06d7f18458:480": (4,), "3b19485c808fa555:480": (5, 6), "0f11b13abe8b31f6:480": (7,)},
+    "Gen-HopChain": {"7b4cd2f42fed39eb:480": (4,), "2f3a7c1b30f87db5:480": (5, 6), "1f8cbd9f0846a7dd:480": (7,)},
+    "Bamboogle": {"5421f17fc4485748:480": (4,), "bea1e4367087dda5:480": (5, 6), "1a193820f0643cc0:480": (7,)},
+    "TwoWiki": {"3a5b7d352e44a07c:480": (4,), "783638a73ee09fbd:480": (5, 6), "dc0e23878922d9f0:480": (7,)},
+    "HotpotQA": {"f06acc21483ae2cc:400": (4,), "52b76cfaa5d4e739:400": (5, 6), "3814b34ae6c3ffe1:400": (7,)},
+    "Musique": {"ab09533fbdbae5e2:480": (4,), "99d92ce2a29d4d92:480": (5, 6), "d187f5eda6214cea:480": (7,)},
+    "GAIA": {"7e0214afae58111c:400": (4,), "6f51652825976772:400": (5, 6), "a1dbacdbf0c30920:400": (7,)},
+    "AIME24": {"046685c7f72ae553:480": (4,), "69f424d7ec256d94:480": (5, 6), "2388ad73ad19f288:480": (7,)},
+    "AMC23": {"f8d193880cf6956b:480": (4,), "ef6d02e371d9b0c3:480": (5, 6), "36c0be9624319f5d:480": (7,)},
+    "GameOf24": {"1fdb90890492a70d:420": (4,), "7901b8799fe3c1d6:420": (5, 6), "e9ccae01a82528d3:420": (7,)},
+    "GPQA": {"dcd8bcf77898b70b:420": (4,), "9337e57254253b09:420": (5, 6), "eeff542794e4721b:420": (7,)},
+    "MedQA": {"903cda7054279a03:420": (4,), "4e6d7077e045b0ad:420": (5, 6), "b05f808718288949:420": (7,)},
 }
 
 

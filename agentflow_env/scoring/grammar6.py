@@ -34,7 +34,7 @@ import ast
 import bisect
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from agentflow_env.scoring import grammar5
 from agentflow_env.scoring.extract import normalize_text
@@ -484,11 +484,18 @@ def _clean(prediction: object) -> str:
     return _XML_ANSWER.sub(lambda m: "<answer>" + m.group(2) + "</answer>", text)
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+def read_answer(
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    question: str = "",
+    present: Callable[[str, list[str], str, str], tuple[str, str | None]] = presentation,
+) -> Reading:
     """The final answer ``prediction`` read by grammar 6: grammar 5's reader with this module's steps (see the
     module doc), then :func:`distribution`, :func:`offered_both` and grammar 5's
-    :func:`~agentflow_env.scoring.grammar5.negated_only`."""
-    steps = LaterSteps(presentation=presentation, drop_drafts=drop_drafts, both=_both, cues=_CUES6)
+    :func:`~agentflow_env.scoring.grammar5.negated_only`. ``present``: the presentation step (grammar 7 passes
+    its own, which ends with this module's)."""
+    steps = LaterSteps(presentation=present, drop_drafts=drop_drafts, both=_both, cues=_CUES6)
     gold_list = [str(g) for g in golds if g is not None and str(g).strip()]
     reading = _read(_clean(prediction), gold_list, kind, 6, question, steps)
     if reading.hedge is not None:

@@ -24,13 +24,14 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.scoring.grammar import read_answer, remark_cue
 from agentflow_env.scoring.grammar5 import read_answer as read_answer5
 from agentflow_env.scoring.grammar6 import read_answer as read_answer6
+from agentflow_env.scoring.grammar7 import read_answer as read_answer7
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
 GRAMMARS = (2, 3, 4, 5, 6, 7)
-# make_env without an id's version; the -v3 .. -v7 ids pass grammar=3 .. grammar=7 (grammar 7 reads answers as
-# grammar 6 does: it changes how the env reads an action, benchmarks.specs.make_env's headers_first)
+# make_env without an id's version; the -v3 .. -v7 ids pass grammar=3 .. grammar=7 (grammar 7 also changes how the
+# env reads an action: benchmarks.specs.make_env's headers_first)
 DEFAULT_GRAMMAR = 2
 
 
@@ -101,7 +102,9 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         question = task.question if self.grammar >= 4 else ""
-        if self.grammar >= 6:
+        if self.grammar >= 7:
+            reading = read_answer7(prediction, _golds(task), _answer_kind(task), question)
+        elif self.grammar >= 6:
             reading = read_answer6(prediction, _golds(task), _answer_kind(task), question)
         elif self.grammar >= 5:
             reading = read_answer5(prediction, _golds(task), _answer_kind(task), question)

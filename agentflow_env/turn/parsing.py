@@ -242,6 +242,23 @@ _NAME_GROUP = _HEADER_RE.groupindex["name"]
 _ACTION_FIELDS = frozenset({"tool_name", "command", "final_answer"})
 
 
+def _final_answers_span(action: str) -> str | None:
+    """With two or more ``Final Answer:`` headers that give a value, the text from the first of them to the end of
+    the last one's value, headers included (so the answer grammar sees every answer the action gives, labelled as
+    the JSON format hands them over); ``None`` with fewer."""
+    headers = [
+        (m, _COMMON_HEADERS.get(m.group(_NAME_GROUP)) or _key_to_field(m.group(_NAME_GROUP)))
+        for m in _HEADER_RE.finditer(action)
+    ]
+    finals = [i for i, (_m, name) in enumerate(headers) if name == "final_answer"]
+    ends = [headers[i + 1][0].start() if i + 1 < len(headers) else len(action) for i in finals]
+    given = [i for i, end in zip(finals, ends) if action[headers[i][0].end() : end].strip(" \t\n*_`")]
+    if len(given) < 2:  # one answer (an empty header beside it gives none)
+        return None
+    end = headers[given[-1] + 1][0].start() if given[-1] + 1 < len(headers) else len(action)
+    return _clean_value(action[headers[given[0]][0].start() : end])
+
+
 def _first_action_header(action: str) -> int:
     """Where the first ``Tool Name:``/``Command:``/``Final Answer:`` header (any spelling) starts; the action's
     length when it has none."""
@@ -386,8 +403,10 @@ def parse_action(action: Any, headers_first: bool = False) -> ParsedAction:
 
     ``headers_first``: a JSON object that starts after a ``Tool Name:``, ``Command:`` or ``Final Answer:`` header
     is part of that field's value (``Command: print({"answer": 42})`` is a command, ``Final Answer: {...}`` an
-    answer that holds an object), as the ``-v7`` ids read actions; ``False`` (ids up to ``-v6``): an object
-    with a field key anywhere in the action is the action.
+    answer that holds an object), and an action with two ``Final Answer:`` headers answers with the text from the
+    first header to the end of the last value (``Final Answer: 35 .. Final Answer: 33`` gives both to the answer
+    grammar, which reads a revision or a hedge), as the ``-v7`` ids read actions; ``False`` (ids up to ``-v6``): an
+    object with a field key anywhere in the action is the action, and the last ``Final Answer:`` wins.
     """
     if type(action) is str and "{" not in action and "\x00" not in action:  # the fast path, _parse_canonical inlined
         match = _CANONICAL_RE.fullmatch(action)
@@ -421,6 +440,8 @@ def parse_tolerant(action: Any, headers_first: bool = False) -> ParsedAction:
                 _apply(parsed, name, value)
     elif _parse_text(action, parsed):
         parsed.format = "text"
+        if headers_first and parsed.final_answer is not None:  # every answer the action gives, not the last alone
+            parsed.final_answer = _final_answers_span(action) or parsed.final_answer
     if parsed.final_answer is None and "<" in action:
         tag = _last_answer_tag(action)
         if tag is not None:

@@ -16,7 +16,7 @@ from agentflow_env.scoring.grammar import read_answer
 from agentflow_env.scoring.judge import JudgeScorer
 from agentflow_env.scoring.qa import QAScorer
 from agentflow_env.scoring.typed import same_date, same_list, same_name, same_quantity, typed_equal
-from agentflow_env.scoring.versioned import GrammarScorer, several_solutions, unwrap_scorer, with_grammar
+from agentflow_env.scoring.versioned import GRAMMARS, GrammarScorer, several_solutions, unwrap_scorer, with_grammar
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
 from tests.answer_styles import FORMATS, HALVES, action, task_styles
@@ -207,7 +207,7 @@ def test_v2_ids_keep_the_scorer_and_bad_grammar_is_a_config_error(monkeypatch):
     assert type(unwrap_scorer(new.unwrapped.scorer)) is type(old.unwrapped.scorer)
     assert with_grammar(old.unwrapped.scorer, 2) is old.unwrapped.scorer
     with pytest.raises(ConfigError, match="grammar"):
-        make_env("Gen-Math", grammar=7)
+        make_env("Gen-Math", grammar=max(GRAMMARS) + 1)
     import builtins
 
     real_import = builtins.__import__

@@ -1,6 +1,7 @@
 """Answer grammar 5 (the -v5 ids), class by class, through ``env.step`` in all three action formats: revisions
 after any correction or negation cue (and uncertain revisions as hedges), code fences and JSON objects as
-presentation, a frame of words around one value, renderings compared by type, more rival cues. The older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
+presentation, a frame of words around one value, renderings compared by type, more rival cues.
+The older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
 
 from __future__ import annotations
 

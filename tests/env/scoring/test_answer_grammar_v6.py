@@ -1,7 +1,8 @@
 """Answer grammar 6 (the -v6 ids), class by class, through ``env.step`` in all three action formats: rejected
 candidates are no candidates, a revision commits at its first commitment however far after the cue, more
 presentation, and more ways of keeping two candidates (a JSON key of alternativeness, "can't be ruled out",
-probabilities over candidates, both alternatives the question offers, a value joined to another). The older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
+probabilities over candidates, both alternatives the question offers, a value joined to another).
+The older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
 
 from __future__ import annotations
 

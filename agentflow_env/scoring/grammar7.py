@@ -1,0 +1,346 @@
+"""Answer grammar 7 (the ``-v7`` ids): the steps grammar 7 adds to grammar 6 (:mod:`agentflow_env.scoring.grammar6`).
+
+Grammar 6 closed the classes a validation set found in grammar 5. A fourth answer set, written outside the project
+by someone who never read the scorers, was run blind through grammar 6 and the ``-v7`` action reading (7.99% of its
+correct answers scored 0); its failures were then read, and grammar 7 closes their classes, each by what the answer
+commits to (docs/rewards.md, "Grammar 7"). The fourth set is a validation set from here on; a fifth, written
+blind, is the check.
+
+1. **Chat-template debris is not the answer** (:func:`presentation`): end-of-turn tokens (``<|im_end|>``,
+   ``<|eot_id|>``, ``</s>``, ``[/INST]``, ``<end_of_turn>``), and inline HTML formatting (``<b>``, ``<strong>``,
+   ``<em>``, ``<code>``, ``<span ..>``; never ``<sup>``/``<sub>``, which change a value).
+2. **Labels in more layouts**: a line that ends in a colon and names the answer ("Okay, here's the answer:")
+   labels the line after it; a bullet that is only an answer label ("- **Result**") labels the bullet under it;
+   a table row whose first cell is an answer label (``| **Answer** | 33 |``) is that label; Japanese and Korean
+   answer frames ("答えはXです", "정답은 X입니다") are the label around X.
+3. **Remarks that trail the answer are not the answer** (:func:`trailing_remarks`): after the first sentence or
+   line that states a value, the sentences and lines at the end that are remarks are dropped. A remark is prose
+   (five words or more, two in five of them common words) that names no candidate of the answer's type, holds no
+   gold written in lower case, carries no answer label, commitment, conclusion ("So", "Hence"), revision or
+   rejection, and either has no rival cue or speaks to the reader: offers ("Let me know if you'd like .."), notes
+   ("Note: please verify .. if this is important"), a numbered explanation. A leaked next turn ("User: thanks!")
+   is cut when it names no candidate. A remark that names a candidate, or carries a cue and does not speak to the
+   reader, stays and is read as before.
+4. **More rejections and repeats**: "Not X — Y" commits to Y; "the most likely diagnosis is B" commits to B; a
+   parenthetical that calls an earlier value a mistake ("(I previously wrote 35 by mistake)") names it only to
+   reject it; "Y rather than X" / "Y instead of X" without a comma reject X as with one; a concession that a value
+   is often cited, before "the correct answer is Y", rejects it; "B, C, D can be ruled out" rules them out; a
+   sentence or line repeated word for word is one statement; a line that quotes the question ("You asked: ..",
+   "Question: ..") is the question, not the answer.
+5. **More hedges**: two or more candidates each asked as a question ("33? 35?") commit to none; "soit X, soit Y"
+   is "either X or Y"; number words glossed by other digits ("Three hundred twelve (321)") give two values.
+
+Every step is a bounded number of linear passes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from agentflow_env.scoring import grammar5, grammar6
+from agentflow_env.scoring.extract import normalize_text
+from agentflow_env.scoring.grammar import _ANSWER_MARK, _COMMON, _REVISION, Reading, _candidates, _of_kind
+
+__all__ = ["presentation", "read_answer", "trailing_remarks"]
+
+# ------------------------------------------------------------------ 1. chat-template debris
+_TEMPLATE_TOKEN = re.compile(
+    r"<\|[A-Za-z0-9_.:-]{1,40}\|>"
+    r"|</?s>|\[/?INST\]|<(?:eos|bos|pad|unk|end_of_turn|start_of_turn|/start_of_turn)>(?:[ \t]*(?:model|user)\b)?"
+)
+_HTML_FORMAT = re.compile(
+    r"(?i)</?(?:b|strong|i|em|u|mark|code|span|p|div|font|small|big|tt|kbd|var|ins)(?:\s[^<>\n]{0,200})?\s*/?>|<br\s*/?>"
+)
+
+# ------------------------------------------------------------------ 2. labels in more layouts
+_ANSWER_WORD = (
+    r"(?:final\s+answer|answer|result|solution|conclusion|verdict|bottom\s+line|in\s+short|tl;?dr|short\s+answer)"
+)
+_COLON_LABEL_LINE = re.compile(
+    rf"(?im)^[ \t>*_#]*[^\n:]{{0,60}}\b{_ANSWER_WORD}\b[^\n:]{{0,20}}[ \t*_]*:[ \t*_]*\n(?:[ \t]*\n)*(?=[ \t]*\S)"
+)
+_BULLET_LABEL_BLOCK = re.compile(
+    rf"(?im)^[ \t]*[-*•·+][ \t]+(?:\*\*|__)?[ \t]*{_ANSWER_WORD}[ \t]*(?:\*\*|__)?[ \t]*\n[ \t]+[-*•·+][ \t]+"
+)
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
+_ANSWER_CELL = re.compile(rf"(?i)^[ \t*_]*{_ANSWER_WORD}[ \t*_:]*$")
+_CJK_FRAME = re.compile(
+    r"(?m)^[ \t]*(?:(?:最終的な)?(?:答え|正解|解答|回答)(?:は|：|:)|(?:최종\s*)?(?:정답|답|답변)(?:은|는|:|：))[ \t]*"
+    r"(?P<value>[^\n]+?)[ \t]*(?:です|である|だ|입니다|이다|예요|이에요|에요)?[ \t]*[。.!]?[ \t]*$"
+)
+
+# ------------------------------------------------------------------ 4. rejections and repeats
+_NOT_FIRST = re.compile(
+    r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n—–;:,.!?]{1,80}?)[ \t]*(?:[—–;:]|[ \t]-)[ \t]*(?P<kept>[^\n]+)$"
+)
+_MISTAKE_PAREN = re.compile(
+    r"(?i)[ \t]*\((?=[^()\n]{0,160}\b(?:previously|earlier|before|initially|originally|at\s+first|first)\b)"
+    r"(?=[^()\n]{0,160}\b(?:mistake|mistakenly|error|erroneously|wrong|wrongly|typo|incorrect(?:ly)?)\b)[^()\n]{1,160}\)"
+)
+_BARE_CONTRAST = re.compile(r"(?i)(?<=[^\s,;—–-])[ \t]+(?=(?:rather\s+than|instead\s+of|as\s+opposed\s+to)[ \t])")
+_OFTEN_CITED = re.compile(
+    r"(?i)\b(?:although|though|even\s+though|while|whereas)[ \t]+[^\n,.;]{1,80}?[ \t]+"
+    r"(?:is|are|was|were|gets|get)[ \t]+(?:often|commonly|sometimes|frequently|widely|usually)?[ \t]*"
+    r"(?:cited|given|said|reported|believed|thought|"
+    r"claimed|quoted|assumed|mentioned|suggested|guessed|listed)[^\n,.;]{0,40},[ \t]*"
+    r"(?=the[ \t]+(?:correct|right|actual|true|real|accurate)[ \t]+answer[ \t]+is\b)"
+)
+_AS_THE_ANSWER = re.compile(
+    r"(?i)\b(?:giving|give|submitting|submit|going\s+with|go\s+with|settling\s+on|settle\s+on|offering|offer)[ \t]+"
+    r"(?P<value>[^\n.;!?]{1,80}?)[ \t]+as[ \t]+(?:the|my|our)[ \t]+(?:final[ \t]+)?answer\b"
+)
+_INTERJECTION = re.compile(r"(?i)\b(so|and)[ \t]+(?:yeah|yep|yup|well|okay|ok|alright|hmm+|um+|uh+)[ \t]*,[ \t]*")
+_MOST_LIKELY = re.compile(
+    r"(?i)\bthe[ \t]+most[ \t]+likely[ \t]+"
+    r"(answer|option|choice|diagnosis|cause|explanation|mechanism|finding)[ \t]+is\b"
+)
+_FENCED_OUTPUT = re.compile(
+    r"(?i)\b(output|result|prints?|returns?)([ \t]*[:：])[ \t]*\n```[A-Za-z]*[ \t]*\n([^`]{0,400}?)(?:\n```|$)"
+)
+_CODE_THEN_OUTPUT = re.compile(
+    r"(?is)\A\s*(?:```[a-z]*[ \t]*\n)?(?:[^\n]*\bprint\s*\([^\n]*\n)+\s*(?:```[ \t]*\n)?\s*"
+    r"(?:output|result|prints?)[ \t]*[:：][ \t]*(?P<value>[^\n]{1,200}?)\s*\Z"
+)
+_CAN_BE_RULED_OUT = re.compile(
+    r"(?i)\b(?:can|could|may)[ \t]+(?:all[ \t]+|both[ \t]+|safely[ \t]+|easily[ \t]+|immediately[ \t]+)?be[ \t]+"
+    r"(ruled[ \t]+out|eliminated|excluded|discarded|dismissed)\b"
+)
+# a number then another in brackets right after it ("312 (321)"), once number words are written as digits
+_WORDS_AND_DIGITS = re.compile(r"(?<![\d.])\d[\d,.]*[ \t]*\([ \t]*\d[\d,.]*[ \t]*\)")
+_SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+|(?=\n)|$)")
+_ECHO = re.compile(r"(?im)^[ \t>*_]*(?:you\s+asked|your\s+question|the\s+question|question|q)[ \t*_]*[:：][^\n]*\n?")
+
+# ------------------------------------------------------------------ 3. remarks that name no candidate
+_ROLE = re.compile(r"(?i)^[ \t>*_]*(?:user|human|assistant|ai|system|bot)[ \t*_]*[:：]")
+_LIST_MARK = re.compile(r"^[ \t>]*(?:\d{1,2}[.)]|[-*•·+]|step[ \t]+\d{1,2}[ \t]*[:.)])[ \t]+", re.IGNORECASE)
+# words that open courtesy lines and notes (not candidates however they are capitalised)
+_COURTESY = frozenset(
+    "note notes nb edit update disclaimer caveat tip thanks thank welcome glad happy hope sure please feel let okay ok "
+    "sources source reference references explanation reasoning summary steps step user human assistant".split()
+)
+_TURN = re.compile(r"(?im)^[ \t>*_]*(?:user|human|<\|im_start\|>[ \t]*user)[ \t*_]*[:：\n]")
+_ROLE_ANYWHERE = re.compile(r"(?im)^[ \t>*_]*(?:user|human|assistant|ai|system|bot)[ \t*_]*[:：]")
+# sentence ends, never after an option letter ("A. Compressive tumor .." is one piece)
+_SPLIT = re.compile(r"(?<=[.!?])(?<![\s(*_][A-Z]\.)(?<!^[A-Z]\.)[ \t]+(?=\S)|\n+", re.MULTILINE)
+
+
+def _word(token: str) -> str:
+    word = token.strip(".,;:!?\"'“”‘’()[]{}*_`$").lower()
+    return re.sub(r"(?:'|’)(?:s|re|ll|ve|m|d|t)$", "", word)
+
+
+def _names_candidate(piece: str, kind: str) -> bool:
+    """Whether a sentence or line names a candidate of the answer's type: a token with a digit (list markers and
+    "Step 2" aside), an option letter for options, a capitalised word that is not a common or courtesy word."""
+    body = _LIST_MARK.sub("", _ROLE.sub("", piece))
+    for raw in body.split():
+        word = _word(raw)
+        if not word:
+            continue
+        if re.search(r"\d", raw):
+            return True
+        token = raw.strip(".,;:!?\"'“”‘’()[]{}*_`$")
+        if kind == "option":
+            if re.fullmatch(r"[A-Z]", token) and token not in ("I", "A"):
+                return True
+            if token == "A" and not re.match(r"A[ \t]+[a-z]", body[body.find(raw) :]):
+                return True
+            continue
+        if kind == "text" and token[:1].isupper() and word not in _COMMON and word not in _COURTESY:
+            return True
+    return False
+
+
+def _cue_free(piece: str) -> bool:
+    return grammar6._cue_free(piece) and not _REVISION.search(piece) and not grammar6._REJECTS.search(piece)
+
+
+_TO_READER = re.compile(r"(?i)\b(?:you|your|you're|you'd|please)\b")
+
+
+_CONCLUSION = re.compile(
+    r"(?i)^[ \t>*_#-]*(?:so|hence|thus|therefore|consequently|overall|finally|ultimately"
+    r"|in\s+(?:short|sum|summary|conclusion))\b"
+)
+
+
+def _remark(piece: str, kind: str, golds: list[str]) -> bool:
+    """Whether a sentence or line after the answer is a remark to drop: prose (five words or more, at least two in
+    five of them common words: a value, a name or a list of them is never prose), naming no candidate of the
+    answer's type (for numbers, number words count), with no answer label or commitment, no revision or rejection,
+    and either no rival cue or words to the reader ("Let me know if you'd like ..", "please verify .. if ..")."""
+    body = _LIST_MARK.sub("", piece).strip()
+    words = [w for w in (_word(raw) for raw in body.split()) if w]
+    if len(words) < 5 or 5 * sum(w in _COMMON or w in _COURTESY for w in words) < 2 * len(words):
+        return False
+    if _names_candidate(piece, kind) or (kind == "number" and grammar5.number_words(piece) != piece):
+        return False
+    if _ANSWER_MARK.search(piece) or grammar5._COMMIT5.search(body) or grammar6._COMMIT_ANY.search(piece):
+        return False
+    if _CONCLUSION.match(body) or (kind == "text" and _holds_gold(piece, golds)):
+        return False
+    if _REVISION.search(piece) or grammar6._REJECTS.search(piece):
+        return False
+    return grammar6._cue_free(piece) or bool(_TO_READER.search(piece))
+
+
+def _holds_gold(piece: str, golds: list[str]) -> bool:
+    """Whether a gold is written in the piece (case and spacing aside): a lower-case answer in prose is no remark."""
+    folded = " " + " ".join(re.sub(r"[^\w\s]", " ", piece.lower()).split()) + " "
+    return any(g and f" {g} " in folded for g in (" ".join(re.sub(r"[^\w\s]", " ", x.lower()).split()) for x in golds))
+
+
+def _leaked_turn(text: str, kind: str) -> str:
+    """``text`` up to a leaked next turn ("User: thanks!" after the answer), when the turn names no candidate: for
+    text answers any word that is not a common or courtesy word is one, as under a strong rival cue."""
+    m = _TURN.search(text)
+    if m is None or not text[: m.start()].strip():
+        return text
+    tail = _ROLE_ANYWHERE.sub(" ", text[m.start() :])
+    if kind == "text":
+        named = [c for c in _candidates(tail) if _word(c) not in _COURTESY and _word(c) not in _COMMON]
+    else:
+        named = [c for c in _candidates(tail) if _of_kind(c, kind)]
+    return text if named else text[: m.start()].rstrip()
+
+
+def trailing_remarks(text: str, kind: str, golds: Iterable[str] = ()) -> str:
+    """``text`` without the remarks that trail it (step 3 of the module doc): the sentences and lines after the
+    last one that is not a remark, when a sentence before them states a value; ``text`` itself otherwise."""
+    if len(text) > 4000:
+        return text
+    pieces = [(m.start(), m.end()) for m in re.finditer(r"[^\n]+", text)]
+    spans: list[tuple[int, int]] = []
+    for start, end in pieces:  # sentences within lines (a list marker's "1." is no sentence end)
+        line = text[start:end]
+        offset = 0
+        mark = _LIST_MARK.match(line)
+        if mark is not None:
+            offset = mark.end()
+        cut = start
+        for m in _SPLIT.finditer(line, offset):
+            spans.append((cut, start + m.start()))
+            cut = start + m.end()
+        spans.append((cut, end))
+    first = next((i for i, (a, b) in enumerate(spans) if _names_candidate(text[a:b], kind)), None)
+    if first is None:
+        return text
+    gold_list = list(golds)
+    last = first  # the last piece that is not a remark: only the remarks after it trail the answer
+    for i in range(first + 1, len(spans)):
+        a, b = spans[i]
+        if text[a:b].strip() and not _remark(text[a:b], kind, gold_list):
+            last = i
+    if last + 1 >= len(spans):
+        return text
+    return text[: spans[last][1]].rstrip()
+
+
+def _table_answer(text: str) -> str:
+    """A table of one data row whose first cell is an answer label (``| **Answer** | 33 |``) is that label; a table
+    with any other data row is left to grammar 5's table reader (a second row may name a rival)."""
+    rows = list(_TABLE_ROW.finditer(text))
+    if not rows:
+        return text
+    cells = [[c.strip() for c in row.group(1).split("|")] for row in rows]
+    rule = next(
+        (i for i, row in enumerate(cells) if any(row) and all(re.fullmatch(r":?-{3,}:?", c) for c in row if c)), None
+    )
+    data = [row for row in cells[(rule + 1 if rule is not None else 0) :] if any(row)]
+    filled = [c for c in data[0] if c] if len(data) == 1 else []
+    if len(filled) != 2 or not _ANSWER_CELL.match(filled[0]):
+        return text
+    return text[: rows[0].start()] + f"Answer: {filled[1]}" + text[rows[-1].end() :]
+
+
+def _question_echo(text: str) -> str:
+    """``text`` without the lines that quote the question ("You asked: .."), when anything else is left: what the
+    question says is not what the answer commits to."""
+    rest = _ECHO.sub("", text)
+    return rest if rest.strip() and rest != text else text
+
+
+def _repeats(text: str) -> str:
+    """A sentence or line that repeats the one before it word for word is one statement."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    for line in lines:
+        if kept and line.strip() and " ".join(line.split()).lower() == " ".join(kept[-1].split()).lower():
+            continue
+        kept.append(line)
+    out = []
+    for line in kept:
+        sentences = [s for s in _SENTENCE.findall(line) if s.strip()]
+        deduped: list[str] = []
+        for s in sentences:
+            if deduped and " ".join(s.split()).lower() == " ".join(deduped[-1].split()).lower():
+                continue
+            deduped.append(s)
+        out.append(" ".join(x.strip() for x in deduped) if len(deduped) < len(sentences) else line)
+    return "\n".join(out)
+
+
+def _not_first(m: re.Match[str]) -> str:
+    rejected, kept = m.group("rejected"), m.group("kept")
+    if not _cue_free(rejected) or re.match(r"(?i)(?:sure|certain|only|just|quite|entirely|exactly)\b", rejected):
+        return m.group(0)
+    return m.group(1) + kept
+
+
+def presentation(text: str, golds: list[str], kind: str, question: str = "") -> tuple[str, str | None]:
+    """``text`` with grammar 7's presentation read (steps 1, 2 and 4 of the module doc), then grammar 6's."""
+    text = _TEMPLATE_TOKEN.sub("", text)
+    if "<" in text:
+        text = _HTML_FORMAT.sub("", text)
+    text = _question_echo(text)
+    text = _FENCED_OUTPUT.sub(r"\1\2 \3", text)  # code output in a fence of its own is the output
+    text = _CODE_THEN_OUTPUT.sub(lambda m: m.group("value"), text)  # print() code, then what it printed
+    if "|" in text:
+        text = _table_answer(text)
+    text = _COLON_LABEL_LINE.sub("Answer: ", text)
+    text = _BULLET_LABEL_BLOCK.sub("Answer: ", text)
+    text = _CJK_FRAME.sub(lambda m: "Answer: " + m.group("value"), text)
+    text = _MISTAKE_PAREN.sub("", text)
+    text = _CAN_BE_RULED_OUT.sub(r"are \1", text)  # "B, C, D can be ruled out": a rejection, not a possibility
+    text = _NOT_FIRST.sub(_not_first, text)
+    text = _BARE_CONTRAST.sub(", ", text)
+    text = _OFTEN_CITED.sub("", text)
+    text = _repeats(text)
+    text = _AS_THE_ANSWER.sub(lambda m: "the answer is " + m.group("value"), text)
+    text = _INTERJECTION.sub(r"\1 ", text)
+    text = _MOST_LIKELY.sub(r"the \1 is", text)  # "the most likely diagnosis is B": a commitment, no hedge
+    if kind == "number":  # "Eight hundred and nine (809)": number words glossed by their digits
+        words = grammar5.number_words(text)
+        if words != text:
+            glossed = grammar5._glosses(words)
+            if glossed != words:
+                text = glossed
+            elif _WORDS_AND_DIGITS.search(words) and not _WORDS_AND_DIGITS.search(text):
+                return text, "its number words and its digits give two values"
+    text = re.sub(r"(?i)\bsoit\s+([^,\n]{1,80}?)\s*,\s*soit\s+", r"\1 or ", text)
+    # grammar 6 writes "So" in place of "putting these together," with no space after it ("Sogives 33")
+    text = grammar6._TOGETHER.sub("So ", text)
+    text, hedge = grammar6.presentation(text.strip(), golds, kind, question)
+    if hedge is not None:
+        return text, hedge
+    hedge = _asked(text)
+    if hedge is not None:
+        return text, hedge
+    return trailing_remarks(_leaked_turn(text, kind), kind, golds), None
+
+
+def _asked(text: str) -> str | None:
+    parts = [p for p in re.split(r"(?<=\?)[ \t\n]+", text.strip()) if p.strip()]
+    if len(parts) >= 2 and all(p.rstrip().endswith("?") for p in parts):
+        return "it asks which of several candidates it is, and commits to none"
+    return None
+
+
+def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+    """The final answer ``prediction`` read by grammar 7: grammar 6's reader with this module's
+    :func:`presentation` (which ends with :func:`trailing_remarks`) in place of grammar 6's."""
+    text = normalize_text(prediction)
+    if len(text) <= 20_000:  # the tokens first: "33</s>" hides the end of an <answer> tag's line
+        text = _TEMPLATE_TOKEN.sub("", text)
+    return grammar6.read_answer(text, golds, kind, question, present=presentation)

@@ -1,0 +1,222 @@
+"""Answer grammar 7 (the -v7 ids), class by class, through ``env.step`` in all three action formats: chat-template
+debris, labels in more layouts, remarks that trail the answer, more rejections and repeats, more hedges; each
+class with its mirror image (the rival committed, or both candidates kept), which must score 0. The examples are
+written here, in the classes' own words; none is copied from the answer sets the classes were found with. The
+older ids' pins: tests/env/scoring/test_pinned_grammars.py."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import agentflow_env  # noqa: F401  (registers the ids)
+from agentflow_env.scoring.grammar7 import read_answer, trailing_remarks
+from agentflow_env.types import ListTaskSource, Task
+from benchmarks.specs import make_env
+from tests.answer_styles import FORMATS, action
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
+
+GOLD, RIVAL = "321", "312"
+QUESTION = "Find the remainder when the product of the listed numbers is divided by 1000."
+NAME, OTHER = "James Madison", "John Adams"
+WHO = "Who was the fourth president of the United States?"
+ALL, NONE = [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]
+
+
+def _qa(answer: str, question: str, grammar: int = 7) -> gym.Env:
+    tasks = ListTaskSource([Task("t", question, [answer], family="search")])
+    return make_env("Bamboogle", tasks=tasks, grammar=grammar)
+
+
+def _rewards(env: gym.Env, answer: str) -> list[float]:
+    """The reward of ``answer`` in each action format (text, JSON, tool call)."""
+    out = []
+    for fmt in FORMATS:
+        env.reset()
+        _, reward, terminated, _, _ = env.step(action(answer, fmt))
+        assert terminated
+        out.append(reward)
+    return out
+
+
+@pytest.fixture(scope="module")
+def number_env() -> gym.Env:
+    return _qa(GOLD, QUESTION)
+
+
+@pytest.fixture(scope="module")
+def name_env() -> gym.Env:
+    return _qa(NAME, WHO)
+
+
+def _both_orders(template: str, a: str = GOLD, b: str = RIVAL) -> list[str]:
+    return [template.format(a=a, b=b), template.format(a=b, b=a)]
+
+
+# ------------------------------------------------------------------ 1. chat-template debris
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"The answer is {GOLD}<|im_end|>",
+        f"{GOLD}<|eot_id|>",
+        f"{GOLD}</s>",
+        f"{GOLD} [/INST]",
+        f"**{GOLD}**<end_of_turn>",
+        f"<b>{GOLD}</b>",
+        f"The remainder is <strong>{GOLD}</strong>.",
+        f'<span class="answer">{GOLD}</span>',
+    ],
+)
+def test_chat_template_debris_and_html_formatting_are_presentation(number_env, answer):
+    assert _rewards(number_env, answer) == ALL, answer
+
+
+def test_debris_keeps_a_rival_it_carries(number_env):
+    for answer in _both_orders("<b>{a}</b> or <b>{b}</b>") + _both_orders("{a}<|im_end|>\n{b}<|im_end|>"):
+        assert _rewards(number_env, answer) == NONE, answer
+    assert "<sup>" in read_answer("x<sup>2</sup>", ["x2"], "text").text  # a superscript changes a value: kept
+
+
+# ------------------------------------------------------------------ 2. labels in more layouts
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Sure, here's what I found as the result:\n\n**{GOLD}**",
+        f"Final answer:\n{GOLD}",
+        f"- **Final answer**\n  - {GOLD}",
+        f"| Step | Value |\n|---|---|\n| **Result** | {GOLD} |",
+    ],
+)
+def test_labels_in_more_layouts(number_env, answer):
+    assert _rewards(number_env, answer) == ALL, answer
+
+
+def test_a_table_with_a_second_row_is_not_read_as_its_answer_row(number_env):
+    for answer in _both_orders("| Field | Value |\n|---|---|\n| Answer | {a} |\n| Alternative | {b} |"):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+@pytest.mark.parametrize("answer", [f"最終的な答えは{NAME}です。", f"답은 {NAME}입니다.", f"正解：{NAME}"])
+def test_japanese_and_korean_answer_frames(name_env, answer):
+    assert _rewards(name_env, answer) == ALL, answer
+
+
+# ------------------------------------------------------------------ 3. remarks that trail the answer
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"The answer is {GOLD}. Let me know if you would like me to show the working.",
+        f"{GOLD}\n\nNote: you may want to double-check this against the original data.",
+        f"{GOLD}\n\n1. I listed every number in the product.\n2. I multiplied them and kept the remainder.",
+        f"{GOLD}\n\nUser: great, thanks\nAssistant: Glad I could help!",
+        f"I'm confident in this one: {GOLD}. Feel free to ask if anything is unclear.",
+    ],
+)
+def test_remarks_after_the_answer_are_not_the_answer(number_env, answer):
+    assert _rewards(number_env, answer) == ALL, answer
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{a}\n\nLet me know if you would rather go with {b}.",  # speaks to the reader, but names a candidate
+        "{a}\n\nUser: is it {b}?\nAssistant: It could well be {b}.",  # a leaked turn that names one
+        "The answer is {a}. Though some would say {b}.",
+        "{a}\n\nThe other value that fits the data is {b}.",
+    ],
+)
+def test_a_remark_that_names_a_candidate_is_read(number_env, template):
+    for answer in _both_orders(template):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+def test_remarks_on_text_answers(name_env):
+    assert _rewards(name_env, f"{NAME}. Let me know if you'd like the sources I used.") == ALL
+    assert _rewards(name_env, f"{NAME}\n\nPlease verify this against a primary source if it matters.") == ALL
+    for answer in (f"{NAME}\n{OTHER.lower()}", f"{NAME}\n\nUser: or {OTHER.lower()}?"):  # lower-case rivals
+        assert _rewards(name_env, answer) == NONE, answer
+    # a lower-case answer in prose is never a remark, and neither is a conclusion
+    text = f"First I found the {NAME} article. Then I read it twice. So it is {NAME.lower()} in the end."
+    assert NAME.lower() in trailing_remarks(text, "text", [NAME])
+
+
+# ------------------------------------------------------------------ 4. rejections and repeats
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Not {b} — {a}.",
+        "Edit: {a} (I previously wrote {b} by mistake).",
+        "It's {a} rather than {b}.",
+        "The value is {a} instead of {b}.",
+        "Although {b} is often cited, the correct answer is {a}.",
+        "After checking every step I am comfortable giving {a} as the answer.",
+    ],
+)
+def test_rejections_commit_to_the_value_kept(number_env, template):
+    answer, mirror = _both_orders(template)
+    assert _rewards(number_env, answer) == ALL, answer
+    assert _rewards(number_env, mirror) == NONE, mirror  # the same shape committed to the rival
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"The answer is {GOLD}. The answer is {GOLD}.",
+        f"{GOLD}\n{GOLD}\n{GOLD}",
+        f"Question: {QUESTION}\n\n{GOLD}",
+        f"Three hundred twenty-one ({GOLD})",
+    ],
+)
+def test_repeats_question_quotes_and_glossed_number_words(number_env, answer):
+    assert _rewards(number_env, answer) == ALL, answer
+
+
+def test_repeats_that_differ_are_two_answers(number_env):
+    for answer in _both_orders("The answer is {a}. The answer is {b}.") + ["Three hundred twelve (321)"]:
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+def test_not_sure_is_no_rejection(number_env):
+    for answer in _both_orders("Not sure — {a} or {b}."):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+def test_so_yeah_is_a_conclusion(name_env):
+    assert _rewards(name_env, f"I checked the list of presidents. So yeah, {NAME}.") == ALL
+
+
+# ------------------------------------------------------------------ 5. more hedges
+@pytest.mark.parametrize(
+    "template",
+    ["{a}? {b}?", "Soit {a}, soit {b}.", "**Final Answer:** {a}\n\n**Final Answer:** {b}", "Is it {a}? Or maybe {b}?"],
+)
+def test_more_hedges_score_zero_in_either_order(number_env, template):
+    for answer in _both_orders(template):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+def test_the_most_likely_option_is_a_commitment():
+    env = make_env("Gen-Science", grammar=7)
+    env.reset(options={"index": 0})
+    task = env.unwrapped.task
+    gold = str(task.answer)
+    rival = next(letter for letter in "ABCD" if letter != gold)
+    others = [letter for letter in "ABCD" if letter != gold]
+    for answer, want in (
+        (f"The most likely answer is **{gold}**.", 1.0),
+        (f"The most likely answer is **{rival}**.", 0.0),
+        (f"{', '.join(others)} can be ruled out. That leaves {gold}.", 1.0),
+        (f"{', '.join(sorted({*others, gold} - {rival}))} can be ruled out. That leaves {rival}.", 0.0),
+        (f"{gold} or {rival}, most likely.", 0.0),
+    ):
+        env.reset(options={"index": 0})
+        assert env.step(f"Final Answer: {answer}")[1] == want, answer
+    env.close()
+
+
+def test_grammar_6_reads_as_before():
+    """The -v6 reader is unchanged: grammar 7's classes still score as they did there."""
+    env6 = _qa(GOLD, QUESTION, grammar=6)
+    assert _rewards(env6, f"<b>{GOLD}</b>") == NONE
+    assert _rewards(env6, f"The answer is {GOLD}<|im_end|>") == NONE
