@@ -55,7 +55,7 @@ class AgentFlowEnv(TaskEnv):
     (or the same keys as JSON). A malformed action costs the turn and is explained in memory.
     ``headers_first`` (the ``-v7`` ids on): a JSON object after a ``Tool Name:``, ``Command:`` or ``Final Answer:``
     header belongs to that field's value; without it (ids up to ``-v6``) an object with a field key anywhere in
-    the action is the action (see :func:`~agentflow_env.turn.parsing.parse_action`).
+    the action is the action (see ``agentflow_env.turn.parsing.parse_action``).
     Native tool calls work too (see :mod:`agentflow_env.turn.tool_calls`): an OpenAI assistant message (a dict
     or its JSON) with ``tool_calls``, Hermes/Qwen ``<tool_call>`` blocks, a ``final_answer`` call, or plain
     content as the final answer (from the first turn with ``reset(options={"tool_calling": True})``, else once
