@@ -243,9 +243,9 @@ _ACTION_FIELDS = frozenset({"tool_name", "command", "final_answer"})
 
 
 def _final_answers_span(action: str) -> str | None:
-    """With two or more ``Final Answer:`` headers that give a value, the text from the first of them to the end of
-    the last one's value, headers included (so the answer grammar sees every answer the action gives, labelled as
-    the JSON format hands them over); ``None`` with fewer."""
+    """With two or more ``Final Answer:`` headers that give a value, everything after the first of them to the end
+    of the last one's value, the later headers included: what the JSON format hands the grammar for the same text
+    (``{"final_answer": "35 .. Final Answer: 33"}``); ``None`` with fewer."""
     headers = [
         (m, _COMMON_HEADERS.get(m.group(_NAME_GROUP)) or _key_to_field(m.group(_NAME_GROUP)))
         for m in _HEADER_RE.finditer(action)
@@ -256,7 +256,7 @@ def _final_answers_span(action: str) -> str | None:
     if len(given) < 2:  # one answer (an empty header beside it gives none)
         return None
     end = headers[given[-1] + 1][0].start() if given[-1] + 1 < len(headers) else len(action)
-    return _clean_value(action[headers[given[0]][0].start() : end])
+    return _clean_value(action[headers[given[0]][0].end() : end])
 
 
 def _first_action_header(action: str) -> int:
@@ -403,9 +403,9 @@ def parse_action(action: Any, headers_first: bool = False) -> ParsedAction:
 
     ``headers_first``: a JSON object that starts after a ``Tool Name:``, ``Command:`` or ``Final Answer:`` header
     is part of that field's value (``Command: print({"answer": 42})`` is a command, ``Final Answer: {...}`` an
-    answer that holds an object), and an action with two ``Final Answer:`` headers answers with the text from the
-    first header to the end of the last value (``Final Answer: 35 .. Final Answer: 33`` gives both to the answer
-    grammar, which reads a revision or a hedge), as the ``-v7`` ids read actions; ``False`` (ids up to ``-v6``): an
+    answer that holds an object), and an action with two ``Final Answer:`` headers answers with everything after the
+    first header, the later ones included, as the JSON format does (the grammar reads a later labelled answer,
+    two labelled answers after it, or a revision), as the ``-v7`` ids read actions; ``False`` (ids up to ``-v6``): an
     object with a field key anywhere in the action is the action, and the last ``Final Answer:`` wins.
     """
     if type(action) is str and "{" not in action and "\x00" not in action:  # the fast path, _parse_canonical inlined

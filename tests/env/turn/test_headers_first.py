@@ -89,44 +89,44 @@ def test_without_a_brace_the_two_readings_agree(lines):
     """Without a brace the readings differ only in an action that gives two answers or more."""
     action = "\n".join(h + v for h, v in lines)
     new, old = parse_action(action, True), parse_action(action, False)
-    if new.final_answer != old.final_answer:  # both answers, headers and all, where the older reading kept the last
-        assert action.count("Final Answer: ") >= 2 and new.final_answer.startswith("Final Answer:")
-        assert new.final_answer.endswith(old.final_answer)
+    if new.final_answer != old.final_answer:  # every answer after the first header, where the older one kept the last
+        assert action.count("Final Answer: ") >= 2 and new.final_answer.endswith(old.final_answer)
         new.final_answer = old.final_answer
     assert new == old
 
 
 @pytest.mark.parametrize(
-    ("action", "answer"),
+    ("action", "labels"),
     [
-        ("**Final Answer:** 35\n\n**Final Answer:** 33", "**Final Answer:** 35\n\n**Final Answer:** 33"),
-        (
-            "Final Answer: 35\nWait, that was wrong.\nFinal Answer: 33",
-            "Final Answer: 35\nWait, that was wrong.\nFinal Answer: 33",
-        ),
-        ("Final Answer: 35\nFinal Answer: 33\nJustification: checked twice", "Final Answer: 35\nFinal Answer: 33"),
-        ("Final Answer:\nFinal Answer: 33", "33"),  # an empty header gives no answer
-        ("Final Answer: 33", "33"),
+        ("Final Answer: **Final Answer:** 35\n\n**Final Answer:** 33", ["35", "33"]),
+        ("Final Answer: 35\nWait, that was wrong.\nFinal Answer: 33", ["35", "33"]),
+        ("Final Answer: 35\nFinal Answer: 33\nJustification: checked twice", ["35", "33"]),
+        ("Final Answer:\nFinal Answer: 33", ["33"]),  # an empty header gives no answer
+        ("Final Answer: 33", ["33"]),
     ],
 )
-def test_every_answer_an_action_gives_reaches_the_grammar(action, answer):
-    assert parse_action(action, True).final_answer == answer
+def test_every_answer_an_action_gives_reaches_the_grammar(action, labels):
+    answer = parse_action(action, True).final_answer  # as {"final_answer": <the text after the first header>}
+    assert answer.startswith(labels[0]) or answer.lstrip("*").startswith(f"Final Answer:** {labels[0]}")
+    assert all(value in answer for value in labels) and answer.endswith("33")
+    assert not answer.startswith("Final Answer: ")  # the format's own header is not part of the answer
     assert parse_action(action, False).final_answer == "33"  # the -v6 reading: the last header wins
 
 
-def test_two_final_answers_in_the_text_format_are_a_hedge_or_a_revision_through_env_step():
+def test_two_final_answers_in_the_text_format_read_as_in_the_json_format_through_env_step():
     env = gym.make(f"agentflow/Gen-Math-v{LATEST_VERSION}")
     env.reset(options={"index": 0})
     gold = str(env.unwrapped.task.answer)
     rival = gold + "1"
     cases = {
-        f"Final Answer: {rival}\n\nFinal Answer: {gold}": 0.0,  # two answers, neither retracted
-        f"Final Answer: {gold}\n\nFinal Answer: {rival}": 0.0,
-        f"Final Answer: {rival}\nWait, that was wrong.\nFinal Answer: {gold}": 1.0,  # a revision: the last commits
+        f"**Final Answer:** {rival}\n\n**Final Answer:** {gold}": 0.0,  # two labelled answers, neither retracted
+        f"**Final Answer:** {gold}\n\n**Final Answer:** {rival}": 0.0,
+        f"{rival}\nWait, that was wrong.\nFinal Answer: {gold}": 1.0,  # a revision: the last commits
     }
-    for action, want in cases.items():
-        env.reset(options={"index": 0})
-        assert env.step(action)[1] == want, action
+    for body, want in cases.items():
+        for action in (f"Final Answer: {body}", json.dumps({"final_answer": body})):
+            env.reset(options={"index": 0})
+            assert env.step(action)[1] == want, action
     env.close()
 
 
