@@ -30,11 +30,26 @@ blind, is the check.
 5. **More hedges**: two or more candidates each asked as a question ("33? 35?") commit to none; "soit X, soit Y"
    is "either X or Y"; number words glossed by other digits ("Three hundred twelve (321)") give two values.
 
+6. **The fifth set's classes** (a second round, read from a fifth set's failures after it was run blind):
+   reasoning blocks in other spellings (``◁think▷``, ``[scratchpad]``); role markers between template tokens;
+   lines of agent and UI debris ("TERMINATE", "Thought for 12 seconds", Command R's document lists and
+   ``<co: 0>`` tags, ``[!NOTE]`` callouts, ``<details>``); a lone closing ``</answer>``; ``==highlight==``; a
+   candidate marked ❌ is rejected, ✅ is a mark; "if I'm reading it correctly" is a confidence remark; a Python
+   call or dict that carries the answer (``final_answer('33')``, ``Result(answer='33', alternative='35')``) is the
+   JSON object of its arguments; "Correction — Answer: 33" is a correction; "Final result:", "Output:",
+   "TL;DR:", "Bottom line:" and answer labels in more languages are labels; "Most likely X" commits to X; after
+   a revision cue ("I misread ..", "Redoing that step ..", "I need to correct myself"), the first sentence that
+   states one value of the type and does not negate it commits (numbers and options); a number answer that states
+   one value, never negated or bounded ("at least 33"), commits to it (:func:`only_value`); "can't exclude",
+   "plausible" are rival cues, and a list of candidates with no pick is a hedge.
+
 Every step is a bounded number of linear passes.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Iterable
 
@@ -82,7 +97,7 @@ _BARE_CONTRAST = re.compile(r"(?i)(?<=[^\s,;—–-])[ \t]+(?=(?:rather\s+than|i
 _OFTEN_CITED = re.compile(
     r"(?i)\b(?:although|though|even\s+though|while|whereas)[ \t]+[^\n,.;]{1,80}?[ \t]+"
     r"(?:is|are|was|were|gets|get)[ \t]+(?:often|commonly|sometimes|frequently|widely|usually)?[ \t]*"
-    r"(?:cited|given|said|reported|believed|thought|"
+    r"(?:cited|given|said|reported|believed|thought|comes\s+up|come\s+up|appears|shows\s+up|mentioned|"
     r"claimed|quoted|assumed|mentioned|suggested|guessed|listed)[^\n,.;]{0,40},[ \t]*"
     r"(?=the[ \t]+(?:correct|right|actual|true|real|accurate)[ \t]+answer[ \t]+is\b)"
 )
@@ -108,6 +123,69 @@ _CAN_BE_RULED_OUT = re.compile(
 )
 # a number then another in brackets right after it ("312 (321)"), once number words are written as digits
 _WORDS_AND_DIGITS = re.compile(r"(?<![\d.])\d[\d,.]*[ \t]*\([ \t]*\d[\d,.]*[ \t]*\)")
+# ------------------------------------------------------------------ round 2: the fifth set's classes
+# reasoning blocks in other spellings, read as <think> blocks (before grammar 3 drops them)
+_OTHER_THINK = re.compile(
+    r"(?is)(?:◁think▷|\[scratchpad\]|<scratchpad>|<reasoning>|<thinking>)(.*?)(?:◁/think▷|\[/scratchpad\]|</scratchpad>"
+    r"|</reasoning>|</thinking>)"
+)
+# a role marker between chat-template tokens: the assistant's own is debris, a user's starts a leaked turn
+_ROLE_TOKEN = re.compile(
+    r"<\|(?:im_start|start_of_role|start_header_id)\|>[ \t]*(?P<role>assistant|user|system)[ \t]*"
+    r"(?:<\|(?:end_of_role|end_header_id)\|>)?[ \t]*\n?"
+)
+_DEBRIS_LINE = re.compile(
+    r"(?im)^[ \t]*(?:TERMINATE|\[DONE\]|<\|?endoftext\|?>|thought\s+for\s+\d+\s*(?:s|sec|secs|seconds|m|min|minutes)\.?"
+    r"|(?:relevant|cited)\s+documents?\s*:[ \t\d,]*|>?[ \t]*\[!(?:note|tip|important|warning|caution)\])[ \t]*$\n?"
+)
+_GROUNDING_TAG = re.compile(r"</?co:\s*[\d,\s]*>")
+_LONE_CLOSE = re.compile(r"(?i)</(?:final_?answer|answer|result)>")
+_DETAILS = re.compile(r"(?is)</?details>|<summary>\s*([^<\n]{1,40}?)\s*</summary>")
+_HIGHLIGHT = re.compile(r"(?<![=\w])==(?=\S)([^=\n]{1,200}?)(?<=\S)==(?![=\w])")
+_MARKED_LINE = re.compile(r"(?m)^[ \t>*_-]*(?:❌|✗|✘|✖|⛔|🚫)[^\n]*\n?")
+_CHECK_MARK = re.compile(r"(?m)^([ \t>*_-]*)(?:✅|✓|✔|☑)\ufe0f?[ \t]*")
+_MORE_LABELS = re.compile(
+    r"(?im)(?:^|(?<=[.!]\s))[ \t*_]*(?:final\s+)?(?:result|output|deliverable|bottom\s+line|tl;?\s?dr|verdict"
+    r"|key\s+takeaway|in\s+short|grounded\s+answer|final)[ \t*_]*[:：][ \t*_]*"
+)
+_CORRECTION_LABEL = re.compile(
+    r"(?im)(^|(?<=[.!]\s))[ \t*_]*(?:correction|corrected|update|edit|revision|erratum|amendment)[ \t*_]*[—–:-]+[ \t]*"
+)
+_REVISION7 = re.compile(
+    r"(?i)\b(?:i|we)\s+(?:had\s+|have\s+)?(?:misread|misremembered|miscounted|mistyped|misapplied|miscalculated|mixed\s+up)\b"
+    r"|\bredo(?:ing)?\s+(?:that|this|the|my)\s+(?:step|calculation|computation|count|check|sum|search|lookup)\b"
+    r"|\b(?:i\s+need\s+to|let\s+me)\s+correct\s+(?:myself|that|this)\b|\bcorrecting\s+myself\b"
+    r"|\bcorrection\s*:"
+)
+_RECALL = re.compile(
+    r"(?i),?[ \t]*\bif\s+(?:i'm|i\s+am|i've|i\s+have)\s+(?:reading|understanding|interpreting|remembering|recalling)\b"
+    r"[^.,;\n]{0,40}?\b(?:correctly|right)\b|,?[ \t]*\bif\s+i\s+(?:recall|remember)\s+(?:correctly|right)\b"
+    r"|,?[ \t]*\bif\s+memory\s+serves(?:\s+me)?\b"
+)
+_NOT_DOT = re.compile(
+    r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n.!?;:—–]{1,60}?)[.!][ \t]+(?P<kept>[^\n.!?]{1,60}[.!]?)[ \t]*$"
+)
+_ACTIVE_EXCLUDE = re.compile(
+    r"(?i)\b(?:can(?:not|'t|\s+not)|could(?:n't|\s+not)|won't)\s+(?:fully\s+|quite\s+|yet\s+)?"
+    r"(?:rule\s+out|exclude|eliminate|dismiss|discount)\b"
+)
+# answer labels in more languages (grammar 6 reads Spanish, French, German, Italian, Portuguese and Russian ones)
+_FOREIGN_LABEL7 = re.compile(
+    r"(?im)(?:^|(?<=[.!?]\s))[ \t*_]*(?:"
+    r"het\s+antwoord\s+is|antwoord\s*:|svaret\s+(?:är|er)|svar\s*:|vastaus\s+on|vastaus\s*:"
+    r"|odpowied[źz]\s+(?:to|brzmi)|odpowied[źz]\s*:|odpov[ěe]ď\s+je|odpov[ěe]ď\s*:|odpove[ďd]\s+je|odpove[ďd]\s*:"
+    r"|r[ăa]spunsul\s+(?:este|e)|r[ăa]spuns\s*:|a\s+v[áa]lasz(?:\s+pedig)?\s*:?|v[áa]lasz\s*:"
+    r"|(?:cevap|yan[ıi]t)\s*:|jawab(?:an)?nya\s+(?:adalah|ialah)|jawab(?:an|apan)?\s*:"
+    r"|c[âa]u\s+tr[ảa]\s+l[ờo]i\s+l[àa]|[đd][áa]p\s+[áa]n\s+l[àa]|[đd][áa]p\s+[áa]n\s*:|tr[ảa]\s+l[ờo]i\s*:"
+    r"|jibu\s+ni|jibu\s*:|η\s+απάντηση\s+είναι|απάντηση\s*:|відповідь\s*(?::|—|-|є)|отговорът\s+е|отговор\s*:"
+    r"|उत्तर\s*(?::|है)|الإجابة\s+هي|(?:الإجابة|الجواب)\s*:|התשובה\s+היא|תשובה\s*:|(?:پاسخ|جواب)\s*:|คำตอบคือ"
+    r")[ \t*_]*"
+)
+_MOST_LIKELY_LEAD = re.compile(r"(?im)^[ \t*_]*(?:most\s+likely|probably|likely)[ \t]*[,:—–-]?[ \t]+(?=\S)")
+_CUES7 = re.compile(
+    f"(?:{grammar6._CUES6.pattern})|(?:{_ACTIVE_EXCLUDE.pattern[4:]})|\\b(?:plausible|viable|equally\\s+(?:likely|valid))\\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+|(?=\n)|$)")
 _ECHO = re.compile(r"(?im)^[ \t>*_]*(?:you\s+asked|your\s+question|the\s+question|question|q)[ \t*_]*[:：][^\n]*\n?")
 
@@ -144,7 +222,11 @@ def _names_candidate(piece: str, kind: str) -> bool:
         if kind == "option":
             if re.fullmatch(r"[A-Z]", token) and token not in ("I", "A"):
                 return True
-            if token == "A" and not re.match(r"A[ \t]+[a-z]", body[body.find(raw) :]):
+            article = re.match(
+                r"A[ \t]+(?!(?:is|was|also|and|or|could|might|may|would|seems|appears|fits)\b)[a-z]",
+                body[body.find(raw) :],
+            )
+            if token == "A" and not article:
                 return True
             continue
         if kind == "text" and token[:1].isupper() and word not in _COMMON and word not in _COURTESY:
@@ -180,9 +262,18 @@ def _remark(piece: str, kind: str, golds: list[str]) -> bool:
         return False
     if _CONCLUSION.match(body) or (kind == "text" and _holds_gold(piece, golds)):
         return False
-    if _REVISION.search(piece) or grammar6._REJECTS.search(piece):
+    if _REVISION.search(piece) or grammar6._REJECTS.search(piece) or _REVISION7.search(piece):
         return False
-    return grammar6._cue_free(piece) or bool(_TO_READER.search(piece))
+    # a rival cue needs a rival: for numbers none is named (checked above); for options and text it may be a word
+    return kind == "number" or grammar6._cue_free(piece) or bool(_TO_READER.search(piece))
+
+
+_HEADING = re.compile(r"^[ \t>#*_-]*[A-Za-z][A-Za-z '’-]{0,40}[ \t*_]*[:：][ \t*_]*$")
+
+
+def _heading(piece: str, kind: str) -> bool:
+    """A heading line over remarks ("**Key details:**", "Why:"): a short label, no candidate, no answer label."""
+    return bool(_HEADING.match(piece)) and not _ANSWER_MARK.search(piece) and not _names_candidate(piece, kind)
 
 
 def _holds_gold(piece: str, golds: list[str]) -> bool:
@@ -230,7 +321,8 @@ def trailing_remarks(text: str, kind: str, golds: Iterable[str] = ()) -> str:
     last = first  # the last piece that is not a remark: only the remarks after it trail the answer
     for i in range(first + 1, len(spans)):
         a, b = spans[i]
-        if text[a:b].strip() and not _remark(text[a:b], kind, gold_list):
+        piece = text[a:b]
+        if piece.strip() and not _remark(piece, kind, gold_list) and not _heading(piece, kind):
             last = i
     if last + 1 >= len(spans):
         return text
@@ -248,10 +340,14 @@ def _table_answer(text: str) -> str:
         (i for i, row in enumerate(cells) if any(row) and all(re.fullmatch(r":?-{3,}:?", c) for c in row if c)), None
     )
     data = [row for row in cells[(rule + 1 if rule is not None else 0) :] if any(row)]
-    filled = [c for c in data[0] if c] if len(data) == 1 else []
-    if len(filled) != 2 or not _ANSWER_CELL.match(filled[0]):
+    answers = [[c for c in row if c] for row in data if row and row[0] and _ANSWER_CELL.match(row[0])]
+    others = [row for row in data if not (row and row[0] and _ANSWER_CELL.match(row[0]))]
+    if len(answers) != 1 or len(answers[0]) != 2:
         return text
-    return text[: rows[0].start()] + f"Answer: {filled[1]}" + text[rows[-1].end() :]
+    # other rows are working ("| Status | verified |") when they name no candidate of any type
+    if any(_names_candidate(" ".join(c for c in row[1:] if c), "text") for row in others):
+        return text
+    return text[: rows[0].start()] + f"Answer: {answers[0][1]}" + text[rows[-1].end() :]
 
 
 def _question_echo(text: str) -> str:
@@ -288,9 +384,134 @@ def _not_first(m: re.Match[str]) -> str:
     return m.group(1) + kept
 
 
+def _python_dict(text: str) -> str:
+    """A Python dict literal (``{'answer': '33'}``) as the JSON object grammar 5 and 6 read; ``text`` otherwise."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}") and "'" in stripped) or len(stripped) > 2000:
+        return text
+    try:
+        value = ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return text
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return text
+
+
+def _python_call(text: str) -> str:
+    """A Python call that carries the answer (``final_answer('33')``, ``Result(answer='33', confidence=0.9)``) as the
+    JSON object of its arguments (a lone positional one is the answer), which grammar 5 and 6 read: every keyword
+    stays, so an ``alternative=`` keeps its second candidate; ``text`` otherwise."""
+    stripped = text.strip()
+    if not re.fullmatch(r"[A-Za-z_][\w.]{0,40}\(.*\)", stripped, re.S) or len(stripped) > 2000:
+        return text
+    try:
+        call = ast.parse(stripped, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return text
+    if not isinstance(call, ast.Call) or len(call.args) > 1 or any(k.arg is None for k in call.keywords):
+        return text
+    try:
+        fields = {str(k.arg): ast.literal_eval(k.value) for k in call.keywords}
+        if call.args:
+            fields = {"answer": ast.literal_eval(call.args[0]), **fields}
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    if not any(re.fullmatch(r"(?i)(?:final_?)?answer|result|value", key) for key in fields):
+        return text
+    try:
+        return json.dumps(fields, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return text
+
+
+def _second_round(text: str) -> str:
+    """The fifth answer set's presentation classes (module doc, step 1 and 2)."""
+    text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
+    text = _TEMPLATE_TOKEN.sub("", text)
+    text = _GROUNDING_TAG.sub("", text)
+    text = _DEBRIS_LINE.sub("", text)
+    if "<" in text:
+        if not re.search(r"(?i)<(?:final_?answer|answer|result)>", text):
+            text = _LONE_CLOSE.sub("", text)
+        text = _DETAILS.sub(lambda m: f"{m.group(1)}:" if m.group(1) else "", text)
+    text = _HIGHLIGHT.sub(r"\1", text)
+    text = _MARKED_LINE.sub("", text)  # a candidate marked wrong is rejected
+    text = _CHECK_MARK.sub(r"\1", text)
+    text = _RECALL.sub("", text)
+    text = _python_dict(_python_call(text))
+    text = _CORRECTION_LABEL.sub(r"\1Correction: ", text)
+    text = _FOREIGN_LABEL7.sub("Answer: ", text)
+    text = _MOST_LIKELY_LEAD.sub("Answer: ", text)  # "Most likely X": one candidate, committed to
+    text = _MORE_LABELS.sub(
+        lambda m: ("\n" if m.start() > 0 and text[m.start() - 1] != "\n" else "") + "Answer: ", text
+    )
+    return text
+
+
+# a bound or an estimate is no value ("at least 33", "x \\geq 33", "about 33")
+_BOUND = re.compile(
+    r"(?i)\b(?:at\s+(?:least|most)|more\s+than|less\s+than|fewer\s+than|greater\s+than|no\s+(?:more|less|fewer)\s+than"
+    r"|up\s+to|around|about|approximately|approx|roughly|nearly|almost|over|under|between|within|range)\b"
+    r"|\\(?:geq|leq|ge|le|gt|lt|approx|sim|pm)\b|>=|<=|[<>≥≤≈~±]"
+)
+_NEGATED = re.compile(r"(?i)\b(?:not|isn't|isnt|wasn't|aren't|never|no\s+longer|rather\s+than|instead\s+of)\b")
+
+
+def only_value(text: str, kind: str) -> str | None:
+    """The one value of the answer's type an answer states, when it states exactly one (written the same way each
+    time) and never negates it: "Drumroll please... It's 33!", "Vastaus on -\\frac{1}{2}.". Numbers only (a token
+    with a digit; list markers aside); ``None`` otherwise, and for a text with a rival cue, a revision or a
+    rejection (those are read by the steps before)."""
+    if kind != "number" or len(text) > 2000 or _NEGATED.search(text) or _BOUND.search(text) or not _cue_free(text):
+        return None
+    values = {
+        raw.strip(".,;:!?\"'“”‘’()[]{}*_`").rstrip(".")
+        for line in text.split("\n")
+        for raw in _LIST_MARK.sub("", line).split()
+        if re.search(r"\d", raw)
+    }
+    values.discard("")
+    return values.pop() if len(values) == 1 else None
+
+
+def _first_single_value(text: str, kind: str) -> str | None:
+    """From the first sentence of ``text`` that states exactly one value of the type and does not negate it, the
+    rest of the text; ``None`` at a sentence with two values or a cue first."""
+    for m in re.finditer(r"[^.!?\n]+[.!?]*", text):
+        sentence = m.group(0)
+        values = {c for c in _candidates(sentence) if _of_kind(c, kind)}
+        if len(values) > 1 or grammar5.UNCERTAIN.search(sentence) or not grammar6._cue_free(sentence):
+            return None
+        if len(values) == 1 and not _NEGATED.search(sentence):
+            return text[m.start() :].strip()
+    return None
+
+
+def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
+    """Grammar 6's revisions, then one more: after a revision cue ("I misread ..", "Redoing that step ..",
+    "I need to correct myself:"), when no commitment phrase follows, the first sentence after the cue that states
+    exactly one value of the answer's type (numbers and options; a text value needs a commitment phrase)."""
+    read, hedge, revised = grammar6.drop_drafts(text, kind)
+    if hedge is not None or kind == "text":
+        return read, hedge, revised
+    if revised:  # a revision whose text still names a rejected value ("it isn't 43. It's 33.")
+        values = {c for c in _candidates(read) if _of_kind(c, kind)}
+        later = _first_single_value(read, kind) if len(values) > 1 else None
+        return (later, None, True) if later else (read, hedge, revised)
+    cues = [m for cue in (_REVISION, grammar6._REVISION6, _REVISION7) for m in cue.finditer(text)]
+    if not cues:
+        return read, hedge, revised
+    later = _first_single_value(text[max(m.end() for m in cues) :], kind)
+    return (later, None, True) if later else (read, hedge, revised)
+
+
 def presentation(text: str, golds: list[str], kind: str, question: str = "") -> tuple[str, str | None]:
     """``text`` with grammar 7's presentation read (steps 1, 2 and 4 of the module doc), then grammar 6's."""
-    text = _TEMPLATE_TOKEN.sub("", text)
+    text = _second_round(text)
     if "<" in text:
         text = _HTML_FORMAT.sub("", text)
     text = _question_echo(text)
@@ -304,6 +525,7 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
     text = _MISTAKE_PAREN.sub("", text)
     text = _CAN_BE_RULED_OUT.sub(r"are \1", text)  # "B, C, D can be ruled out": a rejection, not a possibility
     text = _NOT_FIRST.sub(_not_first, text)
+    text = _NOT_DOT.sub(_not_first, text)  # "Not 43. 33."
     text = _BARE_CONTRAST.sub(", ", text)
     text = _OFTEN_CITED.sub("", text)
     text = _repeats(text)
@@ -324,10 +546,26 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
     text, hedge = grammar6.presentation(text.strip(), golds, kind, question)
     if hedge is not None:
         return text, hedge
-    hedge = _asked(text)
+    hedge = _asked(text) or _candidate_list(text, kind)
     if hedge is not None:
         return text, hedge
     return trailing_remarks(_leaked_turn(text, kind), kind, golds), None
+
+
+def _candidate_list(text: str, kind: str) -> str | None:
+    """A numbered or bulleted list whose items each name one value of the type, two or more of them different, and
+    none of which carries an answer label ("1) 33 — plausible / 2) 43 — plausible"): candidates, no pick."""
+    if kind == "text":
+        return None
+    items = [line for line in text.split("\n") if _LIST_MARK.match(line)]
+    if len(items) < 2 or any(_ANSWER_MARK.search(line) for line in items):
+        return None
+    named = []
+    for line in items:
+        values = {c for c in _candidates(_LIST_MARK.sub("", line)) if _of_kind(c, kind)}
+        if len(values) == 1:
+            named.append(values.pop())
+    return "it lists candidates and picks none" if len(set(named)) >= 2 else None
 
 
 def _asked(text: str) -> str | None:
@@ -342,5 +580,7 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
     :func:`presentation` (which ends with :func:`trailing_remarks`) in place of grammar 6's."""
     text = normalize_text(prediction)
     if len(text) <= 20_000:  # the tokens first: "33</s>" hides the end of an <answer> tag's line
+        text = _OTHER_THINK.sub(lambda m: f"<think>{m.group(1)}</think>", text)
+        text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
         text = _TEMPLATE_TOKEN.sub("", text)
-    return grammar6.read_answer(text, golds, kind, question, present=presentation)
+    return grammar6.read_answer(text, golds, kind, question, present=presentation, drafts=drop_drafts, cues=_CUES7)

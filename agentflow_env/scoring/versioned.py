@@ -139,23 +139,32 @@ class GrammarScorer:
                     return 1.0
             return score
         golds = _golds(task)
-        if not golds:
-            return score
+        return 1.0 if golds and self._typed_match(text, task, golds) else score
+
+    def _typed_match(self, text: str, task: Task, golds: list[str]) -> bool:
+        """Whether a short answer's read text commits to the gold by its type: the committed span, then grammar 4's
+        sentence value, grammar 5's frame values and grammar 7's one value, each by the scorer or by type."""
         from agentflow_env.scoring.commitment import read_commitment
         from agentflow_env.scoring.typed import typed_equal
 
         committed = read_commitment(text, golds, task.question)
         if committed.hedge is None and typed_equal(committed.text, golds):
-            return 1.0
+            return True
         if self.grammar >= 4:
             value = _sentence_value(text, task, self.grammar)
             if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds)):
-                return 1.0
+                return True
         if self.grammar >= 5:
             for value in _frame_values(text, task, committed.text if committed.hedge is None else None):
                 if float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5):
-                    return 1.0
-        return score
+                    return True
+        if self.grammar >= 7:
+            from agentflow_env.scoring.grammar7 import only_value
+
+            value = only_value(text, _answer_kind(task))
+            if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5)):
+                return True
+        return False
 
     def score_batch(self, predictions: list[str], tasks: list[Task]) -> list[float]:
         """Many answers at once: a judge gets one batched call on the read texts (hedges score 0 without

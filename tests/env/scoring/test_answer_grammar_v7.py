@@ -220,3 +220,86 @@ def test_grammar_6_reads_as_before():
     env6 = _qa(GOLD, QUESTION, grammar=6)
     assert _rewards(env6, f"<b>{GOLD}</b>") == NONE
     assert _rewards(env6, f"The answer is {GOLD}<|im_end|>") == NONE
+
+
+# ------------------------------------------------------------------ the fifth set's classes (a second round)
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Answer: {RIVAL}\nCorrection — Answer: {GOLD}",  # a correction label with a dash
+        f"My first pass gave {RIVAL}, but I had misread one of the inputs. Redoing that step gives {GOLD}.",
+        f"I need to correct myself: it isn't {RIVAL}. It's {GOLD}.",
+        f"Not {RIVAL}. {GOLD}.",
+        f"✅ {GOLD}\n❌ {RIVAL}",  # a candidate marked wrong is rejected
+        f"Result(answer='{GOLD}', confidence=0.8)",
+        f"final_answer('{GOLD}')",
+        f"{{'answer': '{GOLD}'}}",
+        f"| Field | Value |\n|---|---|\n| Answer | {GOLD} |\n| Status | checked |",
+        f"{GOLD}</answer>",
+        f"◁think▷The remainder repeats every 20 steps.◁/think▷{GOLD}",
+        f"[scratchpad]\nlist the factors, multiply, reduce\n[/scratchpad]\n\nFinal: {GOLD}",
+        f"> [!NOTE]\n> {GOLD}",
+        f"<details>\n<summary>Answer</summary>\n\n{GOLD}\n\n</details>",
+        f"Thought for 12 seconds\n\n{GOLD}",
+        f"Here we go... the remainder comes out as {GOLD}!",
+        f"Work finished. Final result: {GOLD}",
+        f"{GOLD}\n\nTERMINATE",
+        f"{GOLD}, if I'm reading the problem correctly.",
+        f"<|start_of_role|>assistant<|end_of_role|>{GOLD}<|end_of_text|>",
+        f"=={GOLD}==",
+        f"**{GOLD}**\n\n**Why:**\n- I multiplied the numbers with the calculator.\n- Every other candidate fails.",
+    ],
+)
+def test_more_presentation_and_revisions(number_env, answer):
+    assert _rewards(number_env, answer) == ALL, answer
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Answer: {b}\nCorrection — Answer: {a}",  # the mirror of a correction: the later value commits
+        "My first pass gave {b}, but I had misread one of the inputs. Redoing that step gives {a}.",
+        "✅ {a}\n❌ {b}",
+    ],
+)
+def test_a_revision_commits_to_the_later_value_either_way(number_env, template):
+    answer, mirror = _both_orders(template)
+    assert _rewards(number_env, answer) == ALL, answer
+    assert _rewards(number_env, mirror) == NONE, mirror
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "The answer is {a}, though I can't exclude {b}.",
+        "1) {a} — plausible\n2) {b} — plausible",
+        "- {a}\n- {b}",
+        "Result(answer='{a}', alternative='{b}')",
+        "{{'answer': '{a}', 'alternative': '{b}'}}",
+    ],
+)
+def test_more_hedges_of_the_second_round(number_env, template):
+    for answer in _both_orders(template):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+@pytest.mark.parametrize("answer", [f"at least {GOLD}", f"x \\geq {GOLD}", f"not {GOLD}"])
+def test_one_value_is_no_commitment_when_bounded_or_negated(number_env, answer):
+    assert _rewards(number_env, answer) == NONE, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Het antwoord is {NAME}.",
+        f"Svaret är {NAME}.",
+        f"Vastaus on {NAME}.",
+        f"Odpowiedź: {NAME}",
+        f"Câu trả lời là {NAME}.",
+        f"Η απάντηση είναι {NAME}.",
+        f"Most likely {NAME}.",
+    ],
+)
+def test_answer_labels_in_more_languages(name_env, answer):
+    assert _rewards(name_env, answer) == ALL, answer
+    assert _rewards(name_env, answer.replace(NAME, f"{NAME} or {OTHER}")) == NONE
