@@ -43,6 +43,15 @@ blind, is the check.
    one value, never negated or bounded ("at least 33"), commits to it (:func:`only_value`); "can't exclude",
    "plausible" are rival cues, and a list of candidates with no pick is a hedge.
 
+7. **The sixth set's classes** (a third round, read from a sixth set's failures after it was run blind): JSON
+   revision keys (``{"initial_answer": .., "revised_answer": ..}``), revision cues in other languages ("nein,
+   Korrektur:", "不对，应该是", "Нет, поправка:", "me equivoqué", "en fait", "いや、違います"), "No, that's not
+   right", "My mistake — it's Y" (text answers too), "I said X earlier, but the correct answer is Y", a retracted
+   line, struck-out values (``<del>``, U+0336), a value followed by ❌, "(and not X)", "although some sources
+   list X, the correct answer is Y", openers ("Sure!", "Assistant:", "You're looking for"), sign-offs ("Best,
+   Assistant"), "END" lines, "if I'm not mistaken", a table before an answer label is working, "can't reconcile"
+   is a rival cue; and :func:`only_value` reads no value beside a short bare line ("138,535 / Prussian").
+
 Every step is a bounded number of linear passes.
 """
 
@@ -73,7 +82,9 @@ _ANSWER_WORD = (
     r"(?:final\s+answer|answer|result|solution|conclusion|verdict|bottom\s+line|in\s+short|tl;?dr|short\s+answer)"
 )
 _COLON_LABEL_LINE = re.compile(
-    rf"(?im)^[ \t>*_#]*[^\n:]{{0,60}}\b{_ANSWER_WORD}\b[^\n:]{{0,20}}[ \t*_]*:[ \t*_]*\n(?:[ \t]*\n)*(?=[ \t]*\S)"
+    rf"(?im)^[ \t>*_#]*[^\n:]{{0,60}}\b(?:{_ANSWER_WORD}|what\s+i\s+found|what\s+i\s+got)\b[^\n:]{{0,20}}"
+    r"[ \t*_]*:[ \t*_]*\n"
+    r"(?:[ \t]*\n)*(?=[ \t]*\S)"
 )
 _BULLET_LABEL_BLOCK = re.compile(
     rf"(?im)^[ \t]*[-*•·+][ \t]+(?:\*\*|__)?[ \t]*{_ANSWER_WORD}[ \t]*(?:\*\*|__)?[ \t]*\n[ \t]+[-*•·+][ \t]+"
@@ -135,7 +146,8 @@ _ROLE_TOKEN = re.compile(
     r"(?:<\|(?:end_of_role|end_header_id)\|>)?[ \t]*\n?"
 )
 _DEBRIS_LINE = re.compile(
-    r"(?im)^[ \t]*(?:TERMINATE|\[DONE\]|<\|?endoftext\|?>|thought\s+for\s+\d+\s*(?:s|sec|secs|seconds|m|min|minutes)\.?"
+    r"(?im)^[ \t]*(?:TERMINATE|\[DONE\]|END|EOF|DONE|<\|?endoftext\|?>"
+    r"|thought\s+for\s+(?:\d+|a\s+few|a\s+couple(?:\s+of)?|several)\s*(?:s|sec|secs|seconds|m|min|minutes)\.?"
     r"|(?:relevant|cited)\s+documents?\s*:[ \t\d,]*|>?[ \t]*\[!(?:note|tip|important|warning|caution)\])[ \t]*$\n?"
 )
 _GROUNDING_TAG = re.compile(r"</?co:\s*[\d,\s]*>")
@@ -155,12 +167,13 @@ _REVISION7 = re.compile(
     r"(?i)\b(?:i|we)\s+(?:had\s+|have\s+)?(?:misread|misremembered|miscounted|mistyped|misapplied|miscalculated|mixed\s+up)\b"
     r"|\bredo(?:ing)?\s+(?:that|this|the|my)\s+(?:step|calculation|computation|count|check|sum|search|lookup)\b"
     r"|\b(?:i\s+need\s+to|let\s+me)\s+correct\s+(?:myself|that|this)\b|\bcorrecting\s+myself\b"
-    r"|\bcorrection\s*:"
+    r"|\bcorrection\s*:|\bno,?\s+that(?:'s|\s+is|\s+was)\s+(?:not\s+right|wrong|incorrect)\b"
+    r"|\bthat(?:'s|\s+is|\s+was)\s+not\s+right\b|\bi\s+misspoke\b|\bmy\s+(?:mistake|bad)\b"
 )
 _RECALL = re.compile(
     r"(?i),?[ \t]*\bif\s+(?:i'm|i\s+am|i've|i\s+have)\s+(?:reading|understanding|interpreting|remembering|recalling)\b"
     r"[^.,;\n]{0,40}?\b(?:correctly|right)\b|,?[ \t]*\bif\s+i\s+(?:recall|remember)\s+(?:correctly|right)\b"
-    r"|,?[ \t]*\bif\s+memory\s+serves(?:\s+me)?\b"
+    r"|,?[ \t]*\bif\s+memory\s+serves(?:\s+me)?\b|,?[ \t]*\b(?:if|unless)\s+i(?:'m|\s+am)\s+(?:not\s+)?mistaken\b"
 )
 _NOT_DOT = re.compile(
     r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n.!?;:—–]{1,60}?)[.!][ \t]+(?P<kept>[^\n.!?]{1,60}[.!]?)[ \t]*$"
@@ -175,15 +188,55 @@ _FOREIGN_LABEL7 = re.compile(
     r"het\s+antwoord\s+is|antwoord\s*:|svaret\s+(?:är|er)|svar\s*:|vastaus\s+on|vastaus\s*:"
     r"|odpowied[źz]\s+(?:to|brzmi)|odpowied[źz]\s*:|odpov[ěe]ď\s+je|odpov[ěe]ď\s*:|odpove[ďd]\s+je|odpove[ďd]\s*:"
     r"|r[ăa]spunsul\s+(?:este|e)|r[ăa]spuns\s*:|a\s+v[áa]lasz(?:\s+pedig)?\s*:?|v[áa]lasz\s*:"
-    r"|(?:cevap|yan[ıi]t)\s*:|jawab(?:an)?nya\s+(?:adalah|ialah)|jawab(?:an|apan)?\s*:"
+    r"|(?:cevap|yan[ıi]t)\s*:|jawa(?:b|ban|pan)nya\s+(?:adalah|ialah)|jawa(?:b|ban|pan)?\s*:|ang\s+sagot\s+ay"
     r"|c[âa]u\s+tr[ảa]\s+l[ờo]i\s+l[àa]|[đd][áa]p\s+[áa]n\s+l[àa]|[đd][áa]p\s+[áa]n\s*:|tr[ảa]\s+l[ờo]i\s*:"
     r"|jibu\s+ni|jibu\s*:|η\s+απάντηση\s+είναι|απάντηση\s*:|відповідь\s*(?::|—|-|є)|отговорът\s+е|отговор\s*:"
     r"|उत्तर\s*(?::|है)|الإجابة\s+هي|(?:الإجابة|الجواب)\s*:|התשובה\s+היא|תשובה\s*:|(?:پاسخ|جواب)\s*:|คำตอบคือ"
     r")[ \t*_]*"
 )
 _MOST_LIKELY_LEAD = re.compile(r"(?im)^[ \t*_]*(?:most\s+likely|probably|likely)[ \t]*[,:—–-]?[ \t]+(?=\S)")
+# revision cues in other languages, read as "Correction:"
+_FOREIGN_REVISION = re.compile(
+    r"(?i)[…\.。,，;!]*[ \t]*(?:いや[、,]?\s*(?:違います|ちがう|違う)[。.]?"
+    r"|不对[，,。]?\s*(?:应该是|應該是)?|不對[，,。]?\s*(?:應該是)?"
+    r"|нет,?\s*поправка\s*:|нет,?\s*исправляю\s*:?|nein,?\s*korrektur\s*:|nein,?\s*eigentlich"
+    r"|perd[óo]n,?\s*me\s+equivoqu[ée]\s*:?\s*(?:es)?|no,?\s*en\s+realidad(?:\s+es)?|non,?\s*en\s+fait,?\s*(?:c'est)?"
+    r"|no,?\s*in\s+realt[àa](?:\s+[èe])?|n[ãa]o,?\s*na\s+verdade(?:\s+[ée])?)[ \t]*"
+)
+_STRUCK = re.compile(r"(?is)<(del|strike|s)>[^<]{0,200}</\1>|\S*\u0336\S*")
+_CROSSED_VALUE = re.compile(r"(\S+)[ \t]*(?:❌|✗|✘|✖)\ufe0f?")
+_AND_NOT_PAREN = re.compile(r"(?i)\(\s*(?:and|but)\s+not\s+")
+_MID_ANSWER = re.compile(r"(?i)(?<=[.!?])[ \t]+(?=(?:\*\*|__)?(?:final\s+)?answer(?:\*\*|__)?\s*[:：])")
+_SIGN_OFF = re.compile(
+    r"(?is)\n[ \t]*(?:best(?:\s+regards)?|cheers|regards|kind\s+regards|sincerely|thanks|thank\s+you)[ \t]*[,.!]?[ \t]*"
+    r"(?:\n[ \t]*[—–-]?[ \t]*[\w .'-]{1,30})?[ \t]*\Z"
+)
+_REVISION_KEYS = re.compile(r"(?i)^(?:revised|corrected|updated|final|amended|new)[_ ]?(?:answer|value|result)?$")
+_DRAFT_KEYS = re.compile(
+    r"(?i)^(?:initial|original|first|previous|old|draft|earlier|prior)[_ ]?(?:answer|value|result|guess)?$"
+)
+_OPENER = re.compile(
+    r"(?i)\A[ \t*_]*(?:(?:assistant|ai|bot)[ \t]*:|sure|okay|ok|alright|of\s+course|certainly|absolutely"
+    r"|great\s+question|good\s+question|happy\s+to\s+help|glad\s+to\s+help|no\s+problem|you'?re\s+looking\s+for"
+    r"|what\s+you'?re\s+looking\s+for\s+is"
+    r"|simply\s+put|put\s+simply|in\s+a\s+word|the\s+short\s+answer\s+is)[ \t]*[!.,:—–-]*[ \t]+(?=\S)"
+)
+_SAID_EARLIER = re.compile(
+    r"(?i)\bI\s+(?:said|wrote|gave|answered|stated|put)\s+[^\n,.;]{1,60}?\s+(?:earlier|before|previously|at\s+first|initially)"
+    r"\s*,?\s*but\s+"
+)
+_RETRACTED_LINE = re.compile(r"(?im)^[^\n]*\b(?:retracted|withdrawn|withdraw)\b[^\n]*\n(?=[ \t]*\S)")
+_SOME_SOURCES = re.compile(
+    r"(?i)\b(?:although|though|while|whereas)\s+(?:some|many|several|other|a\s+few)\s+[\w-]+\s+"
+    r"(?:list|lists|say|says|give|gives|cite|cites|report|reports|claim|claims|state|states|suggest|suggests|mention|mentions)"
+    r"\s+[^\n,.;]{1,80},\s*(?=the\s+(?:correct|right|actual|true|real|accurate)\s+answer\s+is\b)"
+)
+_TEXT_REVISED = re.compile(
+    r"(?i)\A[\s—–:,.!-]*(?:it'?s|it\s+is|it\s+was|rather,?|instead,?|the\s+(?:correct\s+|right\s+)?answer\s+is)\s+(?=\S)"
+)
 _CUES7 = re.compile(
-    f"(?:{grammar6._CUES6.pattern})|(?:{_ACTIVE_EXCLUDE.pattern[4:]})|\\b(?:plausible|viable|equally\\s+(?:likely|valid))\\b",
+    f"(?:{grammar6._CUES6.pattern})|(?:{_ACTIVE_EXCLUDE.pattern[4:]})|\\b(?:plausible|viable|equally\\s+(?:likely|valid))\\b"
+    "|\\bcan(?:not|'t|\\s+not)\\s+reconcile\\b",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+|(?=\n)|$)")
@@ -195,7 +248,8 @@ _LIST_MARK = re.compile(r"^[ \t>]*(?:\d{1,2}[.)]|[-*•·+]|step[ \t]+\d{1,2}[ \
 # words that open courtesy lines and notes (not candidates however they are capitalised)
 _COURTESY = frozenset(
     "note notes nb edit update disclaimer caveat tip thanks thank welcome glad happy hope sure please feel let okay ok "
-    "sources source reference references explanation reasoning summary steps step user human assistant".split()
+    "sources source reference references explanation reasoning summary steps step user human assistant verification "
+    "verified checked cross-checked double-check assumption assumptions caveat caveats primary".split()
 )
 _TURN = re.compile(r"(?im)^[ \t>*_]*(?:user|human|<\|im_start\|>[ \t]*user)[ \t*_]*[:：\n]")
 _ROLE_ANYWHERE = re.compile(r"(?im)^[ \t>*_]*(?:user|human|assistant|ai|system|bot)[ \t*_]*[:：]")
@@ -254,7 +308,7 @@ def _remark(piece: str, kind: str, golds: list[str]) -> bool:
     and either no rival cue or words to the reader ("Let me know if you'd like ..", "please verify .. if ..")."""
     body = _LIST_MARK.sub("", piece).strip()
     words = [w for w in (_word(raw) for raw in body.split()) if w]
-    if len(words) < 5 or 5 * sum(w in _COMMON or w in _COURTESY for w in words) < 2 * len(words):
+    if len(words) < 5 or 3 * sum(w in _COMMON or w in _COURTESY for w in words) < len(words):
         return False
     if _names_candidate(piece, kind) or (kind == "number" and grammar5.number_words(piece) != piece):
         return False
@@ -329,7 +383,7 @@ def trailing_remarks(text: str, kind: str, golds: Iterable[str] = ()) -> str:
     return text[: spans[last][1]].rstrip()
 
 
-def _table_answer(text: str) -> str:
+def _table_answer(text: str, kind: str) -> str:
     """A table of one data row whose first cell is an answer label (``| **Answer** | 33 |``) is that label; a table
     with any other data row is left to grammar 5's table reader (a second row may name a rival)."""
     rows = list(_TABLE_ROW.finditer(text))
@@ -337,7 +391,7 @@ def _table_answer(text: str) -> str:
         return text
     cells = [[c.strip() for c in row.group(1).split("|")] for row in rows]
     rule = next(
-        (i for i, row in enumerate(cells) if any(row) and all(re.fullmatch(r":?-{3,}:?", c) for c in row if c)), None
+        (i for i, row in enumerate(cells) if any(row) and all(re.fullmatch(r":?-{2,}:?", c) for c in row if c)), None
     )
     data = [row for row in cells[(rule + 1 if rule is not None else 0) :] if any(row)]
     answers = [[c for c in row if c] for row in data if row and row[0] and _ANSWER_CELL.match(row[0])]
@@ -345,7 +399,7 @@ def _table_answer(text: str) -> str:
     if len(answers) != 1 or len(answers[0]) != 2:
         return text
     # other rows are working ("| Status | verified |") when they name no candidate of any type
-    if any(_names_candidate(" ".join(c for c in row[1:] if c), "text") for row in others):
+    if any(_names_candidate(" ".join(c for c in row[1:] if c), kind) for row in others):
         return text
     return text[: rows[0].start()] + f"Answer: {answers[0][1]}" + text[rows[-1].end() :]
 
@@ -428,6 +482,33 @@ def _python_call(text: str) -> str:
         return text
 
 
+def _json_revision(text: str) -> str:
+    """A JSON object with a draft key and a revision key (``{"initial_answer": "35", "revised_answer": "33"}``) is the
+    revision: only its value is read; ``text`` otherwise."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")) or len(stripped) > 2000:
+        return text
+    try:
+        obj = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(obj, dict):
+        return text
+    revised = [v for k, v in obj.items() if _REVISION_KEYS.match(str(k))]
+    drafts = [k for k in obj if _DRAFT_KEYS.match(str(k))]
+    if len(revised) == 1 and drafts and isinstance(revised[0], (str, int, float)):
+        return f"Answer: {revised[0]}"
+    return text
+
+
+def _table_before_answer(text: str) -> str:
+    """A table followed by an answer label ("| A | 0.9 | ✓ | .. **Answer: A**") is the working: the label is read."""
+    rows = list(_TABLE_ROW.finditer(text))
+    if not rows or not _ANSWER_MARK.search(text[rows[-1].end() :]):
+        return text
+    return text[: rows[0].start()] + text[rows[-1].end() :]
+
+
 def _second_round(text: str) -> str:
     """The fifth answer set's presentation classes (module doc, step 1 and 2)."""
     text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
@@ -442,7 +523,18 @@ def _second_round(text: str) -> str:
     text = _MARKED_LINE.sub("", text)  # a candidate marked wrong is rejected
     text = _CHECK_MARK.sub(r"\1", text)
     text = _RECALL.sub("", text)
-    text = _python_dict(_python_call(text))
+    text = _json_revision(_python_dict(_python_call(text)))
+    text = _STRUCK.sub("", text)  # struck-out drafts
+    text = _CROSSED_VALUE.sub("", text)  # "35 ❌ → 33 ✅": the crossed value is rejected
+    text = _FOREIGN_REVISION.sub("\nCorrection: ", text)
+    text = _AND_NOT_PAREN.sub("(not ", text)
+    text = _MID_ANSWER.sub("\n", text)
+    text = _SIGN_OFF.sub("", text)
+    text = _OPENER.sub("", text)  # "Sure! X", "Assistant: X", "You're looking for X"
+    text = _SAID_EARLIER.sub("Correction: ", text)  # "I said No earlier, but the correct answer is Yes"
+    text = _RETRACTED_LINE.sub("", text)  # "Previous answer (No) retracted."
+    text = _SOME_SOURCES.sub("", text)
+    text = _table_before_answer(text)
     text = _CORRECTION_LABEL.sub(r"\1Correction: ", text)
     text = _FOREIGN_LABEL7.sub("Answer: ", text)
     text = _MOST_LIKELY_LEAD.sub("Answer: ", text)  # "Most likely X": one candidate, committed to
@@ -475,6 +567,10 @@ def only_value(text: str, kind: str) -> str | None:
         if re.search(r"\d", raw)
     }
     values.discard("")
+    # a short line without the value may be a rival of another type ("138,535\nPrussian"): no reading then
+    bare = [line for line in text.split("\n") if line.strip() and not re.search(r"\d", line)]
+    if any(len(_LIST_MARK.sub("", line).split()) <= 4 for line in bare):
+        return None
     return values.pop() if len(values) == 1 else None
 
 
@@ -496,7 +592,15 @@ def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
     "I need to correct myself:"), when no commitment phrase follows, the first sentence after the cue that states
     exactly one value of the answer's type (numbers and options; a text value needs a commitment phrase)."""
     read, hedge, revised = grammar6.drop_drafts(text, kind)
-    if hedge is not None or kind == "text":
+    if hedge is not None:
+        return read, hedge, revised
+    if kind == "text":  # "X? My mistake — it's Y": a text revision commits at "it's", "rather", "the answer is"
+        cues = [m for m in _REVISION7.finditer(text)] if not revised else []
+        if cues:
+            after = text[cues[-1].end() :]
+            lead = _TEXT_REVISED.match(after)
+            if lead is not None and not grammar5.UNCERTAIN.search(after) and grammar6._cue_free(after):
+                return after[lead.end() :].strip(), None, True
         return read, hedge, revised
     if revised:  # a revision whose text still names a rejected value ("it isn't 43. It's 33.")
         values = {c for c in _candidates(read) if _of_kind(c, kind)}
@@ -518,7 +622,7 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
     text = _FENCED_OUTPUT.sub(r"\1\2 \3", text)  # code output in a fence of its own is the output
     text = _CODE_THEN_OUTPUT.sub(lambda m: m.group("value"), text)  # print() code, then what it printed
     if "|" in text:
-        text = _table_answer(text)
+        text = _table_answer(text, kind)
     text = _COLON_LABEL_LINE.sub("Answer: ", text)
     text = _BULLET_LABEL_BLOCK.sub("Answer: ", text)
     text = _CJK_FRAME.sub(lambda m: "Answer: " + m.group("value"), text)

@@ -303,3 +303,94 @@ def test_one_value_is_no_commitment_when_bounded_or_negated(number_env, answer):
 def test_answer_labels_in_more_languages(name_env, answer):
     assert _rewards(name_env, answer) == ALL, answer
     assert _rewards(name_env, answer.replace(NAME, f"{NAME} or {OTHER}")) == NONE
+
+
+# ------------------------------------------------------------------ the sixth set's classes (a third round)
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{"initial_answer": "{b}", "revised_answer": "{a}"}}',
+        "{b}… いや、違います。{a} です。",
+        "{b} – nein, Korrektur: {a}.",
+        "{b}。不对，应该是 {a}。",
+        "{b}. Нет, поправка: {a}.",
+        "{b}. Perdón, me equivoqué: es {a}.",
+        "{b}… Non, en fait, c'est {a}.",
+        "Hmm, {b}? No, that's not right. It's {a}.",
+        "{b} ❌ → {a} ✅",
+        "<del>{b}</del> {a}",
+        "The correct answer is {a} (and not {b}).",
+    ],
+)
+def test_revisions_strikes_and_crosses_read_the_later_value_either_way(number_env, template):
+    answer, mirror = _both_orders(template)
+    assert _rewards(number_env, answer) == ALL, answer
+    assert _rewards(number_env, mirror) == NONE, mirror
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"{GOLD}, if I'm not mistaken.",
+        f"Answer: {GOLD}\n\nBest,\nAssistant",
+        f"{GOLD}\n\nEND",
+        f"Thought for a few seconds\n\n{GOLD}",
+        f"Here's what I found:\n\n**{GOLD}**",
+        f"The listed numbers multiply to a large product. Answer: {GOLD}.",
+        f"| Item | Value |\n|:--|:--|\n| Final answer | {GOLD} |\n| Confidence | High |",
+    ],
+)
+def test_more_trailers_and_labels_of_the_third_round(number_env, answer):
+    assert _rewards(number_env, answer) == ALL, answer
+
+
+def test_methods_that_cannot_be_reconciled_are_a_hedge(number_env):
+    for answer in _both_orders("Method 1 gives {a}; method 2 gives {b}. I can't reconcile them."):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{b}? My mistake — it's {a}.",
+        "Previous answer ({b}) retracted.\nFinal answer: {a}",
+        "I apologize for the confusion — I said {b} earlier, but the correct answer is {a}.",
+        "Although some sources list {b}, the correct answer is {a}.",
+    ],
+)
+def test_text_revisions_read_the_later_value_either_way(name_env, template):
+    answer, mirror = _both_orders(template, NAME, OTHER)
+    assert _rewards(name_env, answer) == ALL, answer
+    assert _rewards(name_env, mirror) == NONE, mirror
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Sure! {NAME.lower()}.",
+        f"Assistant: {NAME}",
+        f"You're looking for {NAME.lower()}.",
+        f"Simply put: {NAME}.",
+        f"Ang sagot ay {NAME}.",
+        f"Jawapannya ialah {NAME}.",
+    ],
+)
+def test_openers_and_more_labels_on_text_answers(name_env, answer):
+    assert _rewards(name_env, answer) == ALL, answer
+    assert _rewards(name_env, answer.rstrip(".") + f" or {OTHER}.") == NONE
+
+
+def test_a_table_before_an_answer_label_is_working():
+    env = make_env("Gen-Science", grammar=7)
+    env.reset(options={"index": 0})
+    gold = str(env.unwrapped.task.answer)
+    rows = "".join(f"| {x} | {'✓' if x == gold else '✗'} |\n" for x in "ABCD")
+    for answer, want in ((f"| Option | Correct? |\n|---|---|\n{rows}\n**Answer: {gold}**", 1.0),):
+        env.reset(options={"index": 0})
+        assert env.step(f"Final Answer: {answer}")[1] == want, answer
+    env.close()
+
+
+@pytest.mark.parametrize("answer", [f"{GOLD}\nVienna ✓", f"Vienna\n{GOLD}\n\nI checked this with two sources."])
+def test_one_value_beside_a_rival_of_another_type_is_no_commitment(number_env, answer):
+    assert _rewards(number_env, answer) == NONE, answer

@@ -13,7 +13,7 @@ import warnings
 
 import gymnasium as gym
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import agentflow_env  # noqa: F401  (registers the ids)
@@ -136,7 +136,9 @@ def test_two_final_answers_in_the_text_format_read_as_in_the_json_format_through
     st.lists(st.tuples(_HEADERS, _LINE), max_size=4),
 )
 def test_an_object_before_every_header_reads_alike(obj, after):
-    """An object that opens the action is read the same way by both readings, whatever text follows it."""
+    """An object that opens the action (it names a field) is read the same way by both readings, whatever text
+    follows it."""
+    assume(set(obj) != {"note"})  # an object with no field key is not the action
     action = json.dumps(obj) + "".join("\n" + h + v for h, v in after)
     assert parse_action(action, True) == parse_action(action, False)  # JSON wins: the text headers are not read
 
