@@ -101,7 +101,7 @@ _NOT_FIRST = re.compile(
     r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n—–;:,.!?]{1,80}?)[ \t]*(?:[—–;:]|[ \t]-)[ \t]*(?P<kept>[^\n]+)$"
 )
 _MISTAKE_PAREN = re.compile(
-    r"(?i)[ \t]*\((?=[^()\n]{0,160}\b(?:previously|earlier|before|initially|originally|at\s+first|first)\b)"
+    r"(?i)[ \t]{0,3}\((?=[^()\n]{0,160}\b(?:previously|earlier|before|initially|originally|at\s+first|first)\b)"
     r"(?=[^()\n]{0,160}\b(?:mistake|mistakenly|error|erroneously|wrong|wrongly|typo|incorrect(?:ly)?)\b)[^()\n]{1,160}\)"
 )
 _BARE_CONTRAST = re.compile(r"(?i)(?<=[^\s,;—–-])[ \t]+(?=(?:rather\s+than|instead\s+of|as\s+opposed\s+to)[ \t])")
@@ -136,9 +136,12 @@ _CAN_BE_RULED_OUT = re.compile(
 _WORDS_AND_DIGITS = re.compile(r"(?<![\d.])\d[\d,.]*[ \t]*\([ \t]*\d[\d,.]*[ \t]*\)")
 # ------------------------------------------------------------------ round 2: the fifth set's classes
 # reasoning blocks in other spellings, read as <think> blocks (before grammar 3 drops them)
-_OTHER_THINK = re.compile(
-    r"(?is)(?:◁think▷|\[scratchpad\]|<scratchpad>|<reasoning>|<thinking>)(.*?)(?:◁/think▷|\[/scratchpad\]|</scratchpad>"
-    r"|</reasoning>|</thinking>)"
+_OTHER_THINK = (
+    ("◁think▷", "◁/think▷"),
+    ("[scratchpad]", "[/scratchpad]"),
+    ("<scratchpad>", "</scratchpad>"),
+    ("<reasoning>", "</reasoning>"),
+    ("<thinking>", "</thinking>"),
 )
 # a role marker between chat-template tokens: the assistant's own is debris, a user's starts a leaked turn
 _ROLE_TOKEN = re.compile(
@@ -171,9 +174,11 @@ _REVISION7 = re.compile(
     r"|\bthat(?:'s|\s+is|\s+was)\s+not\s+right\b|\bi\s+misspoke\b|\bmy\s+(?:mistake|bad)\b"
 )
 _RECALL = re.compile(
-    r"(?i),?[ \t]*\bif\s+(?:i'm|i\s+am|i've|i\s+have)\s+(?:reading|understanding|interpreting|remembering|recalling)\b"
-    r"[^.,;\n]{0,40}?\b(?:correctly|right)\b|,?[ \t]*\bif\s+i\s+(?:recall|remember)\s+(?:correctly|right)\b"
-    r"|,?[ \t]*\bif\s+memory\s+serves(?:\s+me)?\b|,?[ \t]*\b(?:if|unless)\s+i(?:'m|\s+am)\s+(?:not\s+)?mistaken\b"
+    r"(?i),?[ \t]{0,3}\bif\s+(?:i'm|i\s+am|i've|i\s+have)\s+"
+    r"(?:reading|understanding|interpreting|remembering|recalling)\b[^.,;\n]{0,40}?\b(?:correctly|right)\b"
+    r"|,?[ \t]{0,3}\bif\s+i\s+(?:recall|remember)\s+(?:correctly|right)\b"
+    r"|,?[ \t]{0,3}\bif\s+memory\s+serves(?:\s+me)?\b"
+    r"|,?[ \t]{0,3}\b(?:if|unless)\s+i(?:'m|\s+am)\s+(?:not\s+)?mistaken\b"
 )
 _NOT_DOT = re.compile(
     r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n.!?;:—–]{1,60}?)[.!][ \t]+(?P<kept>[^\n.!?]{1,60}[.!]?)[ \t]*$"
@@ -197,14 +202,15 @@ _FOREIGN_LABEL7 = re.compile(
 _MOST_LIKELY_LEAD = re.compile(r"(?im)^[ \t*_]*(?:most\s+likely|probably|likely)[ \t]*[,:—–-]?[ \t]+(?=\S)")
 # revision cues in other languages, read as "Correction:"
 _FOREIGN_REVISION = re.compile(
-    r"(?i)[…\.。,，;!]*[ \t]*(?:いや[、,]?\s*(?:違います|ちがう|違う)[。.]?"
+    r"(?i)[…\.。,，;!]{0,3}[ \t]{0,3}(?:いや[、,]?\s*(?:違います|ちがう|違う)[。.]?"
     r"|不对[，,。]?\s*(?:应该是|應該是)?|不對[，,。]?\s*(?:應該是)?"
     r"|нет,?\s*поправка\s*:|нет,?\s*исправляю\s*:?|nein,?\s*korrektur\s*:|nein,?\s*eigentlich"
     r"|perd[óo]n,?\s*me\s+equivoqu[ée]\s*:?\s*(?:es)?|no,?\s*en\s+realidad(?:\s+es)?|non,?\s*en\s+fait,?\s*(?:c'est)?"
     r"|no,?\s*in\s+realt[àa](?:\s+[èe])?|n[ãa]o,?\s*na\s+verdade(?:\s+[ée])?)[ \t]*"
 )
-_STRUCK = re.compile(r"(?is)<(del|strike|s)>[^<]{0,200}</\1>|\S*\u0336\S*")
-_CROSSED_VALUE = re.compile(r"(\S+)[ \t]*(?:❌|✗|✘|✖)\ufe0f?")
+# bounded runs: an unbounded \S* before a mark would rescan a long token from every start (quadratic)
+_STRUCK = re.compile(r"(?is)<(del|strike|s)>[^<]{0,200}</\1>|\S{0,60}\u0336\S{0,60}")
+_CROSSED_VALUE = re.compile(r"(\S{1,60})[ \t]*(?:❌|✗|✘|✖)\ufe0f?")
 _AND_NOT_PAREN = re.compile(r"(?i)\(\s*(?:and|but)\s+not\s+")
 _MID_ANSWER = re.compile(r"(?i)(?<=[.!?])[ \t]+(?=(?:\*\*|__)?(?:final\s+)?answer(?:\*\*|__)?\s*[:：])")
 _SIGN_OFF = re.compile(
@@ -620,7 +626,8 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
         text = _HTML_FORMAT.sub("", text)
     text = _question_echo(text)
     text = _FENCED_OUTPUT.sub(r"\1\2 \3", text)  # code output in a fence of its own is the output
-    text = _CODE_THEN_OUTPUT.sub(lambda m: m.group("value"), text)  # print() code, then what it printed
+    if "print" in text:  # print() code, then what it printed
+        text = _CODE_THEN_OUTPUT.sub(lambda m: m.group("value"), text)
     if "|" in text:
         text = _table_answer(text, kind)
     text = _COLON_LABEL_LINE.sub("Answer: ", text)
@@ -679,12 +686,29 @@ def _asked(text: str) -> str | None:
     return None
 
 
+def _other_think(text: str) -> str:
+    """``text`` with reasoning blocks in other spellings (``◁think▷ .. ◁/think▷``, ``[scratchpad]``) written as
+    ``<think>`` blocks; forward finds, linear in the text (an opening with no closing stays as it is)."""
+    for opening, closing in _OTHER_THINK:
+        if opening not in text:
+            continue
+        out, pos = [], 0
+        while (start := text.find(opening, pos)) >= 0:
+            end = text.find(closing, start + len(opening))
+            if end < 0:
+                break
+            out.append(text[pos:start] + "<think>" + text[start + len(opening) : end] + "</think>")
+            pos = end + len(closing)
+        text = "".join(out) + text[pos:]
+    return text
+
+
 def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
     """The final answer ``prediction`` read by grammar 7: grammar 6's reader with this module's
     :func:`presentation` (which ends with :func:`trailing_remarks`) in place of grammar 6's."""
     text = normalize_text(prediction)
     if len(text) <= 20_000:  # the tokens first: "33</s>" hides the end of an <answer> tag's line
-        text = _OTHER_THINK.sub(lambda m: f"<think>{m.group(1)}</think>", text)
+        text = _other_think(text)
         text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
         text = _TEMPLATE_TOKEN.sub("", text)
     return grammar6.read_answer(text, golds, kind, question, present=presentation, drafts=drop_drafts, cues=_CUES7)

@@ -394,3 +394,25 @@ def test_a_table_before_an_answer_label_is_working():
 @pytest.mark.parametrize("answer", [f"{GOLD}\nVienna ✓", f"Vienna\n{GOLD}\n\nI checked this with two sources."])
 def test_one_value_beside_a_rival_of_another_type_is_no_commitment(number_env, answer):
     assert _rewards(number_env, answer) == NONE, answer
+
+
+def test_the_reader_stays_linear_on_hostile_inputs():
+    import time
+
+    for hostile in (
+        " " * 19_000,
+        "\t" * 19_000,
+        "a" * 19_000,
+        "3❌ " * 5_000,
+        "print( " * 3_000,
+        "(previously " * 1_500,
+        "◁think▷" * 2_500,
+        "f(" + "a=1," * 4_000 + ")",
+        "Not " * 4_000,
+        "x\u0336" * 6_000,
+        "| " * 9_000,
+        "Answer:\n" * 2_000,
+    ):
+        t0 = time.perf_counter()
+        read_answer(hostile, ["1"], "number", "Is it a or b?")
+        assert time.perf_counter() - t0 < 2.0, hostile[:20]
