@@ -15,7 +15,7 @@ blind, is the check.
    answer frames ("答えはXです", "정답은 X입니다") are the label around X.
 3. **Remarks that trail the answer are not the answer** (:func:`trailing_remarks`): after the first sentence or
    line that states a value, the sentences and lines at the end that are remarks are dropped. A remark is prose
-   (five words or more, two in five of them common words) that names no candidate of the answer's type, holds no
+   (five words or more, a third of them common words) that names no candidate of the answer's type, holds no
    gold written in lower case, carries no answer label, commitment, conclusion ("So", "Hence"), revision or
    rejection, and either has no rival cue or speaks to the reader: offers ("Let me know if you'd like .."), notes
    ("Note: please verify .. if this is important"), a numbered explanation. A leaked next turn ("User: thanks!")
@@ -308,8 +308,8 @@ _CONCLUSION = re.compile(
 
 
 def _remark(piece: str, kind: str, golds: list[str]) -> bool:
-    """Whether a sentence or line after the answer is a remark to drop: prose (five words or more, at least two in
-    five of them common words: a value, a name or a list of them is never prose), naming no candidate of the
+    """Whether a sentence or line after the answer is a remark to drop: prose (five words or more, at least a third
+    of them common words: a value, a name or a list of them is never prose), naming no candidate of the
     answer's type (for numbers, number words count), with no answer label or commitment, no revision or rejection,
     and either no rival cue or words to the reader ("Let me know if you'd like ..", "please verify .. if ..")."""
     body = _LIST_MARK.sub("", piece).strip()
