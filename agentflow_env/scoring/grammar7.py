@@ -231,7 +231,7 @@ _SAID_EARLIER = re.compile(
     r"(?i)\bI\s+(?:said|wrote|gave|answered|stated|put)\s+[^\n,.;]{1,60}?\s+(?:earlier|before|previously|at\s+first|initially)"
     r"\s*,?\s*but\s+"
 )
-_RETRACTED_LINE = re.compile(r"(?im)^[^\n]*\b(?:retracted|withdrawn|withdraw)\b[^\n]*\n(?=[ \t]*\S)")
+_RETRACTED_LINE = re.compile(r"(?im)^(?P<line>[^\n]*\b(?:retracted|withdrawn|withdraw)\b[^\n]*)\n(?=[ \t]*\S)")
 _SOME_SOURCES = re.compile(
     r"(?i)\b(?:although|though|while|whereas)\s+(?:some|many|several|other|a\s+few)\s+[\w-]+\s+"
     r"(?:list|lists|say|says|give|gives|cite|cites|report|reports|claim|claims|state|states|suggest|suggests|mention|mentions)"
@@ -246,7 +246,9 @@ _CUES7 = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^\n.!?]*(?:[.!?]+|(?=\n)|$)")
-_ECHO = re.compile(r"(?im)^[ \t>*_]*(?:you\s+asked|your\s+question|the\s+question|question|q)[ \t*_]*[:：][^\n]*\n?")
+_ECHO = re.compile(
+    r"(?im)^[ \t>*_]*(?:you\s+asked|your\s+question|the\s+question|question|q)[ \t*_]*[:：](?P<quoted>[^\n]*)\n?"
+)
 
 # ------------------------------------------------------------------ 3. remarks that name no candidate
 _ROLE = re.compile(r"(?i)^[ \t>*_]*(?:user|human|assistant|ai|system|bot)[ \t*_]*[:：]")
@@ -413,7 +415,13 @@ def _table_answer(text: str, kind: str) -> str:
 def _question_echo(text: str) -> str:
     """``text`` without the lines that quote the question ("You asked: .."), when anything else is left: what the
     question says is not what the answer commits to."""
-    rest = _ECHO.sub("", text)
+
+    def drop(m: re.Match[str]) -> str:
+        quoted = m.group("quoted")
+        # a quoted question is five words or more and keeps no candidate alive ("Q: or 35?" is a remark: it stays)
+        return "" if len(quoted.split()) >= 5 and _cue_free(quoted) else m.group(0)
+
+    rest = _ECHO.sub(drop, text)
     return rest if rest.strip() and rest != text else text
 
 
@@ -507,6 +515,19 @@ def _json_revision(text: str) -> str:
     return text
 
 
+def _retracted_lines(text: str) -> str:
+    """``text`` without a line that retracts an earlier answer, when the line affirms it ("Previous answer (No)
+    retracted.", not "has not been withdrawn"), carries no rival cue and an answer label follows it."""
+
+    def drop(m: re.Match[str]) -> str:
+        line = m.group("line")
+        rest = text[m.end() :]
+        keep = _NEGATED.search(line) or not grammar6._cue_free(line) or not _ANSWER_MARK.search(rest)
+        return m.group(0) if keep else ""
+
+    return _RETRACTED_LINE.sub(drop, text) if "retract" in text or "withdr" in text else text
+
+
 def _table_before_answer(text: str) -> str:
     """A table followed by an answer label ("| A | 0.9 | ✓ | .. **Answer: A**") is the working: the label is read."""
     rows = list(_TABLE_ROW.finditer(text))
@@ -538,7 +559,7 @@ def _second_round(text: str) -> str:
     text = _SIGN_OFF.sub("", text)
     text = _OPENER.sub("", text)  # "Sure! X", "Assistant: X", "You're looking for X"
     text = _SAID_EARLIER.sub("Correction: ", text)  # "I said No earlier, but the correct answer is Yes"
-    text = _RETRACTED_LINE.sub("", text)  # "Previous answer (No) retracted."
+    text = _retracted_lines(text)  # "Previous answer (No) retracted.\nFinal answer: Yes"
     text = _SOME_SOURCES.sub("", text)
     text = _table_before_answer(text)
     text = _CORRECTION_LABEL.sub(r"\1Correction: ", text)

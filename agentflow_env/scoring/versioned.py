@@ -24,6 +24,7 @@ from agentflow_env.scoring.base import Scorer
 from agentflow_env.scoring.grammar import read_answer, remark_cue
 from agentflow_env.scoring.grammar5 import read_answer as read_answer5
 from agentflow_env.scoring.grammar6 import read_answer as read_answer6
+from agentflow_env.scoring.grammar7 import only_value
 from agentflow_env.scoring.grammar7 import read_answer as read_answer7
 from agentflow_env.types import Task
 
@@ -159,8 +160,6 @@ class GrammarScorer:
                 if float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5):
                     return True
         if self.grammar >= 7:
-            from agentflow_env.scoring.grammar7 import only_value
-
             value = only_value(text, _answer_kind(task))
             if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5)):
                 return True

@@ -413,6 +413,20 @@ def test_the_reader_stays_linear_on_hostile_inputs():
         "| " * 9_000,
         "Answer:\n" * 2_000,
     ):
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU time: a busy machine slows the wall clock, not this
         read_answer(hostile, ["1"], "number", "Is it a or b?")
-        assert time.perf_counter() - t0 < 2.0, hostile[:20]
+        assert time.process_time() - t0 < 2.0, hostile[:20]
+
+
+def test_line_dropping_rules_keep_lines_that_keep_a_candidate(number_env):
+    for answer in _both_orders("{a}\nQ: or {b}?"):  # a short "question" line is a remark, not a quoted question
+        assert _rewards(number_env, answer) == NONE, answer
+    # a retraction that is denied or doubted is no retraction: its line stays for the reader
+    for answer in (
+        f"Previous answer ({RIVAL}) has not been withdrawn.\nFinal answer: {GOLD}",
+        f"{RIVAL} retracted? Maybe not.\nFinal answer: {GOLD}",
+    ):
+        assert RIVAL in read_answer(answer, [GOLD], "number").text, answer
+    assert (
+        RIVAL not in read_answer(f"Previous answer ({RIVAL}) retracted.\nFinal answer: {GOLD}", [GOLD], "number").text
+    )
