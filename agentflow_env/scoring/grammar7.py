@@ -538,8 +538,7 @@ def _table_before_answer(text: str) -> str:
 
 def _second_round(text: str) -> str:
     """The fifth answer set's presentation classes (module doc, step 1 and 2)."""
-    text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
-    text = _TEMPLATE_TOKEN.sub("", text)
+    # template tokens and role markers are gone already: read_answer takes them out before grammar 3's steps
     text = _GROUNDING_TAG.sub("", text)
     text = _DEBRIS_LINE.sub("", text)
     if "<" in text:
