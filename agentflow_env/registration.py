@@ -76,6 +76,10 @@ class EnvEntry:
 #     and HTML formatting as presentation, labels in more layouts, drops remarks that trail the answer and name no
 #     candidate, reads more rejections ("Not X — Y", "(I previously wrote X by mistake)") and repeats, and scores
 #     more hedges 0 ("X? Y?", "soit X, soit Y"). The v7 ids pass ``grammar=7``; v6 ids keep their verdicts.
+# v8: answer grammar 8 (agentflow_env/scoring/grammar8.py, docs/rewards.md): a retraction is read by its structure
+#     (after the last asserted marker that a value was wrong or is replaced, one committed value is the answer, in
+#     nine languages), diff blocks, struck <s> values and a JSON revision key beside "answer" read as revisions.
+#     The v8 ids pass ``grammar=8``; v7 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -98,8 +102,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7}
-LATEST_VERSION = 7
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8}
+LATEST_VERSION = 8
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

@@ -2,8 +2,9 @@
 reward of every answer style through ``env.step`` (one "1"/"0" per answer, rotating formats), and the scorer's
 reading (text, whether it hedges, its score) of a larger sample. ``tests/env/scoring/test_pinned_grammars.py``
 checks every entry. Each digest was recorded at the commit before the next grammar existed (v3 at aad5736, v4 at
-2e57b6c, v5 at 900cece, v6 at 066f447, v7 once answer grammar 7 was written); a new grammar adds its version to the
-tables below (a digest that stays the same gets the version added to its tuple)."""
+2e57b6c, v5 at 900cece, v6 at 066f447, v7 once answer grammar 7 was written, v8 once answer grammar 8 was
+written); a new grammar adds its version to the tables below (a digest that stays the same gets the version added
+to its tuple)."""
 
 from __future__ import annotations
 
@@ -45,30 +46,45 @@ VERDICTS_V3 = {
 VERDICTS_V3_SAMPLE = {"tasks": 2, "per_kind": 6, "seed": 3}
 # benchmark -> {digest: the id versions it pins}
 VERDICTS = {
-    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7)},
-    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
-    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
-    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7)},
-    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7)},
-    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7)},
+    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8)},
+    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8)},
+    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8)},
+    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8)},
+    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7, 8)},
+    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8)},
 }
 READINGS = {
-    "Gen-GameOf24": {"ae491e94a5d3ec82:420": (4,), "921e66e1b1d034ea:420": (5, 6), "8150c7a921e86424:420": (7,)},
-    "Gen-MultiHop": {"6f6c97a3f52bc146:480": (4,), "cc2be0a7a0618956:480": (5, 6), "fbbc4dd4cad087fc:480": (7,)},
-    "Gen-Math": {"ced5214f97f3648a:480": (4,), "63c3a40bab76b550:480": (5, 6), "9dad17937747ccb6:480": (7,)},
-    "Gen-Science": {"510e433955c21999:420": (4,), "ec6e700b129523cc:420": (5, 6), "fe520574f3884b9f:420": (7,)},
-    "Gen-Agentic": {"f4fcca06d7f18458:480": (4,), "3b19485c808fa555:480": (5, 6), "aa54a8086d4a80c9:480": (7,)},
-    "Gen-HopChain": {"7b4cd2f42fed39eb:480": (4,), "2f3a7c1b30f87db5:480": (5, 6), "31169065ec6fe76a:480": (7,)},
-    "Bamboogle": {"5421f17fc4485748:480": (4,), "bea1e4367087dda5:480": (5, 6), "6fece0622e01fb2b:480": (7,)},
-    "TwoWiki": {"3a5b7d352e44a07c:480": (4,), "783638a73ee09fbd:480": (5, 6), "e15e26caf434f3f3:480": (7,)},
-    "HotpotQA": {"f06acc21483ae2cc:400": (4,), "52b76cfaa5d4e739:400": (5, 6), "d8eb78c67409a57b:400": (7,)},
-    "Musique": {"ab09533fbdbae5e2:480": (4,), "99d92ce2a29d4d92:480": (5, 6), "9f1c532f429ac8b9:480": (7,)},
-    "GAIA": {"7e0214afae58111c:400": (4,), "6f51652825976772:400": (5, 6), "6faa19b1f2a7f101:400": (7,)},
-    "AIME24": {"046685c7f72ae553:480": (4,), "69f424d7ec256d94:480": (5, 6), "2388ad73ad19f288:480": (7,)},
-    "AMC23": {"f8d193880cf6956b:480": (4,), "ef6d02e371d9b0c3:480": (5, 6), "173b142dbbd2c293:480": (7,)},
-    "GameOf24": {"1fdb90890492a70d:420": (4,), "7901b8799fe3c1d6:420": (5, 6), "e9ccae01a82528d3:420": (7,)},
-    "GPQA": {"dcd8bcf77898b70b:420": (4,), "9337e57254253b09:420": (5, 6), "5845f15eaa0ea5d6:420": (7,)},
-    "MedQA": {"903cda7054279a03:420": (4,), "4e6d7077e045b0ad:420": (5, 6), "78717da10270a748:420": (7,)},
+    "Gen-GameOf24": {"ae491e94a5d3ec82:420": (4,), "921e66e1b1d034ea:420": (5, 6), "8150c7a921e86424:420": (7, 8)},
+    "Gen-MultiHop": {"6f6c97a3f52bc146:480": (4,), "cc2be0a7a0618956:480": (5, 6), "fbbc4dd4cad087fc:480": (7, 8)},
+    "Gen-Math": {"ced5214f97f3648a:480": (4,), "63c3a40bab76b550:480": (5, 6), "9dad17937747ccb6:480": (7, 8)},
+    "Gen-Science": {
+        "510e433955c21999:420": (4,),
+        "ec6e700b129523cc:420": (5, 6),
+        "fe520574f3884b9f:420": (7,),
+        "fdace8ebd348d4b9:420": (8,),
+    },
+    "Gen-Agentic": {"f4fcca06d7f18458:480": (4,), "3b19485c808fa555:480": (5, 6), "aa54a8086d4a80c9:480": (7, 8)},
+    "Gen-HopChain": {"7b4cd2f42fed39eb:480": (4,), "2f3a7c1b30f87db5:480": (5, 6), "31169065ec6fe76a:480": (7, 8)},
+    "Bamboogle": {"5421f17fc4485748:480": (4,), "bea1e4367087dda5:480": (5, 6), "6fece0622e01fb2b:480": (7, 8)},
+    "TwoWiki": {"3a5b7d352e44a07c:480": (4,), "783638a73ee09fbd:480": (5, 6), "e15e26caf434f3f3:480": (7, 8)},
+    "HotpotQA": {"f06acc21483ae2cc:400": (4,), "52b76cfaa5d4e739:400": (5, 6), "d8eb78c67409a57b:400": (7, 8)},
+    "Musique": {"ab09533fbdbae5e2:480": (4,), "99d92ce2a29d4d92:480": (5, 6), "9f1c532f429ac8b9:480": (7, 8)},
+    "GAIA": {"7e0214afae58111c:400": (4,), "6f51652825976772:400": (5, 6), "6faa19b1f2a7f101:400": (7, 8)},
+    "AIME24": {"046685c7f72ae553:480": (4,), "69f424d7ec256d94:480": (5, 6), "2388ad73ad19f288:480": (7, 8)},
+    "AMC23": {"f8d193880cf6956b:480": (4,), "ef6d02e371d9b0c3:480": (5, 6), "173b142dbbd2c293:480": (7, 8)},
+    "GameOf24": {"1fdb90890492a70d:420": (4,), "7901b8799fe3c1d6:420": (5, 6), "e9ccae01a82528d3:420": (7, 8)},
+    "GPQA": {
+        "dcd8bcf77898b70b:420": (4,),
+        "9337e57254253b09:420": (5, 6),
+        "5845f15eaa0ea5d6:420": (7,),
+        "a1ae2dc8708ab51f:420": (8,),
+    },
+    "MedQA": {
+        "903cda7054279a03:420": (4,),
+        "4e6d7077e045b0ad:420": (5, 6),
+        "78717da10270a748:420": (7,),
+        "43e6497774b5e318:420": (8,),
+    },
 }
 
 

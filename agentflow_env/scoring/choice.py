@@ -32,7 +32,15 @@ from agentflow_env.scoring.extract import AnswerSpan, extract_answer
 from agentflow_env.scoring.qa import normalize_answer
 from agentflow_env.types import Task
 
-__all__ = ["ChoiceScorer", "choice_span", "extract_choice", "option_letters", "read_choice", "render_options"]
+__all__ = [
+    "ChoiceScorer",
+    "choice_span",
+    "extract_choice",
+    "letter_names_another_option",
+    "option_letters",
+    "read_choice",
+    "render_options",
+]
 
 
 def option_letters(n: int) -> str:
@@ -179,6 +187,14 @@ def _letter_and_text(prediction: str, options: Sequence[str], letters: str) -> t
                     return lead.group(1), None
                 return None, "its letter names one option and its text another"
     return None
+
+
+def letter_names_another_option(prediction: str, options: Sequence[str]) -> str | None:
+    """Why an answer that is a letter and the whole text of another option hedges, read on the answer as written
+    (grammar 8 asks before the answer grammar rewrites its LaTeX: ``\\left(`` made ``(`` no longer matched the
+    option's text), else ``None``."""
+    labelled = _letter_and_text(prediction, options, option_letters(len(options)))
+    return labelled[1] if labelled is not None else None
 
 
 def read_choice(prediction: str, options: Sequence[str]) -> tuple[str | None, str | None]:

@@ -60,7 +60,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from agentflow_env.scoring import grammar5, grammar6
 from agentflow_env.scoring.extract import normalize_text
@@ -579,23 +579,36 @@ _BOUND = re.compile(
 _NEGATED = re.compile(r"(?i)\b(?:not|isn't|isnt|wasn't|aren't|never|no\s+longer|rather\s+than|instead\s+of)\b")
 
 
-def only_value(text: str, kind: str) -> str | None:
+def _short_bare_line(lines: list[str]) -> bool:
+    """Grammar 7's test for a rival of another type beside the one value: any short line without a digit."""
+    bare = [line for line in lines if line.strip() and not re.search(r"\d", line)]
+    return any(len(_LIST_MARK.sub("", line).split()) <= 4 for line in bare)
+
+
+def _bare_token(raw: str) -> str:
+    """Grammar 7's value token: punctuation, quotes and brackets taken off both ends."""
+    return raw.strip(".,;:!?\"'“”‘’()[]{}*_`").rstrip(".")
+
+
+def only_value(
+    text: str,
+    kind: str,
+    rival_line: Callable[[list[str]], bool] = _short_bare_line,
+    token: Callable[[str], str] = _bare_token,
+) -> str | None:
     """The one value of the answer's type an answer states, when it states exactly one (written the same way each
     time) and never negates it: "Drumroll please... It's 33!", "Vastaus on -\\frac{1}{2}.". Numbers only (a token
     with a digit; list markers aside); ``None`` otherwise, and for a text with a rival cue, a revision or a
-    rejection (those are read by the steps before)."""
+    rejection (those are read by the steps before). ``rival_line``: whether the text's lines hold one that may be
+    a rival of another type, ``token`` the value a token holds (grammar 8 passes its own of both)."""
     if kind != "number" or len(text) > 2000 or _NEGATED.search(text) or _BOUND.search(text) or not _cue_free(text):
         return None
     values = {
-        raw.strip(".,;:!?\"'“”‘’()[]{}*_`").rstrip(".")
-        for line in text.split("\n")
-        for raw in _LIST_MARK.sub("", line).split()
-        if re.search(r"\d", raw)
+        token(raw) for line in text.split("\n") for raw in _LIST_MARK.sub("", line).split() if re.search(r"\d", raw)
     }
     values.discard("")
     # a short line without the value may be a rival of another type ("138,535\nPrussian"): no reading then
-    bare = [line for line in text.split("\n") if line.strip() and not re.search(r"\d", line)]
-    if any(len(_LIST_MARK.sub("", line).split()) <= 4 for line in bare):
+    if rival_line(text.split("\n")):
         return None
     return values.pop() if len(values) == 1 else None
 
@@ -723,12 +736,22 @@ def _other_think(text: str) -> str:
     return text
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+def read_answer(
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    question: str = "",
+    present: Callable[[str, list[str], str, str], tuple[str, str | None]] | None = None,
+    drafts: Callable[[str, str], tuple[str, str | None, bool]] | None = None,
+) -> Reading:
     """The final answer ``prediction`` read by grammar 7: grammar 6's reader with this module's
-    :func:`presentation` (which ends with :func:`trailing_remarks`) in place of grammar 6's."""
+    :func:`presentation` (which ends with :func:`trailing_remarks`) in place of grammar 6's. ``present`` and
+    ``drafts``: a later grammar's presentation and revision steps (grammar 8 passes its own, built on these)."""
     text = normalize_text(prediction)
     if len(text) <= 20_000:  # the tokens first: "33</s>" hides the end of an <answer> tag's line
         text = _other_think(text)
         text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
         text = _TEMPLATE_TOKEN.sub("", text)
-    return grammar6.read_answer(text, golds, kind, question, present=presentation, drafts=drop_drafts, cues=_CUES7)
+    return grammar6.read_answer(
+        text, golds, kind, question, present=present or presentation, drafts=drafts or drop_drafts, cues=_CUES7
+    )

@@ -169,15 +169,29 @@ def same_quantity(prediction: str, gold: str) -> bool:
     return p is not None and p[0] == g[0] and same_unit(p[1], g[1])
 
 
-def typed_equal(prediction: str, golds: Iterable[str], version: int = 3) -> bool:
+# the symbols of a formula ("(¬A → B) ↔ (A ∨ ¬B)"): a name or a list compared by its words keeps them (grammar 8)
+_FORMULA_SYMBOL = re.compile(r"[¬∧∨→←↔⇒⇔⊕⊂⊃⊆⊇∈∉∩∪=≠<>≤≥+*/^|~!()\[\]{}∀∃]")
+
+
+def formula_symbols(text: str) -> list[str]:
+    """The formula symbols of ``text``, in order."""
+    return _FORMULA_SYMBOL.findall(text)
+
+
+def typed_equal(prediction: str, golds: Iterable[str], version: int = 3, symbols: bool = False) -> bool:
     """Whether the committed span ``prediction`` equals a gold under the gold's type; from ``version`` 5 on
-    also as grammar 5 compares (:func:`same_quantity5`, :func:`same_date5`, :func:`same_name5`)."""
+    also as grammar 5 compares (:func:`same_quantity5`, :func:`same_date5`, :func:`same_name5`). With ``symbols``
+    (grammar 8), a gold that is a formula (two symbols or more, such as ``¬``, ``→``, ``∨``, ``(``) equals no
+    answer whose symbols differ from it, in kind or in order (grammar 7 folded "(A → B) ↔ (¬A ∨ B)" to the words
+    of "(¬A → B) ↔ (A ∨ ¬B)" and paid it)."""
     prediction = prediction.strip()
     if not prediction or len(prediction) > 300:
         return False
     for gold in golds:
         gold = str(gold).strip()
         if not gold:
+            continue
+        if symbols and len(formula_symbols(gold)) >= 2 and formula_symbols(prediction) != formula_symbols(gold):
             continue
         if same_quantity(prediction, gold) or same_date(prediction, gold):
             return True

@@ -21,18 +21,21 @@ from typing import Any
 
 from agentflow_env.error import ConfigError
 from agentflow_env.scoring.base import Scorer
+from agentflow_env.scoring.choice import letter_names_another_option
 from agentflow_env.scoring.grammar import read_answer, remark_cue
 from agentflow_env.scoring.grammar5 import read_answer as read_answer5
 from agentflow_env.scoring.grammar6 import read_answer as read_answer6
 from agentflow_env.scoring.grammar7 import only_value
 from agentflow_env.scoring.grammar7 import read_answer as read_answer7
+from agentflow_env.scoring.grammar8 import only_value as only_value8
+from agentflow_env.scoring.grammar8 import read_answer as read_answer8
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3, 4, 5, 6, 7)
-# make_env without an id's version; the -v3 .. -v7 ids pass grammar=3 .. grammar=7 (grammar 7 also changes how the
-# env reads an action: benchmarks.specs.make_env's headers_first)
+GRAMMARS = (2, 3, 4, 5, 6, 7, 8)
+# make_env without an id's version; the -v3 .. -v8 ids pass grammar=3 .. grammar=8 (grammar 7 and later also change
+# how the env reads an action: benchmarks.specs.make_env's headers_first)
 DEFAULT_GRAMMAR = 2
 
 
@@ -45,6 +48,20 @@ def grammar_version(value: Any) -> int:
     if version not in GRAMMARS or isinstance(value, bool):
         raise ConfigError(f"grammar={value!r}; choose one of {', '.join(map(str, GRAMMARS))}")
     return version
+
+
+_JOINER = r"\s*(?:[,;/|‖]|\\lor|\bor\b|\band\b)\s*"
+
+
+def _joined_to_a_formula(text: str, value: str, golds: list[str]) -> bool:
+    """Grammar 8: a formula gold's value read out of an answer that joins something else to it ("(¬A → B) ↔ (A ∨
+    ¬B), egalitarian", "X; Y", "X \\lor Y"): two candidates, whatever the other one's shape."""
+    from agentflow_env.scoring.typed import formula_symbols
+
+    if not any(len(formula_symbols(g)) >= 2 for g in golds):
+        return False
+    escaped = re.escape(value)
+    return re.search(rf"{escaped}{_JOINER}\S|\S{_JOINER}{escaped}", text) is not None
 
 
 def _golds(task: Task) -> list[str]:
@@ -67,6 +84,21 @@ def _answer_kind(task: Task) -> str:
     if golds and all(re.fullmatch(r"[-+]?[\d.,/]+|[-+]?\\frac\{\d+\}\{\d+\}", g.strip()) for g in golds):
         return "number"
     return "text"
+
+
+_MATH_GOLD = re.compile(
+    r"[-+]?(?:[\d.,/+*^_(){}\[\] -]|\\(?:sqrt|d?t?frac|pi|cdot|times|infty|circ|left|right)(?![A-Za-z]))+"
+)
+
+
+def _value_kind(task: Task) -> str:
+    """Grammar 8's kind for the one-value reading: a gold written as a LaTeX expression with a digit
+    (``2\\sqrt{2}``, ``\\frac{\\pi}{3}``) is read as a number, as a plain number or fraction is."""
+    kind = _answer_kind(task)
+    golds = _golds(task)
+    if kind == "text" and golds and all(re.search(r"\d", g) and _MATH_GOLD.fullmatch(g.strip()) for g in golds):
+        return "number"
+    return kind
 
 
 def _typed_kind(task: Task) -> bool:
@@ -103,7 +135,9 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         question = task.question if self.grammar >= 4 else ""
-        if self.grammar >= 7:
+        if self.grammar >= 8:
+            reading = read_answer8(prediction, _golds(task), _answer_kind(task), question)
+        elif self.grammar >= 7:
             reading = read_answer7(prediction, _golds(task), _answer_kind(task), question)
         elif self.grammar >= 6:
             reading = read_answer6(prediction, _golds(task), _answer_kind(task), question)
@@ -123,6 +157,9 @@ class GrammarScorer:
         return reading.text, reading.hedge
 
     def __call__(self, prediction: str, task: Task) -> float:
+        options = (task.metadata or {}).get("options")
+        if self.grammar >= 8 and options and letter_names_another_option(str(prediction)[:5000], list(options)):
+            return 0.0  # "C. <option A's text>", read before the grammar rewrites the option's LaTeX
         text, hedge = self.read(str(prediction), task)
         if hedge is not None:
             return 0.0
@@ -148,20 +185,27 @@ class GrammarScorer:
         from agentflow_env.scoring.commitment import read_commitment
         from agentflow_env.scoring.typed import typed_equal
 
+        symbols = self.grammar >= 8  # grammar 8 compares a formula gold by its symbols too
         committed = read_commitment(text, golds, task.question)
-        if committed.hedge is None and typed_equal(committed.text, golds):
+        if committed.hedge is None and typed_equal(committed.text, golds, symbols=symbols):
             return True
         if self.grammar >= 4:
             value = _sentence_value(text, task, self.grammar)
-            if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds)):
+            if value is not None and symbols and _joined_to_a_formula(text, value, golds):
+                value = None
+            if value is not None and (
+                float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, symbols=symbols)
+            ):
                 return True
         if self.grammar >= 5:
             for value in _frame_values(text, task, committed.text if committed.hedge is None else None):
-                if float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5):
+                if float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5, symbols=symbols):
                     return True
         if self.grammar >= 7:
-            value = only_value(text, _answer_kind(task))
-            if value is not None and (float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5)):
+            value = only_value8(text, _value_kind(task)) if self.grammar >= 8 else only_value(text, _answer_kind(task))
+            if value is not None and (
+                float(self.inner(value, task)) >= 1.0 or typed_equal(value, golds, version=5, symbols=symbols)
+            ):
                 return True
         return False
 

@@ -27,7 +27,7 @@ def _bench(env_id: str):
 
 
 # ------------------------------------------------------------------ the protocol file
-@pytest.mark.parametrize("name", [f"paper-v{n}" for n in range(1, 8)])
+@pytest.mark.parametrize("name", [f"paper-v{n}" for n in range(1, 9)])
 def test_paper_task_counts_follow_agentflow_run_scripts(testsets_dir: Path, name: str) -> None:
     if not (AGENTFLOW_SRC / "test").is_dir():
         pytest.skip(f"AgentFlow's sources not found at {AGENTFLOW_SRC}")
@@ -73,16 +73,21 @@ def test_paper_v1_is_judge_scored_and_paper_v0_is_superseded() -> None:
     assert [b.env_id.replace("-v6", "-v5") for b in v6.benchmarks] == [b.env_id for b in v5.benchmarks]
     assert v6.judge_rules == v5.judge_rules and v6.seeds == v5.seeds
     v7 = load_protocol("paper-v7")  # and on the v7 ids (answer grammar 7)
-    assert v7.superseded_by is None and v7.paper_comparable
+    assert v7.superseded_by == "paper-v8" and v7.paper_comparable and v7.hash == "ebfa0beb2284fe9a"
     assert v7.hash not in (v6.hash, v5.hash, v4.hash, v3.hash, v2.hash)
     assert [b.env_id.replace("-v7", "-v6") for b in v7.benchmarks] == [b.env_id for b in v6.benchmarks]
     assert v7.judge_rules == v6.judge_rules and v7.seeds == v6.seeds
+    v8 = load_protocol("paper-v8")  # and on the v8 ids (answer grammar 8)
+    assert v8.superseded_by is None and v8.paper_comparable
+    assert v8.hash not in (v7.hash, v6.hash, v5.hash, v4.hash, v3.hash, v2.hash)
+    assert [b.env_id.replace("-v8", "-v7") for b in v8.benchmarks] == [b.env_id for b in v7.benchmarks]
+    assert v8.judge_rules == v7.judge_rules and v8.seeds == v7.seeds
     stored = json.loads((RESULTS_DIR / "paper-v0" / "gpt-4o" / "run.json").read_text(encoding="utf-8"))
     assert stored["protocol_hash"] == v0.hash  # marking v0 superseded did not change what its results mean
     for name in ("gpt-4o", "agentflow-7b-flow-grpo"):
         again = json.loads((RESULTS_DIR / "paper-v1" / name / "run.json").read_text(encoding="utf-8"))
         assert again["kind"] == "reported" and again["protocol_hash"] == v1.hash
-        for protocol in (v2, v3, v4, v5, v6, v7):  # the published rows, carried to each later version
+        for protocol in (v2, v3, v4, v5, v6, v7, v8):  # the published rows, carried to each later version
             row = json.loads((RESULTS_DIR / protocol.name / name / "run.json").read_text(encoding="utf-8"))
             assert row["kind"] == "reported" and row["protocol_hash"] == protocol.hash
             assert list(row["benchmarks"]) == protocol.env_ids
