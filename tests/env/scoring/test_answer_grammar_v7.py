@@ -11,9 +11,8 @@ import pytest
 
 import agentflow_env  # noqa: F401  (registers the ids)
 from agentflow_env.scoring.grammar7 import read_answer, trailing_remarks
-from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
-from tests.answer_styles import FORMATS, action
+from tests.env.scoring.answer_env import ALL, NONE, qa_env, rewards
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
@@ -21,23 +20,13 @@ GOLD, RIVAL = "321", "312"
 QUESTION = "Find the remainder when the product of the listed numbers is divided by 1000."
 NAME, OTHER = "James Madison", "John Adams"
 WHO = "Who was the fourth president of the United States?"
-ALL, NONE = [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]
 
 
 def _qa(answer: str, question: str, grammar: int = 7) -> gym.Env:
-    tasks = ListTaskSource([Task("t", question, [answer], family="search")])
-    return make_env("Bamboogle", tasks=tasks, grammar=grammar)
+    return qa_env(answer, question, grammar)
 
 
-def _rewards(env: gym.Env, answer: str) -> list[float]:
-    """The reward of ``answer`` in each action format (text, JSON, tool call)."""
-    out = []
-    for fmt in FORMATS:
-        env.reset()
-        _, reward, terminated, _, _ = env.step(action(answer, fmt))
-        assert terminated
-        out.append(reward)
-    return out
+_rewards = rewards
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,7 @@ import pytest
 
 import agentflow_env  # noqa: F401  (registers the ids)
 from agentflow_env.scoring.grammar8 import read_answer, retraction
-from agentflow_env.types import ListTaskSource, Task
-from benchmarks.specs import make_env
-from tests.answer_styles import FORMATS, action
+from tests.env.scoring.answer_env import ALL, NONE, qa_env, rewards
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
@@ -24,23 +22,13 @@ GOLD, RIVAL = "508", "580"
 QUESTION = "How many lattice points lie strictly inside the triangle?"
 NAME, OTHER = "Marie Curie", "Lise Meitner"
 WHO = "Who was the first woman to win a Nobel Prize?"
-ALL, NONE = [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]
 
 
 def _qa(answer: str, question: str, grammar: int = 8) -> gym.Env:
-    tasks = ListTaskSource([Task("t", question, [answer], family="search")])
-    return make_env("Bamboogle", tasks=tasks, grammar=grammar)
+    return qa_env(answer, question, grammar)
 
 
-def _rewards(env: gym.Env, answer: str) -> list[float]:
-    """The reward of ``answer`` in each action format (text, JSON, tool call)."""
-    out = []
-    for fmt in FORMATS:
-        env.reset()
-        _, reward, terminated, _, _ = env.step(action(answer, fmt))
-        assert terminated
-        out.append(reward)
-    return out
+_rewards = rewards
 
 
 @pytest.fixture(scope="module")
@@ -208,8 +196,7 @@ def test_or_in_chinese_japanese_and_korean_keeps_two_values_in_either_order(numb
     ],
 )
 def test_a_latex_value_keeps_its_braces(answer):
-    tasks = ListTaskSource([Task("t", "What is the slope of the line?", ["-\\frac{5}{8}"], family="math")])
-    env = make_env("AMC23", tasks=tasks, grammar=8)
+    env = qa_env("-\\frac{5}{8}", "What is the slope of the line?", 8, "AMC23", "math")
     assert _rewards(env, answer) == ALL, answer
     assert _rewards(env, answer.replace("-\\frac{5}{8}", "\\frac{5}{8}")) == NONE  # the sign is the value
 
@@ -259,8 +246,7 @@ def test_a_formula_gold_is_compared_by_its_symbols_and_a_word_joined_to_it_is_a_
 
 @pytest.mark.parametrize("answer", ["Per the tool, 3\\sqrt{5}.", "> Finished.\n3\\sqrt{5}", "3\\sqrt{5}\n\n— Qwen"])
 def test_one_latex_value_of_a_math_gold_is_read_as_a_number_is(answer):
-    tasks = ListTaskSource([Task("t", "What is the length of the diagonal?", ["3\\sqrt{5}"], family="math")])
-    env = make_env("AMC23", tasks=tasks, grammar=8)
+    env = qa_env("3\\sqrt{5}", "What is the length of the diagonal?", 8, "AMC23", "math")
     assert _rewards(env, answer) == ALL
     assert _rewards(env, answer.replace("3\\sqrt{5}", "5\\sqrt{3}")) == NONE
     assert _rewards(env, answer.replace("3\\sqrt{5}", "3\\sqrt{5} or 5\\sqrt{3}")) == NONE
