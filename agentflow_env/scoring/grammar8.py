@@ -40,7 +40,17 @@ from agentflow_env.scoring import grammar5, grammar6, grammar7
 from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import Reading, _candidates, _of_kind
 
-__all__ = ["drop_decoys", "only_value", "presentation", "read_answer", "retraction", "rival_line", "value_token"]
+__all__ = [
+    "drop_decoys",
+    "only_value",
+    "presentation",
+    "quoted_revision",
+    "read_answer",
+    "retraction",
+    "rival_line",
+    "unsure_revision",
+    "value_token",
+]
 
 # ------------------------------------------------------------------ 1. retraction markers
 # A value given before it is wrong (the commitment follows the marker).
@@ -85,6 +95,8 @@ _SOFT = (
     r"\b(?:it's|it’s|it\s+is|is|was)\s+actually\b|\bactually,|\beigentlich\b|\btatsächlich\b|\ben\s+(?:fait|réalité)\b"
     r"|\ben\s+realidad\b|\bna\s+verdade\b|\bin\s+realtà\b|на\s+самом\s+деле|其实|实际上|実は|사실은"
 )
+# replacement markers that withdraw the value before them by themselves
+_SELF_REPLACE = re.compile(r"(?i)should|I\s+meant|make\s+that|revised|corrected|updated|amended")
 _MARKER = re.compile(
     rf"(?i)(?P<wrong>{_WRONG_EN}|{_WRONG_OTHER})|(?P<no>{_BARE_NO})|(?P<replace>{_REPLACE})|(?P<soft>{_SOFT})"
 )
@@ -92,6 +104,8 @@ _MARKER = re.compile(
 _CONDITIONAL_REVISION = re.compile(
     rf"(?i)\b(?:if|unless|in\s+case)\b[^.!?\n]{{0,40}}?(?:{_WRONG_EN}|\bmis\w+|\bwrong\b|\bmistaken\b)"
 )
+# a revision offered as an alternative ("580 (or, my mistake: 508)")
+_OR_BEFORE_MARKER = re.compile(rf"(?i)\bor\b[\s,(]*(?:{_WRONG_EN}|{_WRONG_OTHER}|{_REPLACE})")
 # a CJK character beside a value: a space between them, so the value is a token of its own ("是508" -> "是 508")
 _CJK = r"[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]"
 _CJK_EDGE = re.compile(rf"(?<={_CJK})(?=[0-9A-Za-z\\$-])|(?<=[0-9A-Za-z}}$.])(?={_CJK})")
@@ -103,11 +117,34 @@ _CONDITIONAL = re.compile(
     r"(?i)\b(?:if|unless|in\s+case|otherwise|might|may|could|would|possibly|perhaps|maybe|wenn|falls|si|если)\b"
     r"|如果|要是|もし|만약|혹시"
 )
+# doubt anywhere in an answer that revises: it commits to neither value ("Revised answer: 508. Toss-up.",
+# "580. Nein, 508. Vielleicht.")
+_DOUBT = re.compile(
+    r"(?i)\b(?:plausible|toss-?up|unclear|can'?t\s+decide|undecided|unsure|low\s+confidence|confidence\s*[:：]\s*(?:low|medium)"
+    r"|hard\s+to\s+say|I\s+think|I\s+believe"
+    r"|vielleicht|peut-être|possiblement|quizás?|tal\s+vez|talvez|forse|возможно|может\s+быть)\b"
+    r"|也许|可能|或许|かもしれ|たぶん|多分|일지도|아마|어쩌면"
+)
+# grammar 5's words of doubt, without its question mark: a question about the draft before a retraction ("34? No,
+# wait. Actually 33.") is how a correction starts; a question after the last marker still blocks it
+_UNSURE = re.compile(grammar5.UNCERTAIN.pattern.removesuffix(r"|\?"))
+# ... and a revision told as someone else's, or conceded, is not the answer's own ("Some sources say it's actually
+# 508", "580 (though I meant 508")
+_ATTRIBUTION = re.compile(
+    r"(?i)\b(?:per\s+(?:some|a|an|the|one|my|our|their)|some\s+(?:sources|say|argue|claim)|others?\s+(?:say|argue|claim)"
+    r"|according\s+to|assuming"
+    r"|though|although|albeit)\b"
+)
 _SENTENCE_START = re.compile(r"(?s).*(?:[.!?。！？]\s|\n)")
+# a marker inside a quotation or code is quoted, not said ("580. \"Revised answer: 508.\"")
+_QUOTED = re.compile(r'(?s:```.*?(?:```|$))|"[^"\n]*"|“[^”\n]*”|`[^`\n]+`')
 # what a committed value may not carry after it: a second rejection, a rival or a distractor
 _REJECTS_AGAIN = re.compile(
     rf"(?i){_WRONG_EN}|{_WRONG_OTHER}|\bnot\b|\bdistractor\b|\btrap\b|\bconfus\w*"
     r"|\b(?:so|as)\s+(?:is|was|were|are)\b|\btoo\b|\balso\b|\beither\b|\bneither\b|\bnor\b"
+    # ... or a pointer back at the draft it withdraws ("Correction of an earlier draft that said 580")
+    r"|\b(?:earlier|initially|originally|first|before|previous(?:ly)?|draft|version|edition|stray|above|ignore|said|wrote"
+    r"|written|typed|put|entered|gave|step|fixed)\b"
 )
 _DENIED_TOO = re.compile(
     rf"(?i)(?:{_WRONG_EN}|{_WRONG_OTHER})[^.!?\n]{{0,40}}?\b(?:(?:and\s+)?so\s+(?:is|was|are|were)|as\s+(?:is|was)|nor)\s+\S"
@@ -128,6 +165,18 @@ def denies_all(text: str, kind: str) -> str | None:
     return "it says each value it names is wrong: it commits to none" if len(values) > 1 else None
 
 
+def unsure_revision(text: str, kind: str) -> str | None:
+    """Why ``text`` commits to nothing when it names two values or more, revises and doubts ("12. I meant 21. Hard
+    to say.", "580. Revised answer: 508. Toss-up."), else ``None``."""
+    markers = list(_MARKER.finditer(text))
+    asks_after = bool(markers) and "?" in text[markers[-1].end() :]
+    if not (_DOUBT.search(text) or _UNSURE.search(text) or asks_after) or not markers:
+        return None
+    spaced = _CJK_EDGE.sub(" ", text) if re.search(_CJK, text) else text
+    values = {c for c in _candidates(spaced) if _of_kind(c, kind)}
+    return "it revises a value and doubts the revision: it commits to neither" if len(values) > 1 else None
+
+
 def retraction(text: str, kind: str) -> str | None:
     """What the answer commits to after its last retraction marker (see the module doc, steps 1 and 2), or ``None``
     when the text has no marker, the marker is conditional, or what follows it is not one committed value."""
@@ -135,14 +184,27 @@ def retraction(text: str, kind: str) -> str | None:
         return None
     if re.search(_CJK, text):
         text = _CJK_EDGE.sub(" ", text)
-    markers = [m for m in _MARKER.finditer(text) if m.group("no") is None or text[m.end() :].strip(" \t\n.!。")]
+    if _DOUBT.search(text) or _ATTRIBUTION.search(text) or _CONDITIONAL.search(text) or _UNSURE.search(text):
+        return None  # a revision among doubts, conditions or questions commits to neither value
+    quoted = [m.span() for m in _QUOTED.finditer(text)] if any(q in text for q in '"“`') else []
+    yes_no = re.search(r"(?i)\byes\b", text) is not None  # "no" is then a value, not a marker
+    markers = [
+        m
+        for m in _MARKER.finditer(text)
+        if (m.group("no") is None or (not yes_no and text[m.end() :].strip(" \t\n.!。")))
+        and not any(a <= m.start() < b for a, b in quoted)
+    ]
     if not markers:
         return None
+    if markers[-1].group("replace") is not None and not _SELF_REPLACE.match(markers[-1].group(0)):
+        # "the correct answer is" / "la bonne réponse est" replaces only what a marker before it withdrew
+        # ("Under reading 2, the correct answer is yes" is a second reading, not a retraction)
+        if not any(m.group("wrong") is not None or m.group("no") is not None for m in markers[:-1]):
+            return None
     last = markers[-1]
     head = text[: last.start()]
-    start = _SENTENCE_START.match(head)
-    if _CONDITIONAL.search(head[start.end() if start else 0 :] + last.group(0)):
-        return None
+    if re.search(r"(?i)\bor[\s,]*$", head):
+        return None  # "580 (or, correction: 508)": offered as an alternative
     after = text[last.end() :].strip()
     after = _CJK_TAIL.sub("", _CJK_LEAD.sub("", after))
     if grammar5.UNCERTAIN.search(after) or not grammar6._cue_free(after) or _REJECTS_AGAIN.search(after):
@@ -190,6 +252,8 @@ def _bare_diff(text: str) -> str:
 
 
 def _diff_lines(body: str) -> str:
+    if body.rstrip().rstrip("`").rstrip().endswith("?"):
+        return body  # "-580 / +508?": an added line that asks replaces nothing
     kept = []
     for line in body.split("\n"):
         if line.startswith(("---", "+++", "@@")) or line.startswith("-"):
@@ -231,14 +295,28 @@ _DECOY_PAREN = re.compile(r"\(([^()\n]{0,120})\)")
 _CLAUSES = re.compile(r"(?<=[.!?])[ \t]+|[ \t]+[—–][ \t]+|\n+")
 
 
+_IN_FAVOUR = re.compile(r"(?i)\b(?:right|correct|fits?|valid|possible|true|works?|acceptable)\b")
+
+
+def _only_a_decoy(clause: str) -> bool:
+    """A clause that names a decoy and says nothing in its favour ("which might be correct", "also fits")."""
+    return (
+        _DECOY.search(clause) is not None
+        and _IN_FAVOUR.search(clause) is None
+        and _DOUBT.search(clause) is None
+        and grammar5.UNCERTAIN.search(clause) is None
+        and grammar6._cue_free(clause)
+    )
+
+
 def drop_decoys(text: str, kind: str) -> str:
     """``text`` without the parentheticals, sentences and dash clauses that name a value only as a decoy, when
     another part of it still names a value (a clause that is the whole answer stays, and is read as before)."""
     if _DECOY.search(text) is None:
         return text
-    text = _DECOY_PAREN.sub(lambda m: "" if _DECOY.search(m.group(1)) else m.group(0), text)
+    text = _DECOY_PAREN.sub(lambda m: "" if _only_a_decoy(m.group(1)) else m.group(0), text)
     clauses = [c for c in _CLAUSES.split(text) if c.strip()]
-    kept = [c for c in clauses if not _DECOY.search(c)]
+    kept = [c for c in clauses if not _only_a_decoy(c)]
     if kept and len(kept) < len(clauses) and any(re.search(r"\w", c) for c in kept):
         return " ".join(c.strip() for c in kept)
     return text
@@ -256,10 +334,15 @@ _ENTRY_NUMBER = re.compile(r"\[\d{1,2}\]|(?<!\S)\d{1,2}[.)](?=\s|$)")
 
 
 def _link_footer(line: str, kind: str) -> str:
-    """``line`` (a labelled line with links) dropped when, its links and entry numbers taken out, it names no
-    value of the answer's type; kept as it is otherwise ("See also: 580 (oeis.org)" names 580)."""
-    rest = _ENTRY_NUMBER.sub(" ", _LINK.sub(" ", line.split(":", 1)[-1].split("：", 1)[-1]))
-    return line if any(_of_kind(c, kind) for c in _candidates(rest)) and kind != "text" else ""
+    """``line`` (a labelled line with links) dropped when it holds nothing but its label, its links and entry
+    numbers that count from 1 ("Learn more: 1. wikipedia.org 2. britannica.com"); kept as it is otherwise ("See
+    also: 580 (oeis.org)", "Links: https://.. (alternative)")."""
+    rest = _LINK.sub(" ", re.split(r"[:：]", line, maxsplit=1)[-1])
+    numbers = [int(re.sub(r"\D", "", m.group(0))) for m in _ENTRY_NUMBER.finditer(rest)]
+    if numbers != list(range(1, len(numbers) + 1)):
+        return line
+    rest = _ENTRY_NUMBER.sub(" ", rest)
+    return "" if re.fullmatch(r"[\s()\[\],;.·|•*_-]*", rest) else line
 
 
 def presentation(text: str, golds: list[str], kind: str, question: str = "") -> tuple[str, str | None]:
@@ -284,17 +367,28 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
 
 
 def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
-    """Grammar 7's revisions; where they leave a hedge or more than one value of the type, the last retraction."""
-    denied = denies_all(text, kind)
+    """Grammar 7's revisions; where they leave a hedge, more than one value of the type, or a marker in what they
+    read ("wait. That was a slip — 508."), the last retraction."""
+    denied = denies_all(text, kind) or unsure_revision(text, kind)
     if denied is not None:
         return text, denied, False
     read, hedge, revised = grammar7.drop_drafts(text, kind)
-    if revised and _CONDITIONAL_REVISION.search(text) and len({c for c in _candidates(text) if _of_kind(c, kind)}) > 1:
-        return text, "its revision is conditional: it commits to none of its values", False
+    if (
+        revised
+        and (
+            _CONDITIONAL_REVISION.search(text)
+            or _ATTRIBUTION.search(text)
+            or _CONDITIONAL.search(text)
+            or _OR_BEFORE_MARKER.search(text)
+        )
+        and len({c for c in _candidates(text) if _of_kind(c, kind)}) > 1
+    ):
+        return text, "its revision is conditional or not its own: it commits to none of its values", False
     spaced = _CJK_EDGE.sub(" ", read) if re.search(_CJK, read) else read
-    if hedge is None and kind != "text" and len({c for c in _candidates(spaced) if _of_kind(c, kind)}) <= 1:
+    settled = _MARKER.search(read) is None  # grammar 7's reading holds no marker of its own any more
+    if settled and hedge is None and kind != "text" and len({c for c in _candidates(spaced) if _of_kind(c, kind)}) <= 1:
         return read, hedge, revised
-    if hedge is None and kind == "text" and revised:
+    if settled and hedge is None and kind == "text" and revised:
         return read, hedge, revised
     committed = retraction(text, kind)
     if committed is None:
@@ -347,5 +441,23 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
     revision steps."""
     text = normalize_text(prediction)
     if len(text) <= 20_000:
-        text = _STRUCK_S.sub("", text)  # before grammar 7 reads "<s>"/"</s>" as template tokens
+        struck = _STRUCK_S.sub("", text)  # before grammar 7 reads "<s>"/"</s>" as template tokens
+        if struck != text and not struck.rstrip().endswith("?"):  # "<s>580</s> 508?" replaces nothing
+            text = struck
+        quoted = quoted_revision(text, kind)  # before the presentation takes the quotation marks off
+        if quoted is not None:
+            return Reading(text, quoted)
     return grammar7.read_answer(text, golds, kind, question, present=presentation, drafts=drop_drafts)
+
+
+def quoted_revision(text: str, kind: str) -> str | None:
+    """Why an answer that names two values or more and quotes a revision marker (``580. "Revised answer: 508."``, a
+    marker in code) commits to neither, else ``None``: a quoted revision is shown, not made."""
+    if not any(q in text for q in '"“`'):
+        return None
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    if not any(any(a <= m.start() < b for a, b in quoted) for m in _MARKER.finditer(text)):
+        return None
+    spaced = _CJK_EDGE.sub(" ", text) if re.search(_CJK, text) else text
+    values = {c for c in _candidates(spaced) if _of_kind(c, kind)}
+    return "it quotes a revision: it commits to neither value" if len(values) > 1 else None

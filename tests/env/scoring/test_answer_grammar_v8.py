@@ -45,7 +45,8 @@ def name_env() -> gym.Env:
 # committed and the answer scores 0.
 RETRACTIONS = [
     "My first count gave {old}, which is wrong. The count is {new}.",
-    "{old}? That was a slip — {new}.",
+    "{old} was a slip — {new}.",
+    "{old}? No, wait. That was a slip — {new}.",
     "I wrote {old} above; I made a mistake there. {new}.",
     "Earlier I had {old}. I miscounted the boundary points. So {new}.",
     "{old} is incorrect; I double-counted a vertex. It comes to {new}.",
@@ -85,6 +86,12 @@ def test_a_retraction_reads_the_value_after_its_last_marker_and_its_mirror_score
         "{a} is wrong. Maybe {b}?",
         "{a} is wrong, and so is {b}.",
         "My mistake: it's {a} or {b}.",
+        "{a}. Revised answer: {b}. Toss-up.",
+        "{a}. Nein, {b}. Vielleicht.",
+        "{a}. Some sources say it's actually {b}.",
+        '{a}. "Revised answer: {b}."',
+        "{a}.\nIf so,\nno, {b}.",
+        "{a}. I meant {b}. Hard to say.",
     ],
 )
 def test_a_conditional_or_unsure_retraction_commits_to_nothing_in_either_order(number_env, template):
@@ -250,3 +257,51 @@ def test_one_latex_value_of_a_math_gold_is_read_as_a_number_is(answer):
     assert _rewards(env, answer) == ALL
     assert _rewards(env, answer.replace("3\\sqrt{5}", "5\\sqrt{3}")) == NONE
     assert _rewards(env, answer.replace("3\\sqrt{5}", "3\\sqrt{5} or 5\\sqrt{3}")) == NONE
+
+
+# Shapes a reward-seeking policy could use to name two values and be paid for one (found by red-teaming grammar 8):
+# a revision that is doubted, attributed, conceded, quoted, offered as an alternative, or a second reading; each
+# must score 0 in both orders.
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{a}. Corrected answer: {b}. Could go either way.",
+        "{a}. Make that {b} — I think.",
+        "{a}. Others claim it should read {b}.",
+        "{a}. Per a reviewer, scratch that: {b}.",
+        "{a}. The key says `revised answer: {b}`.",
+        "{a}\n```\nscratch that, {b}\n```",
+        "{a} (or, my mistake: {b})",
+        "{a}. Stimmt nicht, {b}. Vielleicht.",
+        "{a}。不对，{b}。也许。",
+        "<s>{a}</s> {b}?",
+        "```diff\n- {a}\n+ {b}?\n```",
+    ],
+)
+def test_a_doubted_attributed_quoted_or_offered_revision_pays_in_neither_order(number_env, template):
+    for answer in (template.format(a=GOLD, b=RIVAL), template.format(a=RIVAL, b=GOLD)):
+        assert _rewards(number_env, answer) == NONE, answer
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{gold}. Oops, I first typed {rival}.",
+        "{gold}. Correction of a draft that gave {rival}.",
+        "{gold} (not {rival} — a typo in some editions)",
+    ],
+)
+def test_a_note_about_an_earlier_draft_after_the_answer_is_not_a_retraction(number_env, name_env, template):
+    assert _rewards(number_env, template.format(gold=GOLD, rival=RIVAL)) == ALL
+    assert _rewards(name_env, template.format(gold=NAME, rival=OTHER)) == ALL
+
+
+def test_a_decoy_clause_that_speaks_for_the_decoy_is_kept(number_env):
+    for a, b in ((GOLD, RIVAL), (RIVAL, GOLD)):
+        assert _rewards(number_env, f"{a} — often confused with {b}, which may also be right.") == NONE
+
+
+def test_a_footer_that_says_more_than_its_links_is_kept(number_env, name_env):
+    assert _rewards(number_env, f"{GOLD}\nLinks: https://oeis.org/A{RIVAL} (alternative)") == NONE
+    assert _rewards(name_env, f"{NAME}\nSee also: {OTHER} (nobelprize.org)") == NONE
+    assert _rewards(number_env, f"{GOLD}\nSources: 1. oeis.org 2. mathworld.wolfram.com") == ALL
