@@ -114,8 +114,8 @@ _CJK_LEAD = re.compile(r"^(?:是|为|為|は|은|는|が|:)\s*")
 _CJK_TAIL = re.compile(r"\s*(?:です|でした|だ|である|입니다|이다|이에요|예요|요|。|．)+$")
 # a sentence that is conditional or unsure retracts nothing ("if that's wrong, 44")
 _CONDITIONAL = re.compile(
-    r"(?i)\b(?:if|unless|in\s+case|otherwise|might|may|could|would|possibly|perhaps|maybe|wenn|falls|si|если)\b"
-    r"|如果|要是|もし|만약|혹시"
+    r"(?i)\b(?:if|unless|in\s+case|otherwise|might|could|would|possibly|perhaps|maybe|wenn|falls|si|если)\b"
+    r"|(?-i:\bmay\b)|如果|要是|もし|만약|혹시"  # "may" in lower case: "May" is also a month
 )
 # doubt anywhere in an answer that revises: it commits to neither value ("Revised answer: 508. Toss-up.",
 # "580. Nein, 508. Vielleicht.")
@@ -165,6 +165,19 @@ def denies_all(text: str, kind: str) -> str | None:
     return "it says each value it names is wrong: it commits to none" if len(values) > 1 else None
 
 
+_FIRST_SENTENCE = re.compile(r"[^.!?。！？\n]*")
+# a revision cue of grammar 7's or grammar 8's (where grammar 7 revised, the scope of its condition ends after it)
+_REVISION_CUE = re.compile(rf"(?i){_WRONG_EN}|{_WRONG_OTHER}|{_BARE_NO}|{_REPLACE}|{_SOFT}|\bactually\b|\bwait\b")
+
+
+def _told_otherwise(text: str, end: int) -> bool:
+    """Whether the text up to ``end`` (a revision marker's end) and the first words of the sentence after it hold a
+    condition, an attribution or a concession ("580. The correct answer is 508, per some."); what comes later is
+    the answer's content ("(D) Although the scientist detected the two genes ..." is an option's text)."""
+    scope = text[:end] + " ".join(_FIRST_SENTENCE.match(text, end).group(0).split()[:4])  # its first four words
+    return _ATTRIBUTION.search(scope) is not None or _CONDITIONAL.search(scope) is not None
+
+
 def unsure_revision(text: str, kind: str) -> str | None:
     """Why ``text`` commits to nothing when it names two values or more, revises and doubts ("12. I meant 21. Hard
     to say.", "580. Revised answer: 508. Toss-up."), else ``None``."""
@@ -184,8 +197,8 @@ def retraction(text: str, kind: str) -> str | None:
         return None
     if re.search(_CJK, text):
         text = _CJK_EDGE.sub(" ", text)
-    if _DOUBT.search(text) or _ATTRIBUTION.search(text) or _CONDITIONAL.search(text) or _UNSURE.search(text):
-        return None  # a revision among doubts, conditions or questions commits to neither value
+    if _DOUBT.search(text) or _UNSURE.search(text):
+        return None  # a revision among doubts commits to neither value
     quoted = [m.span() for m in _QUOTED.finditer(text)] if any(q in text for q in '"“`') else []
     yes_no = re.search(r"(?i)\byes\b", text) is not None  # "no" is then a value, not a marker
     markers = [
@@ -202,6 +215,8 @@ def retraction(text: str, kind: str) -> str | None:
         if not any(m.group("wrong") is not None or m.group("no") is not None for m in markers[:-1]):
             return None
     last = markers[-1]
+    if _told_otherwise(text, last.end()):
+        return None  # conditional, attributed or conceded: not the answer's own retraction
     head = text[: last.start()]
     if re.search(r"(?i)\bor[\s,]*$", head):
         return None  # "580 (or, correction: 508)": offered as an alternative
@@ -377,8 +392,7 @@ def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
         revised
         and (
             _CONDITIONAL_REVISION.search(text)
-            or _ATTRIBUTION.search(text)
-            or _CONDITIONAL.search(text)
+            or _told_otherwise(text, max((m.end() for m in _REVISION_CUE.finditer(text)), default=0))
             or _OR_BEFORE_MARKER.search(text)
         )
         and len({c for c in _candidates(text) if _of_kind(c, kind)}) > 1
