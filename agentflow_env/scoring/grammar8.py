@@ -16,14 +16,26 @@ left two values, which it read as the first or as none. Grammar 8 reads a retrac
    follows states exactly one value of the answer's type (a number or an option; a text answer: one short
    sentence after a marker that says a value was wrong), with no rival cue, no doubt ("maybe", "?"), and no
    second rejection, that value is the answer: everything before the marker is a draft.
-2. **A retraction must be asserted.** A marker in a sentence that is conditional or unsure ("if that's wrong,
-   44", "I might be wrong; 44 is possible") retracts nothing: "33. If that's wrong, 44." stays a hedge in both
-   orders. A marker that follows the value it rejects ("33. 44 is incorrect.") leaves nothing after it to commit
-   to, and the answer is read as before.
+2. **A retraction must be asserted, by the answer itself** (:func:`unsure_revision`, :func:`quoted_revision`,
+   :func:`drop_drafts`). An answer that revises and doubts ("Toss-up", "Vielleicht", "I think", a question after
+   the last marker), or whose revision is conditional ("33. If that's wrong, 44."), someone else's or conceded
+   ("some sources say", "per a reviewer", "though"; checked up to the first words after the marker), quoted or in
+   code, or offered as an alternative ("44 (or, my mistake: 33)"), keeps both values: a hedge in both orders,
+   grammar 7's own revisions included. "The correct answer is" replaces a value only after a marker withdrew it.
+   A marker that follows the value it rejects ("33. 44 is incorrect."), or one followed by a note about the
+   draft ("33. Oops, I first typed 44."), leaves the answer as it was read before; "44 is wrong, and so is 33"
+   denies both (:func:`denies_all`).
 3. **Struck and replaced values in markup**: a ``diff`` block's removed lines are withdrawn and its added lines are
    the text; ``<s>44</s>`` followed by more text is a struck value (grammar 7 read ``<s>``/``</s>`` as template
    tokens, which they are only around the whole reply); a JSON object with a revision key (``revised_answer``,
-   ``corrected_answer``, ``final_answer``, ..) beside a plain ``answer`` reads the revision.
+   ``corrected_answer``, ``final_answer``, ..) beside a plain ``answer`` reads the revision. A replacement that
+   asks ("<s>44</s> 33?") replaces nothing.
+4. **One value beside a debris line** (:func:`only_value`, :func:`rival_line`, :func:`value_token`): a debris line
+   before a number answer's one value, or a sign-off, heading, list item or ``\\end{..}`` after it, leaves the
+   value read; LaTeX values keep their braces.
+5. **Decoys and footers** (:func:`drop_decoys`): a clause that names a value only as a decoy, and says nothing for
+   it, is dropped; a footer line of links alone is presentation. "X or Y" in Chinese, Japanese and Korean is a
+   hedge.
 
 The mirror image of every class reads the other value, so a retraction pays for the value it commits to, in one
 order only: it is a reading of what the answer says, not a way to name two values and be paid for either. Every
