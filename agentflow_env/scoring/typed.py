@@ -171,11 +171,13 @@ def same_quantity(prediction: str, gold: str) -> bool:
 
 # the symbols of a formula ("(¬A → B) ↔ (A ∨ ¬B)"): a name or a list compared by its words keeps them (grammar 8)
 _FORMULA_SYMBOL = re.compile(r"[¬∧∨→←↔⇒⇔⊕⊂⊃⊆⊇∈∉∩∪=≠<>≤≥+*/^|~!()\[\]{}∀∃]")
+# what makes a text a formula: a logical, set or relation operator (a date's slashes or a title's brackets do not)
+_FORMULA_OPERATOR = re.compile(r"[¬∧∨→←↔⇒⇔⊕⊂⊃⊆⊇∈∉∩∪=≠<>≤≥∀∃]")
 
 
 def formula_symbols(text: str) -> list[str]:
-    """The formula symbols of ``text``, in order."""
-    return _FORMULA_SYMBOL.findall(text)
+    """The formula symbols of ``text``, in order; none when it holds no logical, set or relation operator."""
+    return _FORMULA_SYMBOL.findall(text) if _FORMULA_OPERATOR.search(text) else []
 
 
 def typed_equal(prediction: str, golds: Iterable[str], version: int = 3, symbols: bool = False) -> bool:

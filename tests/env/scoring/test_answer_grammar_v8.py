@@ -305,3 +305,10 @@ def test_a_footer_that_says_more_than_its_links_is_kept(number_env, name_env):
     assert _rewards(number_env, f"{GOLD}\nLinks: https://oeis.org/A{RIVAL} (alternative)") == NONE
     assert _rewards(name_env, f"{NAME}\nSee also: {OTHER} (nobelprize.org)") == NONE
     assert _rewards(number_env, f"{GOLD}\nSources: 1. oeis.org 2. mathworld.wolfram.com") == ALL
+
+
+def test_a_date_or_a_bracketed_title_is_no_formula():
+    from agentflow_env.scoring.typed import formula_symbols
+
+    assert formula_symbols("04/15/18") == [] and formula_symbols("Harry Potter (film)") == []
+    assert formula_symbols("(¬P → Q)") == ["(", "¬", "→", ")"]
