@@ -80,6 +80,10 @@ class EnvEntry:
 #     (after the last asserted marker that a value was wrong or is replaced, one committed value is the answer, in
 #     nine languages), diff blocks, struck <s> values and a JSON revision key beside "answer" read as revisions.
 #     The v8 ids pass ``grammar=8``; v7 ids keep their verdicts.
+# v9: answer grammar 9 (agentflow_env/scoring/grammar9.py, docs/rewards.md): a value the answer itself marks as not
+#     its answer (negated in a contrast, withdrawn, changed from, a draft before a final label, eliminated) is no
+#     candidate, in nine languages; ReAct's Finish[..], role headers, localized yes/no, dates and digit groups.
+#     The v9 ids pass ``grammar=9``; v8 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -102,8 +106,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8}
-LATEST_VERSION = 8
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9}
+LATEST_VERSION = 9
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

@@ -3,8 +3,8 @@ reward of every answer style through ``env.step`` (one "1"/"0" per answer, rotat
 reading (text, whether it hedges, its score) of a larger sample. ``tests/env/scoring/test_pinned_grammars.py``
 checks every entry. Each digest was recorded at the commit before the next grammar existed (v3 at aad5736, v4 at
 2e57b6c, v5 at 900cece, v6 at 066f447, v7 once answer grammar 7 was written, v8 once answer grammar 8 was
-written); a new grammar adds its version to the tables below (a digest that stays the same gets the version added
-to its tuple)."""
+written, v9 once answer grammar 9 was written); a new grammar adds its version to the tables below (a digest that
+stays the same gets the version added to its tuple)."""
 
 from __future__ import annotations
 
@@ -46,12 +46,12 @@ VERDICTS_V3 = {
 VERDICTS_V3_SAMPLE = {"tasks": 2, "per_kind": 6, "seed": 3}
 # benchmark -> {digest: the id versions it pins}
 VERDICTS = {
-    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8)},
-    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8)},
-    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8)},
-    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8)},
-    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7, 8)},
-    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8)},
+    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8, 9)},
+    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9)},
+    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9)},
+    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8, 9)},
+    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7, 8, 9)},
+    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9)},
 }
 READINGS = {
     "Gen-GameOf24": {
@@ -59,96 +59,112 @@ READINGS = {
         "921e66e1b1d034ea:420": (5, 6),
         "8150c7a921e86424:420": (7,),
         "1d19310da5f94937:420": (8,),
+        "df1a906c6b75c5a9:420": (9,),
     },
     "Gen-MultiHop": {
         "6f6c97a3f52bc146:480": (4,),
         "cc2be0a7a0618956:480": (5, 6),
         "fbbc4dd4cad087fc:480": (7,),
         "5bb0a26b3477561f:480": (8,),
+        "be9a50d43b0a2761:480": (9,),
     },
     "Gen-Math": {
         "ced5214f97f3648a:480": (4,),
         "63c3a40bab76b550:480": (5, 6),
         "9dad17937747ccb6:480": (7,),
         "1c7569c7490c921b:480": (8,),
+        "66131edb45bbf254:480": (9,),
     },
     "Gen-Science": {
         "510e433955c21999:420": (4,),
         "ec6e700b129523cc:420": (5, 6),
         "fe520574f3884b9f:420": (7,),
         "5d73f594aeee89a0:420": (8,),
+        "2494c525d3641c12:420": (9,),
     },
     "Gen-Agentic": {
         "f4fcca06d7f18458:480": (4,),
         "3b19485c808fa555:480": (5, 6),
         "aa54a8086d4a80c9:480": (7,),
         "f3906617b52620c0:480": (8,),
+        "ead08ed4dae70153:480": (9,),
     },
     "Gen-HopChain": {
         "7b4cd2f42fed39eb:480": (4,),
         "2f3a7c1b30f87db5:480": (5, 6),
         "31169065ec6fe76a:480": (7,),
         "eb55111d1ea3baa0:480": (8,),
+        "f7e0f68933dc756b:480": (9,),
     },
     "Bamboogle": {
         "5421f17fc4485748:480": (4,),
         "bea1e4367087dda5:480": (5, 6),
         "6fece0622e01fb2b:480": (7,),
         "cb635fa172d85c33:480": (8,),
+        "e8fa3824ed14c8d9:480": (9,),
     },
     "TwoWiki": {
         "3a5b7d352e44a07c:480": (4,),
         "783638a73ee09fbd:480": (5, 6),
         "e15e26caf434f3f3:480": (7,),
         "83c4ec282ad38afc:480": (8,),
+        "a4ed722c7703ee83:480": (9,),
     },
     "HotpotQA": {
         "f06acc21483ae2cc:400": (4,),
         "52b76cfaa5d4e739:400": (5, 6),
         "d8eb78c67409a57b:400": (7,),
         "1c7a31134fc30db0:400": (8,),
+        "c0d44180e577f261:400": (9,),
     },
     "Musique": {
         "ab09533fbdbae5e2:480": (4,),
         "99d92ce2a29d4d92:480": (5, 6),
         "9f1c532f429ac8b9:480": (7,),
         "b4caa05728344bf4:480": (8,),
+        "aa164fe24845be67:480": (9,),
     },
     "GAIA": {
         "7e0214afae58111c:400": (4,),
         "6f51652825976772:400": (5, 6),
         "6faa19b1f2a7f101:400": (7,),
         "001937f6bd97e55d:400": (8,),
+        "d78acb06c022081d:400": (9,),
     },
     "AIME24": {
         "046685c7f72ae553:480": (4,),
         "69f424d7ec256d94:480": (5, 6),
         "2388ad73ad19f288:480": (7,),
         "f275d773c432b1b7:480": (8,),
+        "c29b69e74be0cd51:480": (9,),
     },
     "AMC23": {
         "f8d193880cf6956b:480": (4,),
         "ef6d02e371d9b0c3:480": (5, 6),
         "173b142dbbd2c293:480": (7,),
         "84a9333bc2d995d3:480": (8,),
+        "96444224b0348b65:480": (9,),
     },
     "GameOf24": {
         "1fdb90890492a70d:420": (4,),
         "7901b8799fe3c1d6:420": (5, 6),
         "e9ccae01a82528d3:420": (7,),
         "513faefd2e86aa31:420": (8,),
+        "0f707c8d5c132ac8:420": (9,),
     },
     "GPQA": {
         "dcd8bcf77898b70b:420": (4,),
         "9337e57254253b09:420": (5, 6),
         "5845f15eaa0ea5d6:420": (7,),
         "fe64f3914e66b3f7:420": (8,),
+        "18add4f93a2c2d03:420": (9,),
     },
     "MedQA": {
         "903cda7054279a03:420": (4,),
         "4e6d7077e045b0ad:420": (5, 6),
         "78717da10270a748:420": (7,),
         "9d565aacca986548:420": (8,),
+        "2a2ae0aaf1155fbb:420": (9,),
     },
 }
 
