@@ -15,7 +15,9 @@ Grammar 9 reads a value the answer marks as dropped by the **mark**, not by a ph
    X", "X, e não Y", "X, non Y", "ce n'est pas Y, c'est X", "не Y, а X", "不是Y，而是X", "YではなくX". "Not only Y but
    also X", "if not Y", "不是Y就是X" (either-or) and "не то Y, не то X" are not marks: they keep both values.
 2. **Withdrawal**: "scratch / ignore / retract Y", "Y (retracted)", "changed from Y to X", "Y → X" after "changed",
-   "revised" or "corrected", "(was Y)", "(previously Y)", "(I mistakenly wrote Y)", "I considered Y but ruled it out".
+   "revised" or "corrected", "Y → revised to X", "(was Y)", "(previously Y)", "(I mistakenly wrote Y)", "I considered
+   Y but ruled it out", and a draft the answer reports as past ("Earlier I wrote Y.", "I initially said Y;", "My
+   first answer was Y, but", "Mi primera respuesta fue Y, pero").
 3. **A draft label before a final one**: "First pass: Y. Second pass: X.", "Draft answer: Y .. Final answer: X";
    a draft label drops its value only when a final label follows it.
 4. **Elimination**: a line labelled "Eliminated:", "Ruled out:", "Rejected:" names no answer.
@@ -127,6 +129,20 @@ _WITHDRAWN = re.compile(
     # "(was 35)", "(previously 35)", "(not 35)", "(I mistakenly wrote 35 above)"
     r"|\(\s*(?:was|previously|formerly|originally|initially|earlier|before|not|old|orig\.?)\b[:\s][^()\n]{1,60}\)"
     r"|\([^()\n]{0,30}\b(?:mistakenly|by\s+mistake|accidentally|erroneously|wrongly|in\s+error)\b[^()\n]{0,50}\)"
+    # "Earlier I wrote 35.", "I initially said 35;", "My first answer was 35,": a draft the answer reports as past
+    r"|\b(?:(?:earlier|before|previously|initially|originally|at\s+first)\b[,\s]*I\s+(?:wrote|said|answered|gave|typed|put|had"
+    r"|thought|guessed|got|picked|chose)"
+    r"|I\s+(?:first|initially|originally|earlier|previously)\s+(?:wrote|said|answered|gave|typed|put|had|thought|guessed|got"
+    r"|picked|chose)"
+    r"|my\s+(?:first|initial|earlier|previous|original)\s+(?:answer|guess|attempt|response|reply|result)\s+(?:was|is"
+    r"|had\s+been)"
+    r"|mi\s+primera\s+respuesta\s+(?:fue|era)|meine\s+erste\s+antwort\s+war|ma\s+première\s+réponse\s+(?:était|a\s+été)"
+    r"|a\s+minha\s+primeira\s+resposta\s+(?:foi|era)|la\s+mia\s+prima\s+risposta\s+(?:era|è\s+stata))\s+"
+    # the draft: up to the end of its sentence or clause (an expression, a title or a date with a comma)
+    r"[^\n]{1,100}?(?=\s*(?:[.;!—–](?:\s|$)|,\s*(?:but|pero|aber|mais|mas|ma|however|though)\b|$))"
+    # "35, corrected to 33": the value before the revision
+    rf"|(?:\$)?{_VALUE}(?:\$)?\s*(?:,|;|—|–)?\s*\(?\s*(?:now\s+|later\s+)?(?:revised|corrected|changed|updated"
+    r"|amended)\s+to\b"
     # "I had 35, but ..", "I first wrote 35, but": the draft before the "but" that withdraws it
     r"|\bI\s+(?:had|wrote|said|put|gave|answered|typed|first\s+(?:had|wrote|said|put|gave|answered|thought))\s+"
     rf"(?:\$)?{_VALUE}(?:\$)?\s*,?(?=\s+but\b)"
@@ -144,6 +160,11 @@ _CHANGE_FROM = re.compile(
     r"(?im)^[^\n]*?\b(?:changed|revised|corrected|updated|amended|switched)\s+(?:it\s+|my\s+answer\s+|the\s+answer\s+)?"
     r"from\s+(?P<old>[^\n]{1,60}?)\s+to\s+(?P<new>[^\n]{1,80}?)"
     r"(?=\s+(?:after|because|since|based|following|once|when|as|per)\b|[.;!]?[ \t]*$|[.;!]\s)[^\n]*"
+)
+# "Final answer: (1+1)×(8+1) → revised to (1+1+1)×8": what the arrow leaves is withdrawn
+_ARROW_REVISED_TO = re.compile(
+    r"(?im)(?P<head>^|[:：][ \t]*)(?P<old>[^\n→]{1,100}?)[ \t]*(?:→|->|=>|⇒)[ \t]*\(?(?:now[ \t]+|later[ \t]+)?"
+    r"(?:revised|corrected|changed|updated|amended)[ \t]+to[ \t]+"
 )
 # "Answer changed: 35 → 33", "Revised: 35 -> 33": a change record's target
 _CHANGE_ARROW = re.compile(
@@ -227,10 +248,26 @@ def drop_marked(text: str, kind: str) -> str:
     of the answer's kind remains; ``text`` unchanged when the answer doubts or makes a mark conditional."""
     if len(text) > _LIMIT or _HINT.search(text) is None or _doubts(text) or _quoted_mark(text):
         return text
-    before = _values(text, kind)
-    if len(before) < 2:
+    if len(_values(text, kind)) < 2:
         return text
-    out = text
+    out = _strike(text, kind)
+    if out != text:  # the gaps the dropped values left: no space before punctuation, no clause left empty
+        out = re.sub(r"[ \t]+([.,;:!?])", r"\1", out)
+        out = re.sub(r"[,;:]+(?=[.!?])", "", out)
+        out = re.sub(r"^[\s.,;:!?—–-]+", "", out)
+    left = _values(out, kind)
+    if out == text or not left or not out.strip():
+        return text
+    if kind != "text" and len(left) == 1:
+        return f"Answer: {_only_token(out, kind)}"  # one value of the kind is left: the answer
+    out = _drop_postamble(_drop_preambles(_ANSWER_FRAME.sub("the answer is ", out)))  # the frame in English
+    if re.search(grammar8._CJK, out):  # "James Madisonです。": the value a token of its own, the copula off
+        out = grammar8._CJK_TAIL.sub("", grammar8._CJK_EDGE.sub(" ", out).rstrip(" .。"))
+    return out
+
+
+def _strike(out: str, kind: str) -> str:
+    """Every marked value taken out of ``out`` (each pass only where its cue is there)."""
     ignore = list(_IGNORE_ABOVE.finditer(out))
     if ignore and _names_value(out[ignore[-1].end() :], kind) and _names_value(out[: ignore[-1].start()], kind):
         out = out[ignore[-1].end() :]
@@ -242,6 +279,7 @@ def drop_marked(text: str, kind: str) -> str:
     if "from" in out:
         out = _CHANGE_FROM.sub(lambda m: f"Answer: {m.group('new')}", out)
     if any(arrow in out for arrow in ("→", "->", "=>", "⇒")):
+        out = _ARROW_REVISED_TO.sub(lambda m: m.group("head"), out)
         out = _CHANGE_ARROW.sub(lambda m: f"Answer: {m.group('new')}", out)
     out = _WITHDRAWN.sub(lambda m: " " if _names_value(m.group(0), kind) else m.group(0), out)
     if _NEGATION.search(out):
@@ -253,16 +291,7 @@ def drop_marked(text: str, kind: str) -> str:
             out = _TAIL_NO.sub(_tail, out)
     if labelled:
         out = _drop_drafts(out, kind)
-    out = _drop_withdrawing_clauses(out, kind)
-    left = _values(out, kind)
-    if out == text or not left or not out.strip():
-        return text
-    if kind != "text" and len(left) == 1:
-        return f"Answer: {_only_token(out, kind)}"  # one value of the kind is left: the answer
-    out = _drop_preambles(_ANSWER_FRAME.sub("the answer is ", out))  # the frame of what is left, in English
-    if re.search(grammar8._CJK, out):  # "James Madisonです。": the value a token of its own, the copula off
-        out = grammar8._CJK_TAIL.sub("", grammar8._CJK_EDGE.sub(" ", out).rstrip(" .。"))
-    return out
+    return _drop_withdrawing_clauses(out, kind)
 
 
 def _only_token(text: str, kind: str) -> str:
@@ -277,6 +306,21 @@ def _only_token(text: str, kind: str) -> str:
 _PREAMBLE = re.compile(r"[^.!?:;\n。！？：—–]*(?:[.!?:;\n。！？：]|\s[—–]\s)\s*")
 
 
+def _drop_postamble(text: str) -> str:
+    """A last clause left with nothing but a correction marker or a dangling word ("Marie Curie. Oops, <the draft
+    withdrawn>", "Sorry, <..>"), once the value it withdrew is gone."""
+    dangling = text.rstrip()[-1:] in (",", ":", ";", "—", "–")  # its object was the withdrawn value ("Sorry, ")
+    body = text.rstrip(" \t\n,;:.!—–-")
+    cut = max(body.rfind(c) for c in ".!?\n。！？") + 1
+    clause = body[cut:]
+    if not clause.strip() or cut == 0 or not (dangling or _withdrawing_marker(clause)):
+        return text
+    rest = _APOLOGY.sub(" ", grammar8._MARKER.sub(" ", clause))
+    if re.search(r"\d", rest) or len(rest.split()) > 3:
+        return text
+    return body[:cut]
+
+
 def _drop_preambles(text: str) -> str:
     """Leading clauses that only say a correction follows ("Oops — typo above.", "Korrektur:"), once the value
     they withdrew is gone."""
@@ -287,10 +331,21 @@ def _drop_preambles(text: str) -> str:
         clause = match.group(0)
         if re.fullmatch(r"[^\d\n:：]{1,40}[:：]\s*", clause) and len(clause.split()) <= 4:
             return f"Answer: {text[match.end() :]}"  # "Revised: X", "Remaining and confirmed: X": a label
-        rest = grammar8._MARKER.sub(" ", clause)
-        if grammar8._MARKER.search(clause) is None or re.search(r"\d", rest) or len(rest.split()) > 3:
+        rest = _APOLOGY.sub(" ", grammar8._MARKER.sub(" ", clause))
+        if not _withdrawing_marker(clause) or re.search(r"\d", rest) or len(rest.split()) > 3:
             return text
         text = text[match.end() :]
+
+
+_APOLOGY = re.compile(r"(?i)\b(?:sorry|apologies|pardon|whoops|my\s+bad)\b")
+
+
+def _withdrawing_marker(clause: str) -> bool:
+    """A grammar 8 marker that a value was wrong ("oops", "that was an error", "Korrektur", "no,") or an apology; a
+    replacement marker ("the correct answer is") introduces the answer and is never dropped."""
+    return _APOLOGY.search(clause) is not None or any(
+        m.group("wrong") or m.group("no") for m in grammar8._MARKER.finditer(clause)
+    )
 
 
 def _lead(match: re.Match[str]) -> str:
@@ -486,7 +541,8 @@ def _surname_first(text: str, golds: list[str]) -> str:
 _UNDECIDED = re.compile(
     r"(?i)\b(?:can(?:no|')?t|could(?:n't|\s+not)|unable\s+to)\s+(?:\w+\s+)?(?:(?:determine|decide|choose|tell|pick|distinguish)"
     r"(?:\s+\w+){0,2}?\s+(?:which|between|among)|eliminate|narrow\s+(?:it|this|them)\s+down)\b|\bare\s+(?:tied|equally\s+(?:likely|plausible|supported))\b|\bevidence\s+is\s+(?:split|mixed)\b"
-    r"|\bmore\s+information\s+(?:would\s+be|is)\s+needed\b|\btoo\s+close\s+to\s+call\b"
+    r"|\bmore\s+information\s+(?:would\s+be|is)\s+needed\b|\btoo\s+close\s+to\s+call\b|\bunclear\b"
+    r"|\bsupports?\s+both\b|\bboth\s+(?:fit|work|apply|are\s+(?:possible|plausible|supported|consistent|defensible))\b"
 )
 
 
@@ -503,7 +559,8 @@ _HINT = re.compile(
     r"|forget|changed|revised|corrected|updated|amended|edit(?:ed)?|correction|switched|mistakenly|mistake|accidentally"
     r"|erroneously|wrongly|error|I|wait|actually|first|second|initial|draft|preliminary|previous|earlier|old|original"
     r"|tentative|hypothesis|eliminated|ruled?|ruling|rejected|excluded|discarded|dismissed|superseded|scratched|struck"
-    r"|guess|refers?|unrelated|irrelevant|relevant|different|was|previously|formerly|originally|initially|before)\b"
+    r"|guess|refers?|unrelated|irrelevant|relevant|different|was|previously|formerly|originally|initially|before"
+    r"|primera|erste|première|primeira|prima)\b"
     r"|不是|ではなく|→|->|=>|⇒|\("
 )
 _MARKS = (
@@ -512,6 +569,7 @@ _MARKS = (
     _WITHDRAWN,
     _CHANGE_FROM,
     _CHANGE_ARROW,
+    _ARROW_REVISED_TO,
     _IGNORE_ABOVE,
     _DRAFT_LABEL,
     _ELIMINATED_LINE,

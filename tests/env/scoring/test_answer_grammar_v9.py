@@ -61,6 +61,11 @@ MARKED = [
     "I wrote {old}, but the boundary points were double-counted; the count is {new}.",
     "Previous result ({old}) withdrawn. Current result: {new}",
     "{old} — no wait, I dropped a row. {new}.",
+    "Result: {old} ⇒ corrected to {new}",
+    "{old}, later revised to {new}.",
+    "Before, I said {old}. That is not right; the count is {new}.",
+    "My initial answer was {old}; after recounting the boundary it is {new}.",
+    "Meine erste Antwort war {old}, aber richtig sind {new}.",
 ]
 
 # marks that are not asserted: both values stay, a hedge in either order
@@ -73,6 +78,7 @@ NOT_MARKED = [
     "Initial answer: {old}\nFinal answer: maybe {new}",
     "{old}? {new}? I can't determine which with certainty.",
     "Candidates I couldn't eliminate: {old}, {new}.",
+    "The data supports both {old} and {new}.",
     "Strike {old}? Perhaps {new}.",
 ]
 
@@ -96,6 +102,7 @@ NAME_MARKED = [
     "Draft answer: {old}\nFinal answer: {new}",
     "Revised: {new} (was {old}).",
     "Corrigindo: a resposta certa é {new}, e não {old}.",
+    "{new}. Sorry, I initially typed {old}.",
 ]
 
 
