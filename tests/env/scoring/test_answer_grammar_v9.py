@@ -83,12 +83,6 @@ NOT_MARKED = [
 ]
 
 
-@pytest.mark.parametrize("template", MARKED)
-def test_a_marked_value_is_no_candidate_and_the_mirror_scores_0(number_env: gym.Env, template: str) -> None:
-    assert rewards(number_env, template.format(old=RIVAL, new=GOLD)) == ALL, template
-    assert rewards(number_env, template.format(old=GOLD, new=RIVAL)) == NONE, template
-
-
 @pytest.mark.parametrize("template", NOT_MARKED)
 def test_an_unasserted_mark_keeps_both_values(number_env: gym.Env, template: str) -> None:
     assert rewards(number_env, template.format(old=RIVAL, new=GOLD)) == NONE, template
@@ -106,10 +100,16 @@ NAME_MARKED = [
 ]
 
 
-@pytest.mark.parametrize("template", NAME_MARKED)
-def test_a_marked_name_is_no_candidate_and_the_mirror_scores_0(name_env: gym.Env, template: str) -> None:
-    assert rewards(name_env, template.format(old=OTHER, new=NAME)) == ALL, template
-    assert rewards(name_env, template.format(old=NAME, new=OTHER)) == NONE, template
+@pytest.mark.parametrize(
+    ("env_name", "template"), [("number_env", t) for t in MARKED] + [("name_env", t) for t in NAME_MARKED]
+)
+def test_a_marked_value_is_no_candidate_and_the_mirror_scores_0(
+    env_name: str, template: str, request: pytest.FixtureRequest
+) -> None:
+    env = request.getfixturevalue(env_name)
+    gold, rival = (GOLD, RIVAL) if env_name == "number_env" else (NAME, OTHER)
+    assert rewards(env, template.format(old=rival, new=gold)) == ALL, template
+    assert rewards(env, template.format(old=gold, new=rival)) == NONE, template
 
 
 def test_yes_and_no_marks(yes_env: gym.Env) -> None:
