@@ -214,6 +214,9 @@ def _token_value(token: str) -> Fraction | None:
     return None
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _value_candidates(value: str, golds: Sequence[str], gnums: set[Fraction]) -> set[object]:
     """The candidates one value names: every token holding a digit, and inside a token that holds the gold,
     every other number (``\\frac{34}{1}?\\frac{33}{1}`` names 34 and 33)."""
@@ -222,7 +225,7 @@ def _value_candidates(value: str, golds: Sequence[str], gnums: set[Fraction]) ->
         token = token.strip(_EDGE_PUNCT)
         while len(token) > 2 and token[0] in "([" and token[-1] in ")]":
             token = token[1:-1].strip(_EDGE_PUNCT)
-        if not token or (not re.search(r"\d", token) and _GOLD not in token):
+        if not token or (not _DIGIT.search(token) and _GOLD not in token):
             masked_word = mask_gold(token, golds)
             if _GOLD in masked_word:
                 found.add(_GOLD)

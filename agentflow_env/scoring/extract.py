@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from agentflow_env.scoring.markers import GOLD_MARK, alternative_marker, normalize_text, value_of
 
@@ -205,6 +206,11 @@ def _boxes(text: str) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
+@lru_cache(maxsize=1024)
+def _gold_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
 def _gold_intervals(text: str, golds: Sequence[str]) -> list[tuple[int, int]]:
     """Where the golds occur in ``text`` (case- and spacing-insensitive, whole words, quotes and a final
     full stop aside)."""
@@ -218,7 +224,7 @@ def _gold_intervals(text: str, golds: Sequence[str]) -> list[tuple[int, int]]:
         body = r"\s*".join(re.escape(tok) for tok in gold.split())
         left = r"(?<!\w)" if gold[0].isalnum() else ""
         right = r"(?!\w)" if gold[-1].isalnum() else ""
-        for m in re.finditer(left + body + right, text, re.IGNORECASE):
+        for m in _gold_pattern(left + body + right).finditer(text):
             end = m.end() + len(tail) if tail and text.startswith(tail, m.end()) else m.end()
             out.append((m.start(), end))
     return out
@@ -342,16 +348,22 @@ def _drop_negated(span: str, golds: Sequence[str], kept: Sequence[str] = ()) -> 
     return re.sub(r"^[,;]\s*|^\s*but\s+", "", out, flags=re.I).strip()
 
 
+_DOLLARS = re.compile(r"^\$(.*)\$$", re.S)
+_MATH_DELIMITERS = re.compile(r"^\\\((.*)\\\)$|^\\\[(.*)\\\]$", re.S)
+_FINAL_STOPS = re.compile(r"[.!。]+$")
+_ITEM_MARK = re.compile(r"^[-•*]\s+|^\d{1,2}[.)]\s+(?=\D)")
+
+
 def _strip_edges(span: str) -> str:
     prev = None
     while prev != span:
         prev = span
         span = _EMPHASIS.sub("", span) if "**" in span or "__" in span or "`" in span else span
         span = span.strip(_EDGES).strip()
-        span = re.sub(r"^\$(.*)\$$", r"\1", span, flags=re.S) if span.count("$") == 2 else span
-        span = re.sub(r"^\\\((.*)\\\)$|^\\\[(.*)\\\]$", lambda m: m.group(1) or m.group(2) or "", span, flags=re.S)
-        span = re.sub(r"[.!。]+$", "", span).strip()
-        span = re.sub(r"^[-•*]\s+|^\d{1,2}[.)]\s+(?=\D)", "", span)
+        span = _DOLLARS.sub(r"\1", span) if span.count("$") == 2 else span
+        span = _MATH_DELIMITERS.sub(lambda m: m.group(1) or m.group(2) or "", span)
+        span = _FINAL_STOPS.sub("", span).strip()
+        span = _ITEM_MARK.sub("", span)
     return span
 
 

@@ -286,6 +286,15 @@ _COMMON = frozenset(
 _TOKEN_EDGES = ".,;:!?\"'“”‘’()[]{}*_`$"
 
 
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _capital(token: str) -> bool:
+    """Whether ``token`` is one ASCII capital letter (an option)."""
+    return len(token) == 1 and "A" <= token <= "Z"
+
+
 def _candidates(clause: str) -> list[str]:
     """The candidate tokens a clause names, in order: tokens with a digit, single capital letters
     (options), other words that are not common words (:data:`_COMMON`), and quoted texts."""
@@ -294,15 +303,11 @@ def _candidates(clause: str) -> list[str]:
         token = raw.strip(_TOKEN_EDGES)
         if not token:
             continue
-        if re.search(r"\d", token):
+        if _DIGIT.search(token):
             found.append(token.lower())
-        elif re.fullmatch(r"[A-Z]", token) and token != "I":
+        elif _capital(token) and token != "I":
             found.append(token)
-        elif (
-            re.search(r"[^\W\d_]", token)
-            and token.lower() not in _COMMON
-            and token.lower().removesuffix("'s") not in _COMMON
-        ):
+        elif _LETTER.search(token) and token.lower() not in _COMMON and token.lower().removesuffix("'s") not in _COMMON:
             found.append(token.lower())
     for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
         found.append(quoted.strip().lower())
@@ -314,7 +319,7 @@ def _tokens(text: str) -> set[str]:
     for raw in text.split():
         token = raw.strip(_TOKEN_EDGES)
         if token:
-            out.add(token if re.fullmatch(r"[A-Z]", token) else token.lower())
+            out.add(token if _capital(token) else token.lower())
     return out
 
 

@@ -265,9 +265,13 @@ _ROLE_ANYWHERE = re.compile(r"(?im)^[ \t>*_]*(?:user|human|assistant|ai|system|b
 _SPLIT = re.compile(r"(?<=[.!?])(?<![\s(*_][A-Z]\.)(?<!^[A-Z]\.)[ \t]+(?=\S)|\n+", re.MULTILINE)
 
 
+_DIGIT = re.compile(r"\d")
+_CONTRACTION = re.compile(r"(?:'|’)(?:s|re|ll|ve|m|d|t)$")
+
+
 def _word(token: str) -> str:
     word = token.strip(".,;:!?\"'“”‘’()[]{}*_`$").lower()
-    return re.sub(r"(?:'|’)(?:s|re|ll|ve|m|d|t)$", "", word)
+    return _CONTRACTION.sub("", word)
 
 
 def _names_candidate(piece: str, kind: str) -> bool:
@@ -278,7 +282,7 @@ def _names_candidate(piece: str, kind: str) -> bool:
         word = _word(raw)
         if not word:
             continue
-        if re.search(r"\d", raw):
+        if _DIGIT.search(raw):
             return True
         token = raw.strip(".,;:!?\"'“”‘’()[]{}*_`$")
         if kind == "option":

@@ -49,6 +49,7 @@ import re
 from collections.abc import Iterable
 
 from agentflow_env.scoring import grammar5, grammar6, grammar7
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import Reading, _candidates, _of_kind
 
@@ -161,6 +162,7 @@ _REJECTS_AGAIN = re.compile(
 _DENIED_TOO = re.compile(
     rf"(?i)(?:{_WRONG_EN}|{_WRONG_OTHER})[^.!?\n]{{0,40}}?\b(?:(?:and\s+)?so\s+(?:is|was|are|were)|as\s+(?:is|was)|nor)\s+\S"
 )
+_DENIED_TOO = Cued(_DENIED_TOO, re.compile(r"(?i)\b(?:so\s+(?:is|was|are|were)|as\s+(?:is|was)|nor)\s+\S"))
 _TEXT_COMMIT = re.compile(
     r"(?i)^[\s,:;.!)\]—–-]*(?:so\s+)?(?:(?:it's|it’s|it\s+is|the\s+(?:correct\s+|right\s+)?answer\s+is|that\s+would\s+be"
     r"|make\s+that|is|should\s+(?:read|be))\s+)?(?P<value>[^\n.!?;]{1,80}?)[.!]?\s*$"
@@ -170,8 +172,7 @@ _TEXT_COMMIT = re.compile(
 def denies_all(text: str, kind: str) -> str | None:
     """Why ``text`` commits to nothing when, after a marker that a value is wrong, another is rejected alongside it
     ("580 is wrong, and so is 508"), else ``None``."""
-    match = _DENIED_TOO.search(text)
-    if match is None or kind == "text":
+    if kind == "text" or _DENIED_TOO.search(text) is None:
         return None
     values = {c for c in _candidates(text) if _of_kind(c, kind)}
     return "it says each value it names is wrong: it commits to none" if len(values) > 1 else None
@@ -193,9 +194,12 @@ def _told_otherwise(text: str, end: int) -> bool:
 def unsure_revision(text: str, kind: str) -> str | None:
     """Why ``text`` commits to nothing when it names two values or more, revises and doubts ("12. I meant 21. Hard
     to say.", "580. Revised answer: 508. Toss-up."), else ``None``."""
+    doubts = _DOUBT.search(text) is not None or _UNSURE.search(text) is not None
+    if not doubts and "?" not in text:
+        return None
     markers = list(_MARKER.finditer(text))
     asks_after = bool(markers) and "?" in text[markers[-1].end() :]
-    if not (_DOUBT.search(text) or _UNSURE.search(text) or asks_after) or not markers:
+    if not (doubts or asks_after) or not markers:
         return None
     spaced = _CJK_EDGE.sub(" ", text) if re.search(_CJK, text) else text
     values = {c for c in _candidates(spaced) if _of_kind(c, kind)}

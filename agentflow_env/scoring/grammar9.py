@@ -52,6 +52,7 @@ import re
 from collections.abc import Iterable
 
 from agentflow_env.scoring import grammar8
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import Reading, _candidates, _of_kind
 from agentflow_env.scoring.typed import fold
@@ -146,6 +147,14 @@ _WITHDRAWN = re.compile(
     # "I had 35, but ..", "I first wrote 35, but": the draft before the "but" that withdraws it
     r"|\bI\s+(?:had|wrote|said|put|gave|answered|typed|first\s+(?:had|wrote|said|put|gave|answered|thought))\s+"
     rf"(?:\$)?{_VALUE}(?:\$)?\s*,?(?=\s+but\b)"
+)
+# the words a withdrawal cannot be written without: the pattern runs only where one occurs
+_WITHDRAWN = Cued(
+    _WITHDRAWN,
+    re.compile(
+        r"(?i)scratch|strike|cross\s+out|retract|withdraw|disregard|\(|revised|corrected|changed|updated|amended"
+        r"|\bI\s|\b(?:my|mi|meine|ma|minha|mia)\s"
+    ),
 )
 # "Ignore the above; corrected: ..": what follows the last such marker is the answer
 _IGNORE_ABOVE = re.compile(

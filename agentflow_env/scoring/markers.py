@@ -45,8 +45,11 @@ _CHARS = _char_map()
 def normalize_text(text: object) -> str:
     """Unicode digits and full-width forms as ASCII, no invisible format characters, no NUL."""
     text = "" if text is None else str(text)
+    if text.isascii():  # the map's keys and every format character are outside ASCII
+        return text.replace(_GOLD, " ")
     text = text.translate(_CHARS).replace(_GOLD, " ")
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    hidden = {ch for ch in set(text) if unicodedata.category(ch) == "Cf"}
+    return "".join(ch for ch in text if ch not in hidden) if hidden else text
 
 
 # look-alike letters (Cyrillic, Greek) read as Latin when looking for alternative markers ("оr")

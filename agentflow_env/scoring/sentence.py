@@ -175,6 +175,12 @@ def _is_unit(word: str) -> bool:
     return base in UNITS or base.lower() in UNITS or base.split("/")[0] in UNITS or base in "%$€£"
 
 
+_DIGIT = re.compile(r"\d")
+_ENDS_SENTENCE = re.compile(r"[.!?:;]$")
+_ENDS_PUNCT = re.compile(r"[,.;:!?]$")
+_ENDS_RUN = re.compile(r"[,;:!?()]$|(?<!\b[A-Z])\.$")
+
+
 def _text_candidates(
     text: str,
     qtokens: set[str],
@@ -200,13 +206,13 @@ def _text_candidates(
         raw = m.group(0)
         token = raw.strip(_EDGE)
         starts = first
-        first = bool(re.search(r"[.!?:;]$", raw)) or raw in ("—", "–", "-")
+        first = bool(_ENDS_SENTENCE.search(raw)) or raw in ("—", "–", "-")
         if not token or _overlaps(m.start(), m.end(), gspans):
             flush()
             continue
         folded = _fold(token)
         content = False
-        if re.search(r"\d", token):
+        if _DIGIT.search(token):
             number = _numbers(token)
             content = not (number and number <= qnums) and folded not in qtokens
         elif (
@@ -215,12 +221,12 @@ def _text_candidates(
             content = not (starts and folded in frame_start)
         if content:
             run.append(token)
-        elif run and folded in _CONNECTORS and not re.search(r"[,.;:!?]$", raw):
+        elif run and folded in _CONNECTORS and not _ENDS_PUNCT.search(raw):
             run.append(token)
             continue
         else:
             flush()
-        if re.search(r"[,;:!?()]$|(?<!\b[A-Z])\.$", raw):
+        if _ENDS_RUN.search(raw):
             flush()
     flush()
     return out

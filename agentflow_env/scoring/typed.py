@@ -53,11 +53,22 @@ _ISO = re.compile(r"^\s*\d{4}-\d{1,2}-\d{1,2}\s*$")
 _NUMERIC_DATE = re.compile(r"^\s*\d{1,2}[/.]\d{1,2}[/.]\d{4}\s*$")
 
 
+_NOT_WORD = re.compile(r"[^\w\s'-]|_")
+
+
 def fold(text: str) -> str:
     """``text`` folded for comparison: no diacritics, case folded, punctuation as spaces, one space."""
-    text = unicodedata.normalize("NFKD", str(text).translate(_FOLD))
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
-    text = re.sub(r"[^\w\s'-]|_", " ", text).replace("'", "")
+    return _fold(str(text))
+
+
+@lru_cache(maxsize=4096)
+def _fold(text: str) -> str:
+    if text.isascii():  # no diacritics to take off, and casefold is lower
+        text = text.lower()
+    else:
+        text = unicodedata.normalize("NFKD", text.translate(_FOLD))
+        text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
+    text = _NOT_WORD.sub(" ", text).replace("'", "")
     return " ".join(text.split())
 
 

@@ -1,0 +1,103 @@
+"""The scorers' fast paths answer as the slow ones do.
+
+``normalize_text`` and ``fold`` skip their per-character Unicode work for ASCII text, and :class:`Cued` patterns run
+only where their cue occurs. Each shortcut must give the same output as the path it skips: these tests compare the
+two on random text (Unicode, format characters and the grammars' own cue words) and on every string the grammar
+tests write.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from agentflow_env.scoring import grammar8, grammar9
+from agentflow_env.scoring.cued import Cued
+from agentflow_env.scoring.markers import _CHARS, GOLD_MARK, normalize_text
+from agentflow_env.scoring.typed import _FOLD, fold
+
+HERE = Path(__file__).parent
+WORDS = (
+    "I i my mi meine ma minha mia first initially earlier originally before previously wrote said had thought answer "
+    "was is were are so as nor and not wrong incorrect a mistake error typo scratch strike cross out retract withdraw "
+    "disregard revised corrected changed updated amended to now later but 35 33 -2.5 1/2 Paris New York ( ) , . ; ! — "
+    "– : primera respuesta fue erste antwort war première réponse était primeira resposta foi prima risposta era"
+).split()
+
+
+def _slow_normalize(text: object) -> str:
+    text = "" if text is None else str(text)
+    text = text.translate(_CHARS).replace(GOLD_MARK, " ")
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+def _slow_fold(text: str) -> str:
+    text = unicodedata.normalize("NFKD", str(text).translate(_FOLD))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
+    text = re.sub(r"[^\w\s'-]|_", " ", text).replace("'", "")
+    return " ".join(text.split())
+
+
+def _grammar_test_strings() -> list[str]:
+    out = []
+    for path in sorted(HERE.glob("test_answer_grammar*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                out.append(node.value)
+    return out
+
+
+def _random_texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    odd = ["\u200b", "\u200d", "\ufeff", "\u00ad", "\x00", "ß", "Æ", "ı", "İ", "１", "٣", "\u3000", "\u2212", "é", "K"]
+    texts = []
+    for _ in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(0, 14))]
+        text = rng.choice([" ", "  ", "\n"]).join(words)
+        if rng.random() < 0.3:
+            text = "".join(rng.choice(odd) if rng.random() < 0.1 else ch for ch in text)
+        texts.append(text.upper() if rng.random() < 0.1 else text)
+    return texts
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    return _grammar_test_strings() + _random_texts(20_000, seed=5)
+
+
+def test_the_grammar_tests_supply_strings(texts: list[str]) -> None:
+    assert len(_grammar_test_strings()) > 500
+
+
+def test_normalize_and_fold_fast_paths_equal_the_slow_ones(texts: list[str]) -> None:
+    for text in texts:
+        assert normalize_text(text) == _slow_normalize(text), text
+        assert fold(text) == _slow_fold(text), text
+    assert normalize_text(None) == "" and normalize_text(12) == "12" and fold(3.5) == "3 5"
+
+
+CUED = [(f"{m.__name__}.{k}", v) for m in (grammar8, grammar9) for k, v in vars(m).items() if isinstance(v, Cued)]
+
+
+def test_the_grammars_have_cued_patterns() -> None:
+    assert {name for name, _ in CUED} >= {
+        "agentflow_env.scoring.grammar8._DENIED_TOO",
+        "agentflow_env.scoring.grammar9._WITHDRAWN",
+    }
+
+
+@pytest.mark.parametrize("name,cued", CUED, ids=[name for name, _ in CUED])
+def test_a_cue_is_necessary_for_its_pattern(name: str, cued: Cued, texts: list[str]) -> None:
+    matched = 0
+    for text in texts:
+        if cued.pattern.search(text):
+            matched += 1
+            assert cued.cue.search(text), f"{name} matches {text!r} where its cue does not"
+        assert cued.sub("#", text) == cued.pattern.sub("#", text)
+        assert [m.span() for m in cued.finditer(text)] == [m.span() for m in cued.pattern.finditer(text)]
+    assert matched >= 20, f"{name}: too few matching texts to test the cue ({matched})"
