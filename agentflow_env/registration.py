@@ -84,6 +84,10 @@ class EnvEntry:
 #     its answer (negated in a contrast, withdrawn, changed from, a draft before a final label, eliminated) is no
 #     candidate, in nine languages; ReAct's Finish[..], role headers, localized yes/no, dates and digit groups.
 #     The v9 ids pass ``grammar=9``; v8 ids keep their verdicts.
+# v10: answer grammar 10 (agentflow_env/scoring/grammar10.py, docs/rewards.md): the answer after a reasoning block,
+#     an agent's final_answer(..) code action, drafts reported with more verbs, "shows otherwise", a check against a
+#     second source, foreign answer labels before yes/no, headers alone on a line; option lines only are a hedge.
+#     The v10 ids pass ``grammar=10``; v9 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -106,8 +110,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9}
-LATEST_VERSION = 9
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 10: 10}
+LATEST_VERSION = 10
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

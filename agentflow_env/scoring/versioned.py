@@ -30,12 +30,13 @@ from agentflow_env.scoring.grammar7 import read_answer as read_answer7
 from agentflow_env.scoring.grammar8 import only_value as only_value8
 from agentflow_env.scoring.grammar8 import read_answer as read_answer8
 from agentflow_env.scoring.grammar9 import read_answer as read_answer9
+from agentflow_env.scoring.grammar10 import read_answer as read_answer10
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3, 4, 5, 6, 7, 8, 9)
-# make_env without an id's version; the -v3 .. -v9 ids pass grammar=3 .. grammar=9 (grammar 7 and later also change
+GRAMMARS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+# make_env without an id's version; the -v3 .. -v10 ids pass grammar=3 .. grammar=10 (grammar 7 and later also change
 # how the env reads an action: benchmarks.specs.make_env's headers_first)
 DEFAULT_GRAMMAR = 2
 
@@ -136,7 +137,9 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         question = task.question if self.grammar >= 4 else ""
-        if self.grammar >= 9:
+        if self.grammar >= 10:
+            reading = read_answer10(prediction, _golds(task), _answer_kind(task), question)
+        elif self.grammar >= 9:
             reading = read_answer9(prediction, _golds(task), _answer_kind(task), question)
         elif self.grammar >= 8:
             reading = read_answer8(prediction, _golds(task), _answer_kind(task), question)
@@ -152,7 +155,9 @@ class GrammarScorer:
         if (
             reading.hedge is None
             and numbers is not None
-            and several_solutions(_sentence_breaks(reading.text) if self.grammar >= 5 else reading.text, numbers)
+            and several_solutions(
+                _sentence_breaks(reading.text) if self.grammar >= 5 else reading.text, numbers, self.grammar >= 10
+            )
         ):
             return reading.text, "it writes more than one expression over the given numbers"
         if reading.hedge is None and self.grammar >= 4 and getattr(self.inner, "kind", None) == "judge":
@@ -383,11 +388,30 @@ def _judged_sentence(text: str, task: Task) -> tuple[str, str | None]:
 _EXPRESSION = re.compile(r"[\d(][\d \t()+\-*/×÷·x.]*[\d)]")
 
 
-def several_solutions(text: str, numbers: Any) -> bool:
+def several_solutions(text: str, numbers: Any, by_brackets: bool = False) -> bool:
     """Whether ``text`` writes two different expressions that each use exactly the given ``numbers`` (two
-    candidate Game-of-24 solutions; ``expr = 24`` and ``expr = 26 - 2 = 24`` write one)."""
+    candidate Game-of-24 solutions; ``expr = 24`` and ``expr = 26 - 2 = 24`` write one). Before grammar 10 the
+    brackets were set aside altogether, so ``1+(10-5)*4`` and ``(1+10-5)*4`` were one expression (the line that
+    reached 24 was paid); ``by_brackets`` (grammar 10) sets aside only a bracket without its partner."""
+    if by_brackets:
+        return len({_paired(e) for e in _expressions(text, numbers)}) > 1
     # brackets aside: a stray one cut off by the match is no second expression
     return len({re.sub(r"[()]", "", e) for e in _expressions(text, numbers)}) > 1
+
+
+def _paired(expression: str) -> str:
+    """``expression`` without the brackets that have no partner in it."""
+    unmatched, stack = set(), []
+    for i, ch in enumerate(expression):
+        if ch == "(":
+            stack.append(i)
+        elif ch == ")":
+            if stack:
+                stack.pop()
+            else:
+                unmatched.add(i)
+    unmatched.update(stack)
+    return "".join(ch for i, ch in enumerate(expression) if i not in unmatched)
 
 
 def _expressions(text: str, numbers: Any) -> list[str]:
