@@ -132,9 +132,13 @@ _FOUND_VERB = (
     r"obtained|computed|calculated|found|arrived\s+at|came\s+up\s+with|concluded|reached|derived|estimated"
     r"|determined|identified|selected|went\s+with|settled\s+on|answered\s+with|landed\s+on|wrote\s+down"
 )
-# the draft itself follows the verb: a number, a sign, LaTeX, a bracket, a quote or a capitalised word ("I first
-# found the sum of .." describes a step, not a draft)
-_VALUE_NEXT = r"(?=\s+(?-i:[-+$\\(\d\"'“«A-Z]))"
+# the draft itself follows the verb, not a determiner, a pronoun or a verdict ("I first found the sum of .."
+# describes a step, "My first calculation was wrong" judges one)
+_VALUE_NEXT = (
+    r"(?=\s+(?!(?:the|a|an|that|this|these|those|each|every|all|how|what|which|whether|out|it|its|their|them|some"
+    r"|my|our|his|her|both|several|many|most|any|no|to|by|in|on|of|for|with|from|at|as|wrong|incorrect|off|flawed"
+    r"|mistaken|not|too|close|right|correct|also|just|only|quite|very)\b)\S)"
+)
 _MY_DRAFT = re.compile(
     rf"(?i)\b(?:my|the)\s+(?:very\s+)?(?:first|initial|earlier|previous|original|preliminary)\s+(?:{_DRAFT_NOUN})"
     rf"\s+(?:{_DRAFT_VERB})\b{_VALUE_NEXT}"
@@ -196,19 +200,22 @@ _DRAFT_SENTENCE = re.compile(
 _NAMES_SOMETHING = re.compile(r"\d|\b(?!I\b|I['’])[^\W\d_]*[A-Z]")
 
 
-def _names_a_value(reason: str, kind: str, question: str) -> bool:
-    """Whether a draft's reason names something: for a text answer a capitalised word (but "I") or a digit, for a
-    number or option answer a value of its kind that the question does not hold ("does not reach 24")."""
+def _reason_in_the_way(reason: str, kind: str, question: str) -> bool:
+    """Whether a draft's reason keeps grammar 9 from reading the answer and names nothing of its own: for a text
+    answer, a reason with no capitalised word (but "I") and no digit (grammar 9 would read it as part of the
+    answer); for a number or option answer, one that names only values the question holds ("does not reach 24":
+    grammar 9 would count the 24 as a second value; a reason without values grammar 9 reads past by itself)."""
     if kind == "text":
-        return _NAMES_SOMETHING.search(reason) is not None
-    return bool(grammar9._values(reason, kind) - grammar9._values(question, kind))
+        return _NAMES_SOMETHING.search(reason) is None
+    named = grammar9._values(reason, kind)
+    return bool(named) and not named - grammar9._values(question, kind)
 
 
 def drop_draft_sentence(text: str, kind: str, question: str = "") -> str:
     """``text`` without its one sentence that reports a draft and says why it was wrong ("Earlier I said Leroux, but
-    that page was about someone else."), when the reason names nothing (:func:`_names_a_value`), a value follows the
-    sentence, and the answer neither doubts nor makes anything conditional (grammar 9's rules); grammar 9 drops
-    the draft but keeps the reason, which a text answer then reads as part of its answer."""
+    that page was about someone else."), when the reason is in grammar 9's way (:func:`_reason_in_the_way`), a value
+    follows the sentence, and the answer neither doubts nor makes anything conditional (grammar 9's rules); grammar
+    9 drops the draft but keeps the reason."""
     if grammar9._doubts(text):
         return text
     found = list(_DRAFT_SENTENCE.finditer(text))
@@ -216,7 +223,7 @@ def drop_draft_sentence(text: str, kind: str, question: str = "") -> str:
         return text
     match = found[0]
     rest = text[match.end() :].strip()
-    if not rest or _names_a_value(match.group("why"), kind, question) or not grammar9._values(rest, kind):
+    if not rest or not _reason_in_the_way(match.group("why"), kind, question) or not grammar9._values(rest, kind):
         return text
     return (text[: match.start()] + " " + rest).strip()
 
@@ -293,6 +300,7 @@ _HEADER_ALONE = re.compile(
     r"|sources?|references?|evidence|details|context|verification|caveats?|comments?|remarks?)[ \t]*[*_]*[ \t]*[:：]"
     r"[ \t]*[*_]*)[ \t]*\n+[ \t]*(?:[-*•][ \t]+)?(?=\S)"
 )
+_LETTER = re.compile(r"\s*[A-J]\s*")
 _BOXED = re.compile(r"\${0,2}\\boxed\{([^{}\n]{1,60})\}\${0,2}")
 
 
@@ -306,8 +314,8 @@ def template_braces(text: str) -> str:
 
 def labels_and_headers(text: str, golds: list[str], kind: str = "text") -> str:
     """A foreign answer label before yes or no read as "Answer: Yes" / "Answer: No" (when a gold is yes or no), a
-    header alone on its line joined to the line under it, and a number or option answer's boxed values unboxed where
-    more than one is boxed (two boxed names side by side would read as one name)."""
+    header alone on its line joined to the line under it, and boxed values unboxed where more than one is boxed, in
+    a number answer or where each box holds an option letter (two boxed names side by side would read as one)."""
     if any(g.strip().lower() in ("yes", "no") for g in golds):
         label = _FOREIGN_LABEL.match(text)
         if label is not None:
@@ -316,7 +324,7 @@ def labels_and_headers(text: str, golds: list[str], kind: str = "text") -> str:
                 return f"Answer: {word}"
     if ":" in text or "：" in text:
         text = _HEADER_ALONE.sub(r"\1 ", text)
-    if kind != "text" and text.count("\\boxed{") > 1:
+    if text.count("\\boxed{") > 1 and (kind != "text" or all(_LETTER.fullmatch(b) for b in _BOXED.findall(text))):
         text = _BOXED.sub(r"\1", text)
     return text
 
@@ -348,7 +356,10 @@ _ITEM_BREAK = re.compile(
 )
 _WORD_ITEM = re.compile(r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}")
 _NUMBER_ITEM = re.compile(r"[-+−]?\$?\d[\d,.]*%?")
-_SIGN_OFFS = frozenset("done thanks cheers finished complete correct verified confirmed yes no".split())
+# sign-offs and agent frameworks' end tokens ("33\n\nTERMINATE", AutoGen's)
+_SIGN_OFFS = frozenset(
+    "done thanks cheers finished complete correct verified confirmed yes no terminate end stop exit final".split()
+)
 
 
 def number_beside_a_word(text: str, kind: str) -> str | None:

@@ -65,6 +65,7 @@ COMMITTED = [
     "I first wrote {old}, but the recount says otherwise. The count is {new}.",
     "Initially I said {old}; the figure proves otherwise. Settling on {new}.",
     "I first got $\\boxed{{{old}}}$, but a row was missing. Recounting:\n\n$$\\boxed{{{new}}}$$",
+    "My first attempt gave {old}, but that was not reduced. Recounting:\n\n{new}",
 ]
 
 
@@ -189,6 +190,25 @@ def test_a_text_answer_drops_the_sentence_that_reports_its_draft(name_env: gym.E
     assert rewards(name_env, template.format(old=NAME, new=OTHER)) == NONE, template
 
 
+def test_a_boxed_option_draft_is_dropped() -> None:
+    env = gym.make("agentflow/Gen-Science-v10")
+    env.reset(options={"index": 0})
+    gold = env.unwrapped.task.answer
+    other = "ABCD"[("ABCD".index(gold) + 1) % 4]
+    template = "I first got $\\boxed{{{old}}}$, but I had misread the units. Redoing it:\n\n$$\\boxed{{{new}}}$$"
+    for old, new, expected in ((other, gold, 1.0), (gold, other, 0.0)):
+        for fmt in FORMATS:
+            env.reset(options={"index": 0})
+            assert env.step(action(template.format(old=old, new=new), fmt))[1] == expected, (old, new, fmt)
+
+
+def test_a_lower_case_draft_is_dropped_too() -> None:
+    env = qa_env("wool merchant", "What was his father's trade?", 10)
+    template = "My first attempt gave {old}, but that page was about his uncle. The corrected answer is {new}."
+    assert rewards(env, template.format(old="pilot", new="wool merchant")) == ALL
+    assert rewards(env, template.format(old="wool merchant", new="pilot")) == NONE
+
+
 def test_a_draft_reason_may_name_the_question_s_own_numbers() -> None:
     env = qa_env(
         "321", "Find the remainder when the product is divided by 1000.", 10, benchmark="AIME24", family="math"
@@ -217,6 +237,7 @@ def test_a_draft_sentence_whose_reason_names_someone_is_kept(name_env: gym.Env) 
         ("1959. Carthage.", NONE),
         ("1959", ALL),
         ("1959. Done.", ALL),
+        ("1959\n\nTERMINATE", ALL),
         ("1959, when the ratifications were exchanged.", ALL),
         ("- **Answer:** 1959\n- Source: census records", ALL),
     ],
