@@ -4,12 +4,18 @@ three action formats, through ``env.step``."""
 from __future__ import annotations
 
 import gymnasium as gym
+import pytest
 
 from agentflow_env.types import ListTaskSource, Task
 from benchmarks.specs import make_env
 from tests.answer_styles import FORMATS, action
 
 ALL, NONE = [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]
+# the grammar tests' number and name tasks: a gold, a rival of its type, and the question
+GOLD, RIVAL = "508", "580"
+QUESTION = "How many lattice points lie strictly inside the triangle?"
+NAME, OTHER = "Marie Curie", "Lise Meitner"
+WHO = "Who was the first woman to win a Nobel Prize?"
 
 
 def qa_env(answer: str, question: str, grammar: int, benchmark: str = "Bamboogle", family: str = "search") -> gym.Env:
@@ -27,3 +33,22 @@ def rewards(env: gym.Env, answer: str) -> list[float]:
         assert terminated
         out.append(reward)
     return out
+
+
+def grammar_fixtures(grammar: int) -> tuple:
+    """Module fixtures for ``grammar``'s tests: the number task's env, the name task's env and a yes/no task's env
+    (a test module assigns them to ``number_env, name_env, yes_env``)."""
+
+    @pytest.fixture(scope="module")
+    def number_env() -> gym.Env:
+        return qa_env(GOLD, QUESTION, grammar)
+
+    @pytest.fixture(scope="module")
+    def name_env() -> gym.Env:
+        return qa_env(NAME, WHO, grammar)
+
+    @pytest.fixture(scope="module")
+    def yes_env() -> gym.Env:
+        return qa_env("yes", "Is the Danube longer than the Rhine?", grammar)
+
+    return number_env, name_env, yes_env

@@ -25,29 +25,23 @@ from agentflow_env.scoring.grammar10 import (
     template_braces,
 )
 from tests.answer_styles import FORMATS, action
-from tests.env.scoring.answer_env import ALL, NONE, qa_env, rewards
+from tests.env.scoring.answer_env import (
+    ALL,
+    GOLD,
+    NAME,
+    NONE,
+    OTHER,
+    QUESTION,
+    RIVAL,
+    grammar_fixtures,
+    qa_env,
+    rewards,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
-GOLD, RIVAL = "508", "580"
-QUESTION = "How many lattice points lie strictly inside the triangle?"
-NAME, OTHER = "Marie Curie", "Lise Meitner"
-WHO = "Who was the first woman to win a Nobel Prize?"
 
-
-@pytest.fixture(scope="module")
-def number_env() -> gym.Env:
-    return qa_env(GOLD, QUESTION, 10)
-
-
-@pytest.fixture(scope="module")
-def name_env() -> gym.Env:
-    return qa_env(NAME, WHO, 10)
-
-
-@pytest.fixture(scope="module")
-def yes_env() -> gym.Env:
-    return qa_env("yes", "Is the Danube longer than the Rhine?", 10)
+number_env, name_env, yes_env = grammar_fixtures(10)
 
 
 # {old}: the draft, {new}: the value the answer commits to

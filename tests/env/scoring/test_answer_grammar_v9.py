@@ -14,29 +14,23 @@ import pytest
 
 import agentflow_env  # noqa: F401  (registers the ids)
 from agentflow_env.scoring.grammar9 import drop_marked, localize, read_answer, wrappers
-from tests.env.scoring.answer_env import ALL, NONE, qa_env, rewards
+from tests.env.scoring.answer_env import (
+    ALL,
+    GOLD,
+    NAME,
+    NONE,
+    OTHER,
+    QUESTION,
+    RIVAL,
+    grammar_fixtures,
+    qa_env,
+    rewards,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
-GOLD, RIVAL = "508", "580"
-QUESTION = "How many lattice points lie strictly inside the triangle?"
-NAME, OTHER = "Marie Curie", "Lise Meitner"
-WHO = "Who was the first woman to win a Nobel Prize?"
 
-
-@pytest.fixture(scope="module")
-def number_env() -> gym.Env:
-    return qa_env(GOLD, QUESTION, 9)
-
-
-@pytest.fixture(scope="module")
-def name_env() -> gym.Env:
-    return qa_env(NAME, WHO, 9)
-
-
-@pytest.fixture(scope="module")
-def yes_env() -> gym.Env:
-    return qa_env("yes", "Is the Danube longer than the Rhine?", 9)
+number_env, name_env, yes_env = grammar_fixtures(9)
 
 
 # {old}: the value the answer marks as dropped, {new}: the one it commits to
