@@ -356,9 +356,12 @@ _ITEM_BREAK = re.compile(
 )
 _WORD_ITEM = re.compile(r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2}")
 _NUMBER_ITEM = re.compile(r"[-+−]?\$?\d[\d,.]*%?")
-# sign-offs and agent frameworks' end tokens ("33\n\nTERMINATE", AutoGen's)
-_SIGN_OFFS = frozenset(
-    "done thanks cheers finished complete correct verified confirmed yes no terminate end stop exit final".split()
+# labels ("**Final Answer**\n\\boxed{33}"), sign-offs and agent frameworks' end tokens ("33\n\nTERMINATE")
+_NOT_A_RIVAL = re.compile(
+    r"(?i)(?:(?:final|short|my|the|correct)\s+)?(?:answer|result|solution|conclusion|summary|output|response|value"
+    r"|number|total|count)s?|final|done|thanks|cheers|finished|complete|correct|verified|confirmed|yes|no|terminate"
+    r"|end|stop|exit|ok|okay|sincerely|regards|best|(?:verification|explanation|reasoning|note|source|step|check"
+    r"|method|approach|proof|justification|detail|reference|evidence|work|working|calculation)s?"
 )
 
 
@@ -374,7 +377,7 @@ def number_beside_a_word(text: str, kind: str) -> str | None:
     if not 2 <= len(items) <= 4:
         return None
     numbers = [i for i in items if _NUMBER_ITEM.fullmatch(i)]
-    words = [i for i in items if _WORD_ITEM.fullmatch(i) and i.lower() not in _SIGN_OFFS]
+    words = [i for i in items if _WORD_ITEM.fullmatch(i) and not _NOT_A_RIVAL.fullmatch(i)]
     if len(numbers) == 1 and words and len(numbers) + len(words) == len(items):
         return "it lists its number beside another answer, a word: it commits to neither"
     return None
