@@ -43,7 +43,7 @@ from collections.abc import Iterable
 
 from agentflow_env.scoring import grammar9
 from agentflow_env.scoring.extract import normalize_text
-from agentflow_env.scoring.grammar import Reading
+from agentflow_env.scoring.grammar import _COMMON, Reading
 
 __all__ = [
     "after_reasoning",
@@ -365,6 +365,11 @@ _NOT_A_RIVAL = re.compile(
 )
 
 
+def _common(item: str) -> bool:
+    """A lead-in or common word ("Thus, 33.", "Overall: 33"), not a rival."""
+    return all(w.lower().strip(".") in _COMMON for w in item.split())
+
+
 def number_beside_a_word(text: str, kind: str) -> str | None:
     """Why a number answer that is nothing but its number and a capitalised word or name, as list items ("5,922,
     Prussian", "5,922 ‖ Prussian", "- 5,922\n- Prussian", two boxes), commits to neither, else ``None`` (grammar 9
@@ -377,7 +382,7 @@ def number_beside_a_word(text: str, kind: str) -> str | None:
     if not 2 <= len(items) <= 4:
         return None
     numbers = [i for i in items if _NUMBER_ITEM.fullmatch(i)]
-    words = [i for i in items if _WORD_ITEM.fullmatch(i) and not _NOT_A_RIVAL.fullmatch(i)]
+    words = [i for i in items if _WORD_ITEM.fullmatch(i) and not _NOT_A_RIVAL.fullmatch(i) and not _common(i)]
     if len(numbers) == 1 and words and len(numbers) + len(words) == len(items):
         return "it lists its number beside another answer, a word: it commits to neither"
     return None

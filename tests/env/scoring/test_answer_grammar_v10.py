@@ -234,6 +234,8 @@ def test_a_draft_sentence_whose_reason_names_someone_is_kept(name_env: gym.Env) 
         ("1959\n\nTERMINATE", ALL),
         ("<think>\nchecked\n</think>\n\n**Final Answer**\n\\boxed{1959}", ALL),
         ("Answer\n1959", ALL),
+        ("Thus, 1959.", ALL),
+        ("Carthage, 1959.", NONE),
         ("$\\boxed{1959}$\n\n**Verification**", ALL),
         ("1959, when the ratifications were exchanged.", ALL),
         ("- **Answer:** 1959\n- Source: census records", ALL),
