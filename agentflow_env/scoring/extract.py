@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from agentflow_env.scoring.cued import lowered
 from agentflow_env.scoring.markers import GOLD_MARK, alternative_marker, normalize_text, value_of
 
 __all__ = [
@@ -207,8 +208,18 @@ def _boxes(text: str) -> list[tuple[int, int]]:
 
 
 @lru_cache(maxsize=1024)
-def _gold_pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+def _gold_finder(original: str) -> tuple[re.Pattern[str], str] | None:
+    """The pattern that finds the gold ``original`` (case- and spacing-insensitive, whole words, quotes and a final
+    full stop aside) and the tail it may carry (a final stop or quote), or ``None`` for a gold under two characters."""
+    original = original.strip()
+    gold = original.strip(_EDGES).rstrip(".!?").strip(_EDGES).strip()
+    if len(gold) < 2:
+        return None
+    tail = original[original.find(gold) + len(gold) :] if gold in original else ""
+    body = r"\s*".join(re.escape(tok) for tok in gold.split())
+    left = r"(?<!\w)" if gold[0].isalnum() else ""
+    right = r"(?!\w)" if gold[-1].isalnum() else ""
+    return re.compile(left + body + right, re.IGNORECASE), tail
 
 
 def _gold_intervals(text: str, golds: Sequence[str]) -> list[tuple[int, int]]:
@@ -216,15 +227,11 @@ def _gold_intervals(text: str, golds: Sequence[str]) -> list[tuple[int, int]]:
     full stop aside)."""
     out = []
     for original in golds:
-        original = original.strip()
-        gold = original.strip(_EDGES).rstrip(".!?").strip(_EDGES).strip()
-        if len(gold) < 2:
+        finder = _gold_finder(original)
+        if finder is None:
             continue
-        tail = original[original.find(gold) + len(gold) :] if gold in original else ""
-        body = r"\s*".join(re.escape(tok) for tok in gold.split())
-        left = r"(?<!\w)" if gold[0].isalnum() else ""
-        right = r"(?!\w)" if gold[-1].isalnum() else ""
-        for m in _gold_pattern(left + body + right).finditer(text):
+        pattern, tail = finder
+        for m in pattern.finditer(text):
             end = m.end() + len(tail) if tail and text.startswith(tail, m.end()) else m.end()
             out.append((m.start(), end))
     return out
@@ -278,6 +285,12 @@ _FILLER_SUFFIX = re.compile(
     r"(?:is|was|would\s+be|should\s+be)\s+(?:the\s+|my\s+)?(?:correct\s+|right\s+|final\s+|best\s+)?"
     r"(?:answer|one|choice|option|solution|result))\s*[.!]?\s*$"
 )
+# the last word of each filler above: a span that ends otherwise (after spaces and stops) holds none, and the
+# pattern, which tries every position, is not run
+_FILLER_ENDS = (
+    "think", "believe", "guess", "sure", "confident", "mistaken", "total", "all", "exactly",
+    "answer", "one", "choice", "option", "solution", "result",
+)  # fmt: skip
 _NEGATION = re.compile(
     r"(?i)\bnot\b|n't\b|\b(?:incorrect|wrong|false|rather\s+than|instead\s+of|as\s+opposed\s+to|ruled\s+out|"
     r"eliminated?|excluded?|rejected?)\b"
@@ -378,7 +391,8 @@ def _strip_filler(span: str, golds: Sequence[str]) -> str:
         span = span[m.end() :].strip()
         span = _strip_edges(span)
         protected = _gold_intervals(span, golds)
-    m = _FILLER_SUFFIX.search(span)
+    ending = lowered(span.rstrip().rstrip(".!").rstrip()[-9:])
+    m = _FILLER_SUFFIX.search(span) if ending.endswith(_FILLER_ENDS) else None
     if m and not any(b > m.start() for _a, b in protected):
         span = span[: m.start()].strip()
     return span

@@ -45,7 +45,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import _ANSWER_TAG, normalize_text
 
 __all__ = ["LaterSteps", "Reading", "read_answer", "remark_cue", "rival_clause", "strip_presentation"]
@@ -73,6 +75,8 @@ _CONFIDENCE_BITS = re.compile(
     r"|(?:^|(?<=[.!?\n]))[ \t]*(?:my\s+)?(?:confidence|certainty)\s+(?:is\s+|level\s+is\s+)?"
     r"(?:very\s+)?(?:high|medium|moderate|low|\d{1,3}\s*%)\b[^.!?\n]*[.!?]?"
 )
+# each confidence remark names confidence or certainty, or a percentage
+_CONFIDENCE_BITS = Cued(_CONFIDENCE_BITS, re.compile(r"confidence|certainty|%"), lowered=True)
 _HEADER_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]*(.+?)|(?:\*\*|__)([^*_\n]+?)(?:\*\*|__))[ \t]*:?[ \t]*$")
 _ANSWER_WORDS = re.compile(
     r"(?i)(?:my\s+|the\s+|short\s+|final\s+|correct\s+|best\s+)*(?:answer|result|conclusion|verdict|response|choice|option)s?"
@@ -404,19 +408,29 @@ _WEAK_CUES = re.compile(
 )
 
 
+_WORD = re.compile(r"[\w']+")
+
+
+@lru_cache(maxsize=64)
+def _question_words(question: str) -> str:
+    """The ``question``'s words in lower case, one space between each (every clause of an answer asks again)."""
+    return " ".join(_WORD.findall(question.lower()))
+
+
 def _cue(cues: re.Pattern[str], clause: str, question: str) -> bool:
     """Whether ``clause`` holds a cue that does not restate the ``question``: a cue with a neighbouring word
     that the question writes next to it ("either a side or a diagonal" is the question's own "either ..
     or") is the question restated; grammar 3 passes no question."""
-    folded = " ".join(re.findall(r"[\w']+", question.lower())) if question else ""
+    folded = _question_words(question) if question else ""
+    if not folded:
+        return cues.search(clause) is not None
+    padded = f" {folded} "  # words, so a window is whole words of the question where it occurs between spaces
     for m in cues.finditer(clause):
-        if not folded:
-            return True
-        cue = " ".join(re.findall(r"[\w']+", m.group(0).lower()))
-        before = re.findall(r"[\w']+", clause[: m.start()].lower())[-1:]
-        after = re.findall(r"[\w']+", clause[m.end() :].lower())[:1]
+        cue = " ".join(_WORD.findall(m.group(0).lower()))
+        before = _WORD.findall(clause[: m.start()].lower())[-1:]
+        after = _WORD.findall(clause[m.end() :].lower())[:1]
         windows = [" ".join([*before, cue]) if before else None, " ".join([cue, *after]) if after else None]
-        if not cue or not any(w and re.search(rf"(?<![\w']){re.escape(w)}(?![\w'])", folded) for w in windows):
+        if not cue or not any(w and f" {w} " in padded for w in windows):
             return True
     return False
 

@@ -35,6 +35,7 @@ import bisect
 import json
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 from agentflow_env.scoring import grammar5
 from agentflow_env.scoring.extract import normalize_text
@@ -378,6 +379,16 @@ def _fold(text: str) -> str:
     return " ".join(re.findall(r"\w+", fold(text)))
 
 
+@lru_cache(maxsize=64)
+def _offered(question: str) -> tuple[str, str] | None:
+    """The two alternatives ``question`` offers ("Which came first, X or Y?"), folded, or ``None``."""
+    m = _OFFERED.search(question.strip())
+    if m is None:
+        return None
+    first, second = (_fold(a) for a in m.groups())
+    return None if not first or not second or first == second else (first, second)
+
+
 def offered_both(text: str, question: str) -> str | None:
     """Why ``text`` names both alternatives the question offers ("Which came first, X or Y?") without
     rejecting either (rejections were dropped before), or ``None``. The question's own "X or Y" restated
@@ -386,11 +397,8 @@ def offered_both(text: str, question: str) -> str | None:
     "Between X and Y, .." restates the question's framing too."""
     if not question:
         return None
-    m = _OFFERED.search(question.strip())
-    if m is None:
-        return None
-    alternatives = [_fold(a) for a in m.groups()]
-    if any(not a for a in alternatives) or alternatives[0] == alternatives[1]:
+    alternatives = _offered(question)
+    if alternatives is None:
         return None
     body = _fold(re.sub(r"(?i)\bbetween\b[^,.;\n]{1,200}?\band\b[^,.;\n]{1,200}?(?=,|$)", " ", text))
     phrase = f"{alternatives[0]} or {alternatives[1]}"

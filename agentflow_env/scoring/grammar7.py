@@ -63,6 +63,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from agentflow_env.scoring import grammar5, grammar6
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import _ANSWER_MARK, _COMMON, _REVISION, Reading, _candidates, _of_kind
 
@@ -180,6 +181,7 @@ _RECALL = re.compile(
     r"|,?[ \t]{0,3}\bif\s+memory\s+serves(?:\s+me)?\b"
     r"|,?[ \t]{0,3}\b(?:if|unless)\s+i(?:'m|\s+am)\s+(?:not\s+)?mistaken\b"
 )
+_RECALL = Cued(_RECALL, re.compile(r"if\s|unless\s"), lowered=True)  # each remark starts "if" or "unless"
 _NOT_DOT = re.compile(
     r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n.!?;:—–]{1,60}?)[.!][ \t]+(?P<kept>[^\n.!?]{1,60}[.!]?)[ \t]*$"
 )
@@ -208,9 +210,17 @@ _FOREIGN_REVISION = re.compile(
     r"|perd[óo]n,?\s*me\s+equivoqu[ée]\s*:?\s*(?:es)?|no,?\s*en\s+realidad(?:\s+es)?|non,?\s*en\s+fait,?\s*(?:c'est)?"
     r"|no,?\s*in\s+realt[àa](?:\s+[èe])?|n[ãa]o,?\s*na\s+verdade(?:\s+[ée])?)[ \t]*"
 )
+_FOREIGN_REVISION = Cued(
+    _FOREIGN_REVISION,
+    re.compile(
+        r"いや|不对|不對|нет|nein|perd|no,?\s*en\s+realidad|no,?\s*in\s+realt|non,?\s*en\s+fait"
+        r"|não,?\s*na\s+verdade|nao,?\s*na\s+verdade"
+    ),
+    lowered=True,
+)
 # bounded runs: an unbounded \S* before a mark would rescan a long token from every start (quadratic)
 _STRUCK = re.compile(r"(?is)<(del|strike|s)>[^<]{0,200}</\1>|\S{0,60}\u0336\S{0,60}")
-_CROSSED_VALUE = re.compile(r"(\S{1,60})[ \t]*(?:❌|✗|✘|✖)\ufe0f?")
+_CROSSED_VALUE = Cued(re.compile(r"(\S{1,60})[ \t]*(?:❌|✗|✘|✖)\ufe0f?"), re.compile("[❌✗✘✖]"))
 _AND_NOT_PAREN = re.compile(r"(?i)\(\s*(?:and|but)\s+not\s+")
 _MID_ANSWER = re.compile(r"(?i)(?<=[.!?])[ \t]+(?=(?:\*\*|__)?(?:final\s+)?answer(?:\*\*|__)?\s*[:：])")
 _SIGN_OFF = re.compile(

@@ -44,6 +44,7 @@ step is a bounded number of linear passes.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -54,6 +55,7 @@ from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import Reading, _candidates, _of_kind
 
 __all__ = [
+    "doubtful",
     "drop_decoys",
     "only_value",
     "presentation",
@@ -113,6 +115,35 @@ _SELF_REPLACE = re.compile(r"(?i)should|I\s+meant|make\s+that|revised|corrected|
 _MARKER = re.compile(
     rf"(?i)(?P<wrong>{_WRONG_EN}|{_WRONG_OTHER})|(?P<no>{_BARE_NO})|(?P<replace>{_REPLACE})|(?P<soft>{_SOFT})"
 )
+# a word of each of the markers above, in lower case: most answers hold none, and then the hundred-odd markers are
+# not tried at every position
+_MARKER = Cued(
+    _MARKER,
+    re.compile(
+        r"wrong|incorrect|not\s+right|not\s+correct|mistake|typo|slip|error|blunder|oversight|my\s+bad|misread"
+        r"|miscalculated|miscounted|misremembered|mixed\s+up|messed\s+up|scratch\s+that|strike\s+that|ignore\s"
+        r"|disregard\s|oops|correction"
+        r"|nope|no\s*[,.;:!—–]|no\s*-\s|wait,?\s+no|nein\s*[,.;:!—–]|non\s*[,.;:!—–]|não\s*[,.;:!—–]|нет\s*[,.;:!—–]"
+        r"|いや、|아니"
+        r"|falsch|fehler|stimmt\s+nicht|nicht\s+richtig|korrektur|ich\s+habe\s+mich|faux|fausse|erreur|erron"
+        r"|je\s+me\s+suis\s+tromp|pas\s+juste|pas\s+correct|pas\s+bon|me\s+equivoqu|equivocad|errón|correcci"
+        r"|errad|errei|me\s+engane|incorret|correção|sbagliat|sbagliavo|errat|correzione"
+        r"|неправильн|неверн|ошиб|исправлени|поправка|错了|是错的|错误|不对|不正确|更正|纠正|間違|誤り|違いま|訂正"
+        r"|틀렸|틀린|잘못|정정"
+        r"|should\s+read|should\s+be|should\s+have\s+been|i\s+meant|make\s+that"
+        r"|correct\s+(?:answer|value|result|figure|number|option|choice|one)\s+is"
+        r"|right\s+(?:answer|value|result|figure|number|option|choice|one)\s+is"
+        r"|real\s+(?:answer|value|result|figure|number|option|choice|one)\s+is"
+        r"|actual\s+(?:answer|value|result|figure|number|option|choice|one)\s+is"
+        r"|true\s+(?:answer|value|result|figure|number|option|choice|one)\s+is"
+        r"|revised\s|corrected\s|updated\s|amended\s"
+        r"|richtig|la\s+bonne|respuesta\s+correcta|resposta\s+correta|risposta\s+corretta|risposta\s+giusta"
+        r"|правильный|正确答案|应该是|正解は|正しくは|정답은"
+        r"|actually|eigentlich|tatsächlich|en\s+fait|en\s+réalité|en\s+realidad|na\s+verdade|in\s+realtà"
+        r"|на\s+самом\s+деле|其实|实际上|実は|사실은"
+    ),
+    lowered=True,
+)
 # "unless I miscounted", "if that's wrong": a revision cue under a condition keeps both values
 _CONDITIONAL_REVISION = re.compile(
     rf"(?i)\b(?:if|unless|in\s+case)\b[^.!?\n]{{0,40}}?(?:{_WRONG_EN}|\bmis\w+|\bwrong\b|\bmistaken\b)"
@@ -141,6 +172,15 @@ _DOUBT = re.compile(
 # grammar 5's words of doubt, without its question mark: a question about the draft before a retraction ("34? No,
 # wait. Actually 33.") is how a correction starts; a question after the last marker still blocks it
 _UNSURE = re.compile(grammar5.UNCERTAIN.pattern.removesuffix(r"|\?"))
+
+
+@functools.lru_cache(maxsize=256)
+def doubtful(text: str) -> bool:
+    """Whether ``text`` holds a word of doubt (``_DOUBT``, or grammar 5's without its question mark). Several readings
+    ask this of the same answer, so the verdict is kept for the last few texts."""
+    return _DOUBT.search(text) is not None or _UNSURE.search(text) is not None
+
+
 # ... and a revision told as someone else's, or conceded, is not the answer's own ("Some sources say it's actually
 # 508", "580 (though I meant 508")
 _ATTRIBUTION = re.compile(
@@ -194,7 +234,7 @@ def _told_otherwise(text: str, end: int) -> bool:
 def unsure_revision(text: str, kind: str) -> str | None:
     """Why ``text`` commits to nothing when it names two values or more, revises and doubts ("12. I meant 21. Hard
     to say.", "580. Revised answer: 508. Toss-up."), else ``None``."""
-    doubts = _DOUBT.search(text) is not None or _UNSURE.search(text) is not None
+    doubts = doubtful(text)
     if not doubts and "?" not in text:
         return None
     markers = list(_MARKER.finditer(text))
@@ -213,7 +253,7 @@ def retraction(text: str, kind: str) -> str | None:
         return None
     if re.search(_CJK, text):
         text = _CJK_EDGE.sub(" ", text)
-    if _DOUBT.search(text) or _UNSURE.search(text):
+    if doubtful(text):
         return None  # a revision among doubts commits to neither value
     quoted = [m.span() for m in _QUOTED.finditer(text)] if any(q in text for q in '"“`') else []
     yes_no = re.search(r"(?i)\byes\b", text) is not None  # "no" is then a value, not a marker

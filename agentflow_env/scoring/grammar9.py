@@ -120,6 +120,7 @@ _NEGATION = re.compile(r"(?i)\b(?:not|nicht|no|não|non|pas|не)\b|不是|で�
 _EITHER = re.compile(
     r"(?i)不是[^，,。\n]{0,40}就是|не\s+то\b|\beither\b|\bentweder\b|\bo\s+bien\b|\bou\s+bien\b|\bsoit\b"
 )
+_EITHER = Cued(_EITHER, re.compile(r"不是|не\s+то|either|entweder|o\s+bien|ou\s+bien|soit"), lowered=True)
 
 # ------------------------------------------------------------------ 2. withdrawal
 _VALUE = r"(?:[-+]?\d[\d.,/]*\d|[^\s,;.!?:()\[\]]+)(?:\s+[A-Z][^\s,;.!?:()\[\]]*){0,3}"
@@ -213,8 +214,7 @@ def _doubts(text: str) -> bool:
     """Doubt, a condition or someone else's word anywhere in the answer, or a question after its last mark: no mark
     counts (grammar 8's rules: a question about the draft before the mark is how a correction starts)."""
     return (
-        grammar8._DOUBT.search(text) is not None
-        or grammar8._UNSURE.search(text) is not None
+        grammar8.doubtful(text)
         or grammar8._ATTRIBUTION.search(text) is not None
         or re.search(r"(?i)\b(?:if|unless|otherwise|whether)\b", text) is not None
         or _EITHER.search(text) is not None
@@ -604,7 +604,7 @@ def doubted_mark(text: str, kind: str) -> str | None:
     580? Hard to say.") commits to neither (grammar 8 reads a doubted revision so)."""
     if _HINT.search(text) is None:
         return None
-    doubt = grammar8._DOUBT.search(text) or grammar8._UNSURE.search(text) or _asks_after_marks(text)
+    doubt = grammar8.doubtful(text) or _asks_after_marks(text)
     if not doubt or _EITHER.search(text) or len(_values(text, kind)) < 2 or not _marks(text):
         return None
     return "it marks a value as dropped and doubts it: it commits to neither"
@@ -617,12 +617,7 @@ def attributed_revision(text: str, kind: str) -> str | None:
     for a list item ("12.") and paid either value."""
     if len(text) > _LIMIT:
         return None
-    if not (
-        grammar8._ATTRIBUTION.search(text)
-        or grammar8._CONDITIONAL.search(text)
-        or grammar8._DOUBT.search(text)
-        or grammar8._UNSURE.search(text)
-    ):
+    if not (grammar8._ATTRIBUTION.search(text) or grammar8._CONDITIONAL.search(text) or grammar8.doubtful(text)):
         return None  # nothing doubts, conditions or attributes anything
     quoted = [m.span() for m in grammar8._QUOTED.finditer(text)] if any(q in text for q in '"“`') else []
     markers = [m for m in grammar8._MARKER.finditer(text) if not any(a <= m.start() < b for a, b in quoted)]
@@ -633,12 +628,7 @@ def attributed_revision(text: str, kind: str) -> str | None:
     # attributes the rival, not the revision
     start = max(text.rfind(c, 0, last.start()) for c in ".!?;,\n") + 1
     scope = text[start : last.end()] + " ".join(grammar8._FIRST_SENTENCE.match(text, last.end()).group(0).split()[:4])
-    told = (
-        grammar8._DOUBT.search(text)
-        or grammar8._UNSURE.search(text)
-        or grammar8._ATTRIBUTION.search(scope)
-        or grammar8._CONDITIONAL.search(scope)
-    )
+    told = grammar8.doubtful(text) or grammar8._ATTRIBUTION.search(scope) or grammar8._CONDITIONAL.search(scope)
     if not told or not _values(text[: markers[0].start()], kind) or not _values(text[last.end() :], kind):
         return None
     if len(_values(text, kind)) < 2:

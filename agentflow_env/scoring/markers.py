@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 
 from agentflow_env.scoring.arith import ArithmeticError_, evaluate
 
@@ -125,6 +126,7 @@ def _value_of(text: str) -> Fraction | None:
 
 
 # ------------------------------------------------------------------ alternative markers
+@lru_cache(maxsize=1024)
 def gold_pattern(gold: str) -> re.Pattern[str] | None:
     gold = gold.strip().rstrip(".").strip()
     if not gold:

@@ -9,6 +9,8 @@ tests write.
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import random
 import re
 import unicodedata
@@ -16,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentflow_env.scoring import grammar8, grammar9
-from agentflow_env.scoring.cued import Cued
+from agentflow_env import scoring
+from agentflow_env.scoring.cued import Cued, lowered
 from agentflow_env.scoring.markers import _CHARS, GOLD_MARK, normalize_text
 from agentflow_env.scoring.typed import _FOLD, fold
 
@@ -26,8 +28,26 @@ WORDS = (
     "I i my mi meine ma minha mia first initially earlier originally before previously wrote said had thought answer "
     "was is were are so as nor and not wrong incorrect a mistake error typo scratch strike cross out retract withdraw "
     "disregard revised corrected changed updated amended to now later but 35 33 -2.5 1/2 Paris New York ( ) , . ; ! — "
-    "– : primera respuesta fue erste antwort war première réponse était primeira resposta foi prima risposta era"
+    "– : primera respuesta fue erste antwort war première réponse était primeira resposta foi prima risposta era "
+    "No, nein, no. actually oops my bad I meant should be correct if unless I'm I recall correctly mistaken memory "
+    "serves ❌ ✗ confidence: high 90% sure certainty either soit ou bien 不对， нет, поправка: en realidad いや、 違います"
 ).split()
+
+# whole remarks some patterns need more than single words for
+PHRASES = [
+    "if I recall correctly,",
+    ", if I'm not mistaken",
+    "if memory serves me",
+    "unless I am mistaken",
+    "if I'm reading the question right",
+    "IF I REMEMBER RIGHT",
+    "(confidence: 80%)",
+    "I'm 90% sure",
+    "Confidence level is high.",
+    "não, na verdade é",
+    "No, en realidad es",
+    "non, en fait, c'est",
+]
 
 
 def _slow_normalize(text: object) -> str:
@@ -58,6 +78,8 @@ def _random_texts(n: int, seed: int) -> list[str]:
     texts = []
     for _ in range(n):
         words = [rng.choice(WORDS) for _ in range(rng.randint(0, 14))]
+        if rng.random() < 0.2:
+            words.insert(rng.randint(0, len(words)), rng.choice(PHRASES))
         text = rng.choice([" ", "  ", "\n"]).join(words)
         if rng.random() < 0.3:
             text = "".join(rng.choice(odd) if rng.random() < 0.1 else ch for ch in text)
@@ -81,14 +103,48 @@ def test_normalize_and_fold_fast_paths_equal_the_slow_ones(texts: list[str]) -> 
     assert normalize_text(None) == "" and normalize_text(12) == "12" and fold(3.5) == "3 5"
 
 
-CUED = [(f"{m.__name__}.{k}", v) for m in (grammar8, grammar9) for k, v in vars(m).items() if isinstance(v, Cued)]
+SCORING = [importlib.import_module(f"agentflow_env.scoring.{m.name}") for m in pkgutil.iter_modules(scoring.__path__)]
+CUED = [(f"{m.__name__}.{k}", v) for m in SCORING for k, v in vars(m).items() if isinstance(v, Cued)]
 
 
 def test_the_grammars_have_cued_patterns() -> None:
     assert {name for name, _ in CUED} >= {
-        "agentflow_env.scoring.grammar8._DENIED_TOO",
-        "agentflow_env.scoring.grammar9._WITHDRAWN",
+        f"agentflow_env.scoring.{name}"
+        for name in (
+            "grammar8._DENIED_TOO",
+            "grammar8._MARKER",
+            "grammar9._WITHDRAWN",
+            "grammar9._EITHER",
+            "grammar7._RECALL",
+            "grammar7._CROSSED_VALUE",
+            "grammar7._FOREIGN_REVISION",
+            "grammar._CONFIDENCE_BITS",
+        )
     }
+
+
+def test_lowered_keeps_positions_and_reads_as_a_case_insensitive_pattern() -> None:
+    for text in ["İstanbul ıs ſure", "ABC", "Straße K", "ΣΑΣ", "é\u0130x"]:
+        low = lowered(text)
+        assert len(low) == len(text)
+        for i, ch in enumerate(text):
+            assert re.fullmatch(re.escape(low[i]), ch, re.IGNORECASE) or low[i] == ch.lower(), (text, i)
+    assert lowered("Scratch THAT") == "scratch that"
+    with pytest.raises(ValueError):
+        Cued(re.compile("a"), re.compile("(?i)a"), lowered=True)
+
+
+def test_filler_suffix_gate_is_necessary(texts: list[str]) -> None:
+    from agentflow_env.scoring import extract
+
+    endings = [" I think.", ", I'm pretty sure!", " is the correct answer", " in total ", " exactly.\n", " SURE"]
+    matched = 0
+    for text in texts + [t + e for t in texts[:2000] for e in endings]:
+        if extract._FILLER_SUFFIX.search(text):
+            matched += 1
+            ending = lowered(text.rstrip().rstrip(".!").rstrip()[-9:])
+            assert ending.endswith(extract._FILLER_ENDS), text
+    assert matched >= 1000
 
 
 @pytest.mark.parametrize("name,cued", CUED, ids=[name for name, _ in CUED])
@@ -97,7 +153,7 @@ def test_a_cue_is_necessary_for_its_pattern(name: str, cued: Cued, texts: list[s
     for text in texts:
         if cued.pattern.search(text):
             matched += 1
-            assert cued.cue.search(text), f"{name} matches {text!r} where its cue does not"
+            assert cued.cued(text), f"{name} matches {text!r} where its cue does not"
         assert cued.sub("#", text) == cued.pattern.sub("#", text)
         assert [m.span() for m in cued.finditer(text)] == [m.span() for m in cued.pattern.finditer(text)]
     assert matched >= 20, f"{name}: too few matching texts to test the cue ({matched})"
