@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from agentflow_env.scoring.arith import ArithmeticError_, evaluate
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import UNITS, AnswerSpan, extract_answer
 from agentflow_env.scoring.markers import (
     _BARE_NUMBER,
@@ -146,6 +147,7 @@ _SEPARATORS = re.compile(
     r"|(?:(?<=[^\W\d_]{2})|(?<=\x00)|(?<=\x00 ))\s*/\s*(?=[^\W\d_]{2}|\s?\x00)",
     re.IGNORECASE,
 )
+_SEPARATORS = Cued(_SEPARATORS, re.compile(r"\n|;|\||&|and|、|\\|/"), lowered=True)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _YEAR_COMMA = re.compile(r",(?=\s*\d{4}\b)")
 _OPEN, _CLOSE = "([{", ")]}"
@@ -195,7 +197,10 @@ def _gold_parts(gold: str, keep_bracketed: bool) -> int:
 # ------------------------------------------------------------------ 5. values in one part
 # close spaces around operators and inside brackets (``4\\sqrt{3} / 2`` and ``( x + 1 )`` are one token each),
 # but not between a closing brace and a word: ``\\frac{34}{1} ou \\frac{33}{1}`` is three tokens
-_TIGHTEN = re.compile(r"\s*([-+*/^×÷·_=])\s*|\s+(?=\\(?!text|mbox))|(?<=[{(\[])\s+|\s+(?=[})\]])")
+_TIGHTEN = Cued(
+    re.compile(r"\s*([-+*/^×÷·_=])\s*|\s+(?=\\(?!text|mbox))|(?<=[{(\[])\s+|\s+(?=[})\]])"),
+    re.compile(r"[-+*/^×÷·_=\s]"),  # an operator or a space: nothing else is tightened
+)
 
 _UNIT_TOKEN = re.compile(r"([A-Za-z°µμ]+(?:/[A-Za-z]+)?)(?:\^\{?-?\d\}?|[²³])?")
 

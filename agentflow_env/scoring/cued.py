@@ -31,7 +31,7 @@ def lowered(text: str) -> str:
 
 
 class Cued:
-    """``pattern``'s ``search``, ``finditer`` and ``sub``, run only where ``cue`` finds something (in the
+    """``pattern``'s ``search``, ``finditer``, ``sub`` and ``split``, run only where ``cue`` finds something (in the
     :func:`lowered` text when ``lowered``)."""
 
     __slots__ = ("cue", "lowered", "pattern")
@@ -55,3 +55,6 @@ class Cued:
 
     def sub(self, repl: str | Callable[[re.Match[str]], str], text: str) -> str:
         return self.pattern.sub(repl, text) if self.cued(text) else text
+
+    def split(self, text: str) -> list[str]:
+        return self.pattern.split(text) if self.cued(text) else [text]

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from agentflow_env.scoring.cued import lowered
+from agentflow_env.scoring.cued import Cued, lowered
 from agentflow_env.scoring.markers import GOLD_MARK, alternative_marker, normalize_text, value_of
 
 __all__ = [
@@ -80,6 +80,7 @@ _SCI = re.compile(
     r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×|·|\*|x)\s*10\s*\^\s*(?:\{\s*([-+]?\d{1,2})\s*\}|([-+]?\d{1,2}))"
     r"|(?<![\w.])(-?\d+(?:\.\d+)?)[eE]([-+]?\d{1,2})(?![\w.])"
 )
+_SCI = Cued(_SCI, re.compile(r"\^|\d[eE]"))  # a power of ten is written with "^", or a digit then "e"
 _THOUSANDS_SPACES = re.compile(r"(?<![\d.,])\d{1,3}(?:(?:\\,|\\;|\\ |\{,\}|[ \u2009\u202f\u2007'])\d{3})+(?![\d])")
 _BRACE_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d{3})")
 _TEXT_MACRO = re.compile(r"\\(?:text|mbox|textrm|textnormal|textup|textit|textbf|hbox)\s*\{([^{}]*)\}")

@@ -42,6 +42,7 @@ import re
 from collections.abc import Iterable
 
 from agentflow_env.scoring import grammar9
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import _COMMON, Reading
 
@@ -279,6 +280,7 @@ _SECOND_SOURCE = re.compile(
     r"(\s+(?:independent\s+|reliable\s+|trusted\s+|official\s+)?(?:source|reference|site|website|page|record|database"
     r"|tool|search|document|dataset|calculation|method|check|lookup)s?)(?=[ \t]*(?:[.!;]|\n|$))"
 )
+_SECOND_SOURCE = Cued(_SECOND_SOURCE, re.compile(r"check|verif|confirm|corroborat|validat|compar|match"), lowered=True)
 
 
 def second_source(text: str) -> str:

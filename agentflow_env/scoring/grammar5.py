@@ -37,6 +37,7 @@ import re
 from collections.abc import Iterable
 from fractions import Fraction
 
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.grammar import (
     _ANSWER_WORDS,
     _COMMIT,
@@ -395,7 +396,7 @@ def _glosses(text: str) -> str:
     return _GLOSS.sub(drop, text)
 
 
-_QUOTED = re.compile(r"[\"“]([^\"“”\n]{20,600})[\"”]")
+_QUOTED = Cued(re.compile(r"[\"“]([^\"“”\n]{20,600})[\"”]"), re.compile(r"[\"“]"))
 
 
 def _quoted_question(text: str, question: str) -> str:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from agentflow_env.scoring import grammar5
+from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import (
     _ANSWER_MARK,
@@ -233,6 +234,14 @@ _REJECTS = re.compile(
     r"|(?:is|was|are|were|'s)\s+(?:incorrect|wrong|a\s+(?:common\s+)?mistake|an\s+error|not\s+(?:correct|right))"
     r"|(?:common\s+|earlier\s+|initial\s+|previous\s+)?(?:mistake|error)s?"
     r"|does(?:\s+not|n't)\s+(?:fit|work|match|hold|satisfy)|do(?:\s+not|n't)\s+(?:fit|work|match|hold))\b"
+)
+_REJECTS = Cued(
+    _REJECTS,
+    re.compile(
+        r"rule|ruling|eliminat|exclud|discard|incorrect|wrong|mistake|error|not\s+correct|not\s+right|does|do\s+not"
+        r"|don't"
+    ),
+    lowered=True,
 )
 _NOT_REJECTED = re.compile(
     r"(?i)\b(?:can(?:not|'t|\s+not)|could(?:n't|\s+not)|won't|shouldn't|not|never|hard\s+to)\s+(?:be\s+|yet\s+|fully\s+)?"
@@ -436,6 +445,9 @@ _VALUE_NEXT = re.compile(
 _VALUE_BEFORE = re.compile(
     rf"(\\[dt]?frac\{{[^{{}}]{{1,20}}\}}\{{[^{{}}]{{1,20}}\}}|[^\s,;/&()*_:]+)(?:\*\*|__)?{_JOIN}$"
 )
+# where the text before a value ends in a join (its last line's end), a value may be joined before it: the pattern
+# above tries every position, so it runs only there
+_JOIN_ENDS = re.compile(r"(?:,|;|/|&|and|or|vs\.?|versus)[ \t]*\Z")
 
 
 def joined_rival(text: str, golds: list[str], question: str = "") -> str | None:
@@ -456,7 +468,11 @@ def joined_rival(text: str, golds: list[str], question: str = "") -> str | None:
             if n >= 20:
                 break
             before = plain[max(0, m.start() - 60) : m.start()]
-            for other in (_VALUE_NEXT.match(plain[m.end() : m.end() + 60]), _VALUE_BEFORE.search(before)):
+            joined = _JOIN_ENDS.search(before[:-1] if before.endswith("\n") else before) is not None
+            for other in (
+                _VALUE_NEXT.match(plain[m.end() : m.end() + 60]),
+                _VALUE_BEFORE.search(before) if joined else None,
+            ):
                 if other is None:
                     continue
                 word = other.group(1).strip(_EDGE)

@@ -113,6 +113,7 @@ _OFTEN_CITED = re.compile(
     r"claimed|quoted|assumed|mentioned|suggested|guessed|listed)[^\n,.;]{0,40},[ \t]*"
     r"(?=the[ \t]+(?:correct|right|actual|true|real|accurate)[ \t]+answer[ \t]+is\b)"
 )
+_OFTEN_CITED = Cued(_OFTEN_CITED, re.compile(r"though|while|whereas"), lowered=True)
 _AS_THE_ANSWER = re.compile(
     r"(?i)\b(?:giving|give|submitting|submit|going\s+with|go\s+with|settling\s+on|settle\s+on|offering|offer)[ \t]+"
     r"(?P<value>[^\n.;!?]{1,80}?)[ \t]+as[ \t]+(?:the|my|our)[ \t]+(?:final[ \t]+)?answer\b"

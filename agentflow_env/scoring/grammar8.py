@@ -172,6 +172,24 @@ _DOUBT = re.compile(
 # grammar 5's words of doubt, without its question mark: a question about the draft before a retraction ("34? No,
 # wait. Actually 33.") is how a correction starts; a question after the last marker still blocks it
 _UNSURE = re.compile(grammar5.UNCERTAIN.pattern.removesuffix(r"|\?"))
+# the words of doubt above, in lower case and without their word edges: most answers hold none
+_DOUBT = Cued(
+    _DOUBT,
+    re.compile(
+        r"plausible|toss|unclear|decide|unsure|confidence|hard\s+to\s+say|i\s+think|i\s+believe|vielleicht"
+        r"|peut-être|possiblement|quiz|tal\s+vez|talvez|forse|возможно|может\s+быть"
+        r"|也许|可能|或许|かもしれ|たぶん|多分|일지도|아마|어쩌면"
+    ),
+    lowered=True,
+)
+_UNSURE = Cued(
+    _UNSURE,
+    re.compile(
+        r"maybe|possibly|perhaps|might|could|not\s+sure|not\s+certain|not\s+100|not\s+confident|unsure|uncertain"
+        r"|hard\s+to|can't|cant|cannot|don't|dont|no\s+idea|i\s+guess|probably|likely"
+    ),
+    lowered=True,
+)
 
 
 @functools.lru_cache(maxsize=256)
@@ -188,6 +206,7 @@ _ATTRIBUTION = re.compile(
     r"|according\s+to|assuming"
     r"|though|although|albeit)\b"
 )
+_ATTRIBUTION = Cued(_ATTRIBUTION, re.compile(r"per\s|some\s|other|according|assuming|though|albeit"), lowered=True)
 _SENTENCE_START = re.compile(r"(?s).*(?:[.!?。！？]\s|\n)")
 # a marker inside a quotation or code is quoted, not said ("580. \"Revised answer: 508.\"")
 _QUOTED = re.compile(r'(?s:```.*?(?:```|$))|"[^"\n]*"|“[^”\n]*”|`[^`\n]+`')
@@ -361,6 +380,11 @@ _CJK_OR = re.compile(
 _DECOY = re.compile(
     r"(?i)\b(?:(?:often|commonly|sometimes|frequently)\s+)?(?:confused\s+with|mistaken\s+for|mix-?ups?|mixed\s+up\s+with"
     r"|distractors?|decoys?|red\s+herrings?|misconceptions?|common\s+(?:error|mistake|trap|pitfall|wrong\s+answer))\b"
+)
+_DECOY = Cued(
+    _DECOY,
+    re.compile(r"confused|mistaken|mix|distractor|decoy|red\s+herring|misconception|common\s"),
+    lowered=True,
 )
 _DECOY_PAREN = re.compile(r"\(([^()\n]{0,120})\)")
 _CLAUSES = re.compile(r"(?<=[.!?])[ \t]+|[ \t]+[—–][ \t]+|\n+")

@@ -47,6 +47,27 @@ PHRASES = [
     "não, na verdade é",
     "No, en realidad es",
     "non, en fait, c'est",
+    "Although 44 is often cited, the correct answer is 33",
+    "whereas 12 was widely reported, the true answer is 21",
+    "I cross-checked it against a second source.",
+    "verified with another reference",
+    "a common mistake is 44",
+    "often confused with",
+    '"a quoted remark that is long enough to count"',
+    "3.2e5",
+    "3 \\times 10^{5}",
+    "x + y = 3",
+    "a / b",
+    "Paris | Lyon",
+    "Paris & Lyon",
+    "some sources say",
+    "according to the list",
+    "can be ruled out",
+    "does not fit",
+    "toss-up",
+    "hard to say",
+    "I can't tell",
+    "not 100% sure",
 ]
 
 
@@ -119,6 +140,17 @@ def test_the_grammars_have_cued_patterns() -> None:
             "grammar7._CROSSED_VALUE",
             "grammar7._FOREIGN_REVISION",
             "grammar._CONFIDENCE_BITS",
+            "grammar8._DOUBT",
+            "grammar8._UNSURE",
+            "grammar8._ATTRIBUTION",
+            "grammar8._DECOY",
+            "grammar6._REJECTS",
+            "grammar7._OFTEN_CITED",
+            "grammar10._SECOND_SOURCE",
+            "grammar5._QUOTED",
+            "extract._SCI",
+            "commitment._TIGHTEN",
+            "commitment._SEPARATORS",
         )
     }
 
@@ -132,6 +164,17 @@ def test_lowered_keeps_positions_and_reads_as_a_case_insensitive_pattern() -> No
     assert lowered("Scratch THAT") == "scratch that"
     with pytest.raises(ValueError):
         Cued(re.compile("a"), re.compile("(?i)a"), lowered=True)
+
+
+def test_join_end_gate_is_necessary(texts: list[str]) -> None:
+    from agentflow_env.scoring import grammar6
+
+    matched = 0
+    for text in texts + [t[-60:] + j for t in texts[:3000] for j in (", ", " and", " or\n", " vs. ", "/", " versus")]:
+        if grammar6._VALUE_BEFORE.search(text):
+            matched += 1
+            assert grammar6._JOIN_ENDS.search(text[:-1] if text.endswith("\n") else text), text
+    assert matched >= 1000
 
 
 def test_filler_suffix_gate_is_necessary(texts: list[str]) -> None:
@@ -155,5 +198,6 @@ def test_a_cue_is_necessary_for_its_pattern(name: str, cued: Cued, texts: list[s
             matched += 1
             assert cued.cued(text), f"{name} matches {text!r} where its cue does not"
         assert cued.sub("#", text) == cued.pattern.sub("#", text)
+        assert cued.split(text) == cued.pattern.split(text)
         assert [m.span() for m in cued.finditer(text)] == [m.span() for m in cued.pattern.finditer(text)]
     assert matched >= 20, f"{name}: too few matching texts to test the cue ({matched})"
