@@ -27,7 +27,9 @@ _AS_PATTERNS_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", 
 def lowered(text: str) -> str:
     """``text`` in lower case as a case-insensitive pattern reads it, one character for each of ``text``'s (so a
     position in one is the same position in the other)."""
-    return text.lower() if text.isascii() else text.translate(_AS_PATTERNS_FOLD).lower()
+    if not text.isascii() and any(ch in text for ch in "\u0130\u0131\u017f\u212a"):
+        text = text.translate(_AS_PATTERNS_FOLD)
+    return text.lower()
 
 
 class Cued:

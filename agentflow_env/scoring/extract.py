@@ -83,6 +83,7 @@ _SCI = re.compile(
 _SCI = Cued(_SCI, re.compile(r"\^|\d[eE]"))  # a power of ten is written with "^", or a digit then "e"
 _THOUSANDS_SPACES = re.compile(r"(?<![\d.,])\d{1,3}(?:(?:\\,|\\;|\\ |\{,\}|[ \u2009\u202f\u2007'])\d{3})+(?![\d])")
 _BRACE_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d{3})")
+_BRACE_COMMA = Cued(_BRACE_COMMA, re.compile(r"\{,\}"))
 _TEXT_MACRO = re.compile(r"\\(?:text|mbox|textrm|textnormal|textup|textit|textbf|hbox)\s*\{([^{}]*)\}")
 
 
@@ -375,9 +376,11 @@ def _strip_edges(span: str) -> str:
         span = _EMPHASIS.sub("", span) if "**" in span or "__" in span or "`" in span else span
         span = span.strip(_EDGES).strip()
         span = _DOLLARS.sub(r"\1", span) if span.count("$") == 2 else span
-        span = _MATH_DELIMITERS.sub(lambda m: m.group(1) or m.group(2) or "", span)
-        span = _FINAL_STOPS.sub("", span).strip()
-        span = _ITEM_MARK.sub("", span)
+        if span.startswith("\\"):
+            span = _MATH_DELIMITERS.sub(lambda m: m.group(1) or m.group(2) or "", span)
+        span = _FINAL_STOPS.sub("", span).strip() if span.rstrip("\n").endswith((".", "!", "。")) else span.strip()
+        if span[:1] in ("-", "•", "*") or span[:1].isdecimal():  # the only starts of an item mark
+            span = _ITEM_MARK.sub("", span)
     return span
 
 

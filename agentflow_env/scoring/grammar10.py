@@ -147,8 +147,14 @@ _MY_DRAFT = re.compile(
 _I_FIRST_FOUND = re.compile(
     rf"(?i)\bI\s+(first|initially|originally|earlier|previously)\s+(?:{_FOUND_VERB})\b{_VALUE_NEXT}"
 )
+_I_FIRST_FOUND = Cued(
+    _I_FIRST_FOUND, re.compile(r"i\s+(?:first|initially|originally|earlier|previously)"), lowered=True
+)
 _EARLIER_I_FOUND = re.compile(
     rf"(?i)\b(earlier|before|previously|initially|originally|at\s+first)(,?)\s+I\s+(?:{_FOUND_VERB})\b{_VALUE_NEXT}"
+)
+_EARLIER_I_FOUND = Cued(
+    _EARLIER_I_FOUND, re.compile(r"earlier|before|previously|initially|originally|at\s+first"), lowered=True
 )
 # "(previously 8/1×(1+1))": grammar 9's withdrawn parenthesis, with one level of brackets inside
 _NESTED_WAS = re.compile(

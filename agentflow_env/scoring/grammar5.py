@@ -158,6 +158,7 @@ def _table(text: str) -> tuple[str, str | None]:
 _SUPERSCRIPT_MARK = re.compile(
     r"(?<=[^\W\d_]{3})[¹²³⁴⁵⁶⁷⁸⁹⁰]+(?=[\s.,;:!?)]|$)|(?<=[^\W\d_])[¹⁴⁵⁶⁷⁸⁹⁰]+(?=[\s.,;:!?)]|$)"
 )
+_SUPERSCRIPT_MARK = Cued(_SUPERSCRIPT_MARK, re.compile("[¹²³⁴⁵⁶⁷⁸⁹⁰]"))
 _SOURCE_REMARK = re.compile(
     r"(?i)\s*[(\[]\s*(?:(?:sources?|references?|refs?|citations?)\s*:|(?:via|per|cf\.|see|from)\s)\s*([^()\[\]\n]{1,80})[)\]]"
 )
@@ -256,6 +257,7 @@ _GLOSS = re.compile(
     r"(?i)\s*(?:\(\s*(?:(?:about|approx(?:imately|\.)?|roughly|around|circa|ca\.|~|≈|i\.e\.,?|=)\s*)?"
     r"(?P<p>[^()\n]{1,40}?)\s*\)|(?:≈|~|\\approx)\s*(?P<b>[^\s()=≈~]{1,30}(?:\s+[A-Za-z]{1,12})?))\s*(?=[.]?\s*$|[.]?\n)"
 )
+_GLOSS = Cued(_GLOSS, re.compile(r"[(≈~]|\\approx"))  # a gloss is in brackets or after an approximation
 _SCALE = {"thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12, "k": 1000, "m": 10**6, "bn": 10**9}
 _LENGTH: dict[str, int | Fraction] = {
     "m": 1,

@@ -87,6 +87,7 @@ _COLON_LABEL_LINE = re.compile(
     r"[ \t*_]*:[ \t*_]*\n"
     r"(?:[ \t]*\n)*(?=[ \t]*\S)"
 )
+_COLON_LABEL_LINE = Cued(_COLON_LABEL_LINE, re.compile(r":[ \t*_]*\n"))  # a label line ends in a colon
 _BULLET_LABEL_BLOCK = re.compile(
     rf"(?im)^[ \t]*[-*•·+][ \t]+(?:\*\*|__)?[ \t]*{_ANSWER_WORD}[ \t]*(?:\*\*|__)?[ \t]*\n[ \t]+[-*•·+][ \t]+"
 )
@@ -105,6 +106,7 @@ _MISTAKE_PAREN = re.compile(
     r"(?i)[ \t]{0,3}\((?=[^()\n]{0,160}\b(?:previously|earlier|before|initially|originally|at\s+first|first)\b)"
     r"(?=[^()\n]{0,160}\b(?:mistake|mistakenly|error|erroneously|wrong|wrongly|typo|incorrect(?:ly)?)\b)[^()\n]{1,160}\)"
 )
+_MISTAKE_PAREN = Cued(_MISTAKE_PAREN, re.compile(r"\("))
 _BARE_CONTRAST = re.compile(r"(?i)(?<=[^\s,;—–-])[ \t]+(?=(?:rather\s+than|instead\s+of|as\s+opposed\s+to)[ \t])")
 _OFTEN_CITED = re.compile(
     r"(?i)\b(?:although|though|even\s+though|while|whereas)[ \t]+[^\n,.;]{1,80}?[ \t]+"
@@ -126,6 +128,7 @@ _MOST_LIKELY = re.compile(
 _FENCED_OUTPUT = re.compile(
     r"(?i)\b(output|result|prints?|returns?)([ \t]*[:：])[ \t]*\n```[A-Za-z]*[ \t]*\n([^`]{0,400}?)(?:\n```|$)"
 )
+_FENCED_OUTPUT = Cued(_FENCED_OUTPUT, re.compile("```"))
 _CODE_THEN_OUTPUT = re.compile(
     r"(?is)\A\s*(?:```[a-z]*[ \t]*\n)?(?:[^\n]*\bprint\s*\([^\n]*\n)+\s*(?:```[ \t]*\n)?\s*"
     r"(?:output|result|prints?)[ \t]*[:：][ \t]*(?P<value>[^\n]{1,200}?)\s*\Z"
@@ -161,6 +164,7 @@ _DETAILS = re.compile(r"(?is)</?details>|<summary>\s*([^<\n]{1,40}?)\s*</summary
 _HIGHLIGHT = re.compile(r"(?<![=\w])==(?=\S)([^=\n]{1,200}?)(?<=\S)==(?![=\w])")
 _MARKED_LINE = re.compile(r"(?m)^[ \t>*_-]*(?:❌|✗|✘|✖|⛔|🚫)[^\n]*\n?")
 _CHECK_MARK = re.compile(r"(?m)^([ \t>*_-]*)(?:✅|✓|✔|☑)\ufe0f?[ \t]*")
+_CHECK_MARK = Cued(_CHECK_MARK, re.compile("[✅✓✔☑]"))
 _MORE_LABELS = re.compile(
     r"(?im)(?:^|(?<=[.!]\s))[ \t*_]*(?:final\s+)?(?:result|output|deliverable|bottom\s+line|tl;?\s?dr|verdict"
     r"|key\s+takeaway|in\s+short|grounded\s+answer|final)[ \t*_]*[:：][ \t*_]*"
@@ -221,6 +225,7 @@ _FOREIGN_REVISION = Cued(
 )
 # bounded runs: an unbounded \S* before a mark would rescan a long token from every start (quadratic)
 _STRUCK = re.compile(r"(?is)<(del|strike|s)>[^<]{0,200}</\1>|\S{0,60}\u0336\S{0,60}")
+_STRUCK = Cued(_STRUCK, re.compile("(?i)<(?:del|strike|s)>|\u0336"))
 _CROSSED_VALUE = Cued(re.compile(r"(\S{1,60})[ \t]*(?:❌|✗|✘|✖)\ufe0f?"), re.compile("[❌✗✘✖]"))
 _AND_NOT_PAREN = re.compile(r"(?i)\(\s*(?:and|but)\s+not\s+")
 _MID_ANSWER = re.compile(r"(?i)(?<=[.!?])[ \t]+(?=(?:\*\*|__)?(?:final\s+)?answer(?:\*\*|__)?\s*[:：])")

@@ -68,6 +68,18 @@ PHRASES = [
     "hard to say",
     "I can't tell",
     "not 100% sure",
+    "\n✅ 33",
+    "Output:\n```\n33\n```",
+    "<s>44</s>",
+    "4\u03364\u0336",
+    "(previously 44, a mistake)",
+    "Final answer:\n33",
+    "Paris¹",
+    "33 (about 30)",
+    "≈ 3.14",
+    "I first found 44",
+    "Earlier, I found 44",
+    "1{,}234",
 ]
 
 
@@ -151,6 +163,16 @@ def test_the_grammars_have_cued_patterns() -> None:
             "extract._SCI",
             "commitment._TIGHTEN",
             "commitment._SEPARATORS",
+            "grammar7._CHECK_MARK",
+            "grammar7._FENCED_OUTPUT",
+            "grammar7._STRUCK",
+            "grammar7._MISTAKE_PAREN",
+            "grammar7._COLON_LABEL_LINE",
+            "grammar5._SUPERSCRIPT_MARK",
+            "grammar5._GLOSS",
+            "grammar10._I_FIRST_FOUND",
+            "grammar10._EARLIER_I_FOUND",
+            "extract._BRACE_COMMA",
         )
     }
 
@@ -201,3 +223,28 @@ def test_a_cue_is_necessary_for_its_pattern(name: str, cued: Cued, texts: list[s
         assert cued.split(text) == cued.pattern.split(text)
         assert [m.span() for m in cued.finditer(text)] == [m.span() for m in cued.pattern.finditer(text)]
     assert matched >= 20, f"{name}: too few matching texts to test the cue ({matched})"
+
+
+def _slow_strip_edges(span: str) -> str:
+    from agentflow_env.scoring import extract
+
+    prev = None
+    while prev != span:
+        prev = span
+        span = extract._EMPHASIS.sub("", span) if "**" in span or "__" in span or "`" in span else span
+        span = span.strip(extract._EDGES).strip()
+        span = extract._DOLLARS.sub(r"\1", span) if span.count("$") == 2 else span
+        span = extract._MATH_DELIMITERS.sub(lambda m: m.group(1) or m.group(2) or "", span)
+        span = extract._FINAL_STOPS.sub("", span).strip()
+        span = extract._ITEM_MARK.sub("", span)
+    return span
+
+
+def test_strip_edges_skips_only_what_cannot_match(texts: list[str]) -> None:
+    from agentflow_env.scoring.extract import _strip_edges
+
+    shapes = ["{}", "\\({}\\)", "\\[{}\\]", "- {}", "12. {}", "٣) {}", "{}.\n", "{}!", "{}。", "* **{}**.", "$ {} $"]
+    for text in texts[:5000]:
+        for shape in shapes:
+            span = shape.format(text)
+            assert _strip_edges(span) == _slow_strip_edges(span), span
