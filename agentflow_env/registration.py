@@ -88,6 +88,10 @@ class EnvEntry:
 #     an agent's final_answer(..) code action, drafts reported with more verbs, "shows otherwise", a check against a
 #     second source, foreign answer labels before yes/no, headers alone on a line; option lines only are a hedge.
 #     The v10 ids pass ``grammar=10``; v9 ids keep their verdicts.
+# v11: answer grammar 11 (agentflow_env/scoring/grammar11.py, docs/rewards.md): an agent's JSON final-answer action,
+#     a revision after an arrow, drafts reported in eight other languages, a rival named as a distractor, and a
+#     tentative draft ("That would suggest 35.") before a revision. The v11 ids pass ``grammar=11``; v10 ids keep
+#     their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -110,8 +114,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 10: 10}
-LATEST_VERSION = 10
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 10: 10, 11: 11}
+LATEST_VERSION = 11
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

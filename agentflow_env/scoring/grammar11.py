@@ -1,0 +1,266 @@
+"""Answer grammar 11 (the ``-v11`` ids): grammar 10 (:mod:`agentflow_env.scoring.grammar10`) after a first step that
+writes five more shapes of a committed answer the way grammar 10 reads them.
+
+An eleventh answer set, written outside the project by someone who never read the scorers, was run blind through
+grammar 10: 5.6% of its correct answers scored 0. Five shapes, each a class of answers rather than one phrase, were
+two thirds of them; each was scored 0 in every one of its cases:
+
+1. **An agent's JSON action**: LangChain's ``{"action": "Final Answer", "action_input": "33"}``, bare or in a
+   code fence. The action input of a final-answer action is the answer, read as ``Final Answer: 33``
+   (:func:`json_action`); an input that is not one string or number, or another action, leaves the text alone.
+2. **A revision after an arrow**: "Answer: 35 → revised: 33" (``->``, ``=>``, ``⇒``; revised, corrected, updated,
+   amended, fixed, final, new) is a revision label, written as "Revised answer: 33" (:func:`arrow_revision`).
+3. **A draft reported in another language**: "Zuerst dachte ich an 35, aber …", "J'ai d'abord pensé à 35,
+   mais …", "Primero pensé en 35, pero …", "Inizialmente pensavo 35, ma …", "Primeiro pensei em 35, mas …",
+   "Сначала я думал, что 35, но …", "我一开始以为是35，但…", "最初は35だと思いましたが、…". Grammar 9 drops a draft
+   reported in English ("I initially thought 35, but …"); these are written in its words, with its "but"
+   (:func:`foreign_drafts`), so its rules, doubts and conditions included, decide.
+4. **A rival named as a distractor**: "The answer is 33; 35 is a distractor" (a decoy, a red herring, a trap) says
+   the other value is wrong, and is written so (:func:`distractor`): a rejection, as "35 is wrong" is.
+5. **A tentative draft before a revision**: "That would suggest 35. … On closer inspection, the earlier step was
+   wrong, and the correct result is 33." Grammar 8 counts a condition anywhere before a revision as the revision's
+   own ("if that's wrong, 33"), so the draft's "would" made the answer commit to neither value. A draft sentence
+   that only reports what a step "would suggest" (give, mean, imply, indicate, yield, point to), with a retraction
+   marker after it, is written as reported ("That suggested 35.", :func:`tentative_draft`); a condition in the
+   revision's own sentence still counts.
+
+The swapped answers (the rival committed last) read the rival, as before. Every step is a bounded number of linear
+passes over an answer of at most 20,000 characters; the answer is then read by grammar 10 (the ``-v10`` ids keep
+their digests).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from agentflow_env.scoring import grammar8, grammar10
+from agentflow_env.scoring.cued import Cued
+from agentflow_env.scoring.extract import normalize_text
+from agentflow_env.scoring.grammar import Reading
+
+__all__ = [
+    "arrow_revision",
+    "distractor",
+    "foreign_drafts",
+    "json_action",
+    "labels",
+    "read_answer",
+    "table_then_label",
+    "tentative_draft",
+]
+
+_LIMIT = 20_000
+
+# ------------------------------------------------------------------ 1. an agent's JSON action
+_FENCED_OBJECT = re.compile(r"(?s)```[ \t]*(?:json|JSON)?[ \t]*\n?[ \t]*(\{.{0,4000}?\})[ \t]*\n?[ \t]*```")
+_FINAL_ACTION = re.compile(r"(?i)^\s*final[\s_-]*answer\s*$")
+
+
+def _action_input(blob: str) -> str | None:
+    """The input of a final-answer action written as a JSON object, or ``None``."""
+    try:
+        action = json.loads(blob)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(action, dict) or len(action) > 4:
+        return None
+    keys = {str(k).lower(): v for k, v in action.items()}
+    name, value = keys.get("action"), keys.get("action_input")
+    if not isinstance(name, str) or not _FINAL_ACTION.match(name):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    value = str(value).strip()
+    return value or None
+
+
+def json_action(text: str) -> str:
+    """A final-answer JSON action (``{"action": "Final Answer", "action_input": ..}``), fenced or the whole answer,
+    written as ``Final Answer: ..``."""
+    if "action_input" not in text:
+        return text
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        value = _action_input(stripped)
+        return text if value is None else f"Final Answer: {value}"
+    out, pos = [], 0
+    for m in _FENCED_OBJECT.finditer(text):
+        value = _action_input(m.group(1))
+        if value is not None:
+            out.append(text[pos : m.start()] + f"Final Answer: {value}")
+            pos = m.end()
+    return "".join(out) + text[pos:] if out else text
+
+
+# ------------------------------------------------------------------ 2. a revision after an arrow
+_ARROW_REVISION = Cued(
+    re.compile(
+        r"(?i)[ \t]*(?:→|->|=>|⇒|⟹|➜|➡)[ \t]*(?:\*\*|__)?[ \t]*(?:revised|corrected|updated|amended|fixed|final|new)"
+        r"(?:[ \t]+(?:answer|value|result))?(?:\*\*|__)?[ \t]*[:：][ \t]*"
+    ),
+    re.compile(r"→|->|=>|⇒|⟹|➜|➡"),
+)
+
+
+def arrow_revision(text: str) -> str:
+    """ "35 → revised: 33" written as "35. Revised answer: 33"."""
+    return _ARROW_REVISION.sub(". Revised answer: ", text)
+
+
+# ------------------------------------------------------------------ 3. a draft reported in another language
+# the lead-in of a draft, up to its value (what would be "I initially thought" in English)
+_FOREIGN_DRAFT = re.compile(
+    r"(?im)(?:^|(?<=[.!?]\s)|(?<=[.!?]\s\s))[ \t*_]*(?:"
+    # German
+    r"(?:zuerst|anfangs|ursprünglich|zunächst|erst)\s+dachte\s+ich(?:,?\s+es\s+(?:sei|wäre|ist)|\s+an)?"
+    r"|ich\s+dachte\s+(?:zuerst|anfangs|ursprünglich|zunächst)(?:,?\s+es\s+(?:sei|wäre|ist)|\s+an)?"
+    # French
+    r"|j['’]ai\s+d['’]abord\s+(?:pensé|cru)(?:\s+que\s+c['’](?:était|est)|\s+à|\s+que)?"
+    r"|(?:au\s+début|au\s+départ|initialement|d['’]abord),?\s+(?:je\s+pensais|j['’]ai\s+(?:pensé|cru))"
+    r"(?:\s+que\s+c['’](?:était|est)|\s+à|\s+que)?"
+    # Spanish
+    r"|(?:primero|al\s+principio|inicialmente|en\s+un\s+principio),?\s+(?:pensé|creí)(?:\s+que\s+era|\s+en|\s+que)?"
+    # Italian
+    r"|(?:inizialmente|all['’]inizio|in\s+un\s+primo\s+momento|prima),?\s+(?:pensavo|ho\s+pensato|credevo)"
+    r"(?:\s+che\s+fosse|\s+a|\s+che)?"
+    # Portuguese
+    r"|(?:primeiro|inicialmente|no\s+início|a\s+princípio),?\s+(?:pensei|achei)(?:\s+que\s+era|\s+em|\s+que)?"
+    # Russian
+    r"|сначала\s+я\s+(?:думал|подумал|решил)а?(?:,?\s+что(?:\s+это)?)?"
+    r")\s+(?=\S)"
+)
+_FOREIGN_DRAFT = Cued(
+    _FOREIGN_DRAFT,
+    re.compile(r"dachte|pensé|cru|pensais|creí|pensavo|ho\s+pensato|credevo|pensei|achei|думал|подумал|решил"),
+    lowered=True,
+)
+# ... in Chinese and Japanese, where the value sits inside the lead-in
+_CJK_DRAFT = re.compile(
+    r"(?:我)?(?:一开始|起初|最初|开始时|刚开始|一開始|起初)(?:我)?(?:以为|認為|认为|以為)(?:是)?\s*(?P<zh>[^，,。；;\n]{1,40}?)\s*[，,]\s*(?:但是?|不过|可是)"
+    r"|最初は\s*(?P<ja>[^、。\n]{1,40}?)\s*(?:だ|です)?と思いました(?:が|けど)[、,]?"
+)
+# "but" in those languages, right after the draft's value
+_FOREIGN_BUT = re.compile(r"(?i)(?P<value>(?:[^\n.!?;]|\.(?=\d)){1,100}?),\s*(?:aber|mais|pero|ma|mas|но)\s+")
+
+
+def foreign_drafts(text: str) -> str:
+    """A draft reported in German, French, Spanish, Italian, Portuguese, Russian, Chinese or Japanese written as
+    grammar 9's English report: "I initially thought 35, but ..."."""
+    if re.search(r"[一-龥ぁ-ゖ]", text):
+        text = _CJK_DRAFT.sub(lambda m: f"I initially thought {m.group('zh') or m.group('ja')}, but ", text)
+    if not _FOREIGN_DRAFT.search(text):
+        return text
+    out, pos = [], 0
+    for m in _FOREIGN_DRAFT.pattern.finditer(text):
+        if m.start() < pos:
+            continue
+        but = _FOREIGN_BUT.match(text, m.end())
+        if but is None:
+            continue
+        out.append(text[pos : m.start()] + m.group(0)[: len(m.group(0)) - len(m.group(0).lstrip(" \t*_"))])
+        out.append(f"I initially thought {but.group('value')}, but ")
+        pos = but.end()
+    return "".join(out) + text[pos:] if out else text
+
+
+# ------------------------------------------------------------------ 4. a rival named as a distractor
+_DISTRACTOR = Cued(
+    re.compile(
+        r"(?i)\b(is|was|are|were|'s|’s)\s+(?:(?:just|only|merely|simply|clearly|likely|probably|a\s+classic)\s+)?"
+        r"(?:(?:a|an|the)\s+)?(?:common\s+|classic\s+|tempting\s+|deliberate\s+|plausible(?:-looking)?\s+)?"
+        r"(?:distractors?|decoys?|red\s+herrings?|traps?)\b"
+    ),
+    re.compile(r"distractor|decoy|red\s+herring|trap"),
+    lowered=True,
+)
+
+
+def distractor(text: str) -> str:
+    """ "35 is a distractor" (a decoy, a red herring, a trap) written as "35 is wrong"."""
+    return _DISTRACTOR.sub(lambda m: f"{m.group(1)} wrong", text)
+
+
+# ------------------------------------------------------------------ 5. a tentative draft before a revision
+_TENTATIVE = Cued(
+    re.compile(
+        r"(?im)(?:^|(?<=[.!?]\s)|(?<=[.!?]\s\s))(?P<lead>[ \t*_]*(?:that|this|which|it|so\s+that|this\s+step"
+        r"|this\s+result"
+        r"|the\s+(?:calculation|computation|formula|result|first\s+pass|estimate))\s+)(?:would|might|could|should)"
+        r"\s+(?P<verb>suggest|give|mean|imply|indicate|yield|point\s+to|lead\s+to|make\s+it)\b"
+    ),
+    re.compile(r"would|might|could|should"),
+    lowered=True,
+)
+_PAST = {"suggest": "suggested", "give": "gave", "mean": "meant", "imply": "implied", "indicate": "indicated"}
+_PAST |= {"yield": "yielded", "point to": "pointed to", "lead to": "led to", "make it": "made it"}
+
+
+def tentative_draft(text: str) -> str:
+    """A draft sentence that reports what a step "would suggest", before a later retraction marker, written as
+    reported ("That suggested 35.")."""
+    if not _TENTATIVE.cued(text):
+        return text
+
+    def reported(m: re.Match[str]) -> str:
+        sentence_end = re.search(r"[.!?](?:\s|$)|\n", text[m.end() :])
+        after = m.end() + (sentence_end.end() if sentence_end else len(text) - m.end())
+        if grammar8._MARKER.search(text, after) is None:
+            return m.group(0)
+        verb = " ".join(m.group("verb").lower().split())
+        return m.group("lead") + _PAST[verb]
+
+    return _TENTATIVE.sub(reported, text)
+
+
+# ------------------------------------------------------------------ 6. an agent's or a summary's label
+# AutoGen's end token after the answer ("The answer is X. TERMINATE")
+_END_TOKEN = re.compile(r"[ \t]*\n?[ \t]*\bTERMINATE\b[ \t]*[.!]?\s*\Z")
+# smolagents' printed output ("Out - Final answer: X")
+_OUT_PREFIX = re.compile(r"(?im)^([ \t]*)Out[ \t]*-[ \t]*(?=final[ \t]+answer\b)")
+# an answer label with a dash or an arrow in place of its colon ("Final answer — X", "Key finding → X")
+_DASH_LABEL = re.compile(
+    r"(?im)^([ \t*_#]*)(?:final[ \t]+answer|answer|key[ \t]+finding|bottom[ \t]+line|conclusion|verdict)(?:\*\*|__)?"
+    r"[ \t]*(?:—|–|--|-|→|->|=>|⇒)[ \t]+(?=\S)"
+)
+
+
+def labels(text: str) -> str:
+    """AutoGen's ``TERMINATE`` after the answer dropped; smolagents' "Out - Final answer: X" and a label with a dash
+    or an arrow ("Final answer — X", "Key finding → X") written as "Answer: X"."""
+    if "TERMINATE" in text:
+        text = _END_TOKEN.sub("", text)
+    if "Out" in text:
+        text = _OUT_PREFIX.sub(r"\1", text)
+    return _DASH_LABEL.sub(r"\1Answer: ", text)
+
+
+# ------------------------------------------------------------------ 7. a table of candidates, then the answer label
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|[^\n]*\|[ \t]*$")
+_LABEL_LINE = re.compile(r"(?im)^[ \t>*_#]*(?:\*\*|__)?(?:final[ \t]+)?answer(?:\*\*|__)?[ \t]*[:：][^\n]*\S")
+
+
+def table_then_label(text: str) -> str:
+    """A markdown table (a verdict per candidate) followed by an answer label line: the table is the working, the
+    label the answer (grammar 7 reads this too, but later steps had joined the table's lines into one by then)."""
+    if "|" not in text:
+        return text
+    rows = list(_TABLE_ROW.finditer(text))
+    if not rows or _LABEL_LINE.search(text, rows[-1].end()) is None:
+        return text
+    return text[: rows[0].start()] + text[rows[-1].end() :]
+
+
+def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+    """The final answer ``prediction`` read by grammar 11: the module doc's five shapes written as grammar 10 reads
+    them, then grammar 10's reader."""
+    text = normalize_text(prediction)
+    if len(text) <= _LIMIT:
+        text = json_action(text)
+        text = arrow_revision(text)
+        text = foreign_drafts(text)
+        text = distractor(text)
+        text = tentative_draft(text)
+        text = labels(table_then_label(text))
+    return grammar10.read_answer(text, golds, kind, question)
