@@ -41,20 +41,25 @@ from agentflow_env.scoring.extract import normalize_text
 from agentflow_env.scoring.grammar import Reading
 
 __all__ = [
+    "answer_frames",
     "arrow_revision",
     "distractor",
     "foreign_drafts",
     "json_action",
     "labels",
+    "last_commitment",
     "read_answer",
+    "sources_and_estimates",
     "table_then_label",
     "tentative_draft",
+    "yes_no_sentence",
 ]
 
 _LIMIT = 20_000
 
 # ------------------------------------------------------------------ 1. an agent's JSON action
 _FENCED_OBJECT = re.compile(r"(?s)```[ \t]*(?:json|JSON)?[ \t]*\n?[ \t]*(\{.{0,4000}?\})[ \t]*\n?[ \t]*```")
+_FENCE_DEBRIS = re.compile(r"(?i)\s*(?:```)?\s*(?:json)?\s*(?:```)?\s*")
 _FINAL_ACTION = re.compile(r"(?i)^\s*final[\s_-]*answer\s*$")
 
 
@@ -81,9 +86,10 @@ def json_action(text: str) -> str:
     written as ``Final Answer: ..``."""
     if "action_input" not in text:
         return text
-    stripped = text.strip()
-    if stripped.startswith("{") and stripped.endswith("}"):
-        value = _action_input(stripped)
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end and _FENCE_DEBRIS.fullmatch(text[:start]) and _FENCE_DEBRIS.fullmatch(text[end + 1 :]):
+        # the whole answer is the object, in a fence or in what is left of one ("json\n{..}\n```")
+        value = _action_input(text[start : end + 1])
         return text if value is None else f"Final Answer: {value}"
     out, pos = [], 0
     for m in _FENCED_OBJECT.finditer(text):
@@ -177,8 +183,23 @@ _DISTRACTOR = Cued(
 )
 
 
+# ... with the value it names as the subject of its own clause: "; not 35" (grammar 6 drops a rejected value only where
+# it is a token of two characters or more, or a capitalised word after the clause's first)
+_NAMED_DISTRACTOR = re.compile(
+    r"(?i)(?P<sep>[.;,:])[ \t]*(?!(?:the|a|an|this|that|it|which|one|both|either)\b)"
+    r"(?P<value>[^\s.;,:!?()\n][^.;,:!?()\n]{0,79}?)[ \t]+(?:is|was|'s|’s)[ \t]+"
+    r"(?:(?:just|only|merely|simply|clearly|likely|probably)[ \t]+)?(?:(?:a|an|the)[ \t]+)?"
+    r"(?:common[ \t]+|classic[ \t]+|tempting[ \t]+|deliberate[ \t]+)?(?:distractor|decoy|red[ \t]+herring|trap)\b"
+    r"[^.;!?\n]*"
+)
+
+
 def distractor(text: str) -> str:
-    """ "35 is a distractor" (a decoy, a red herring, a trap) written as "35 is wrong"."""
+    """ "35 is a distractor" (a decoy, a red herring, a trap) after the answer's clause written as "; not 35", and
+    elsewhere as "35 is wrong"."""
+    if not _DISTRACTOR.cued(text):
+        return text
+    text = _NAMED_DISTRACTOR.sub(lambda m: (", not " if m.group("sep") == "," else "; not ") + m.group("value"), text)
     return _DISTRACTOR.sub(lambda m: f"{m.group(1)} wrong", text)
 
 
@@ -206,7 +227,7 @@ def tentative_draft(text: str) -> str:
     def reported(m: re.Match[str]) -> str:
         sentence_end = re.search(r"[.!?](?:\s|$)|\n", text[m.end() :])
         after = m.end() + (sentence_end.end() if sentence_end else len(text) - m.end())
-        if grammar8._MARKER.search(text, after) is None:
+        if grammar8._MARKER.search(text, after) is None and grammar8._REVISION_CUE.search(text, after) is None:
             return m.group(0)
         verb = " ".join(m.group("verb").lower().split())
         return m.group("lead") + _PAST[verb]
@@ -252,6 +273,103 @@ def table_then_label(text: str) -> str:
     return text[: rows[0].start()] + text[rows[-1].end() :]
 
 
+# ------------------------------------------------------------------ 8. yes or no in another language, in a sentence
+_YES_NO_SENTENCE = re.compile(
+    r"(?i)(?:\bthe\s+(?:correct\s+|right\s+|final\s+)?answer\s+is|\ba\s+resposta\s+(?:certa\s+|correta\s+|final\s+)?é"
+    r"|\bla\s+risposta\s+(?:corretta\s+|giusta\s+|finale\s+)?è|\bla\s+respuesta\s+(?:correcta\s+|final\s+)?es"
+    r"|\bla\s+(?:bonne\s+)?réponse\s+(?:finale\s+)?est|\bdie\s+(?:richtige\s+)?antwort\s+(?:ist|lautet)"
+    r"|\blautet\s+die\s+(?:richtige\s+)?antwort|(?:правильный\s+)?ответ\s*(?:—|-|:)?|答案是|答えは)\s*"
+    r"(?:(?P<yes>ja|jawohl|oui|s[ií]|sim|да|是|はい)|(?P<no>nein|non|não|нет|否|いいえ))"
+    r"(?=\s*(?:です|だ)?\s*[.!。！]?\s*(?:\n|$))"
+)
+
+
+def yes_no_sentence(text: str, golds: list[str]) -> str:
+    """Yes or no in eight other languages after an answer frame ("… lautet die Antwort Ja.", "la réponse est oui")
+    written as "the answer is yes" (when a gold is yes or no; grammar 9 read the bare word and grammar 10 a label)."""
+    if not any(g.strip().lower() in ("yes", "no") for g in golds):
+        return text
+    return _YES_NO_SENTENCE.sub(lambda m: "the answer is " + ("yes" if m.group("yes") else "no"), text)
+
+
+# ------------------------------------------------------------------ 9. answer frames in other languages
+_FOREIGN_FRAME = Cued(
+    re.compile(
+        r"(?i)\blautet\s+die\s+(?:richtige\s+)?antwort\b|\bdie\s+(?:richtige\s+)?antwort\s+(?:ist|lautet)\b"
+        r"|\bla\s+(?:bonne\s+)?réponse\s+(?:finale\s+)?est\b|\bla\s+respuesta\s+(?:correcta\s+|final\s+)?es\b"
+        r"|\bla\s+risposta\s+(?:corretta\s+|giusta\s+|finale\s+)?è|\ba\s+resposta\s+(?:certa\s+|correta\s+|final\s+)?é"
+        r"|(?<!\w)(?:правильный\s+)?ответ\s*(?:—|-|:)?(?=\s)|答案是|答えは"
+    ),
+    re.compile(r"antwort|réponse|respuesta|risposta|resposta|ответ|答案是|答えは"),
+    lowered=True,
+)
+
+
+def answer_frames(text: str) -> str:
+    """ "lautet die Antwort X", "la réponse est X", "la respuesta es X", "la risposta è X", "a resposta é X", "ответ
+    X", "答案是X", "答えはX" written as "the answer is X" (grammar 9 read these only as labels)."""
+    return _FOREIGN_FRAME.sub("the answer is ", text)
+
+
+# ------------------------------------------------------------------ 10. a source named with "per", an own estimate
+_PER_SOURCE = re.compile(r"(?im)(?:^|(?<=[.!?]\s))([ \t*_]*)per[ \t]+(the|my|our|these|those|its)[ \t]+")
+_OWN_DRAFT = re.compile(
+    r"(?i)\b(?:my|our)\s+own\s+(?:estimate|guess|calculation|computation|answer|reading|count|result)\s+(?:was|gave)\b"
+)
+
+
+def sources_and_estimates(text: str) -> str:
+    """ "Per the search results, it's X" written as "According to the search results, it's X" (a source the answer
+    cites, not someone else's rival claim); "My own estimate was X, but .." as grammar 9's "My first answer was X"."""
+    if "er" in text:
+        text = _PER_SOURCE.sub(lambda m: f"{m.group(1)}According to {m.group(2)} ", text)
+    if "own" in text:
+        text = _OWN_DRAFT.sub("my first answer was", text)
+    return text
+
+
+# ------------------------------------------------------------------ 11. the last commitment after the working
+# an explicit commitment: an answer label opening a line, or "the (final|correct) answer is"
+_COMMITMENT = re.compile(
+    r"(?im)^[ \t>*_#-]*(?:\*\*|__)?(?:my\s+|the\s+)?(?:final\s+|correct\s+)?answer(?:\*\*|__)?[ \t]*[:：]"
+    r"|\bthe\s+(?:final\s+|correct\s+|right\s+)?answer\s+is\b"
+)
+# what marks the text before it as working: a revision or rejection, a failed check, a contrast
+_WORKING = re.compile(
+    r"(?i)[✗❌✘✖]|\b(?:failed|fails|rejected|ruled\s+out|confuse[sd]?|mistaken\s+for|but|however|instead)\b"
+)
+_CONDITION_BEFORE = re.compile(r"(?i)\b(?:if|unless|whether|suppose|supposing|assuming|when)\b[^.!?\n]*\Z")
+_SENTENCE_START = re.compile(r"(?s).*(?:[.!?](?:\s)|\n)")
+_CLAUSE_BEFORE = re.compile(r"(?i)[,;]\s*(?:but|so|and\s+so|thus|hence|therefore|however)\s*,?\s*(?=[^,;]*\Z)")
+
+
+def last_commitment(text: str) -> str:
+    """The answer from the sentence (or line) of its last explicit commitment on ("Answer: X", ".. so the answer is
+    X."), where the text before it is working: it revises, rejects, fails a check or contrasts ("Candidate: Y —
+    failed ✗ .. Answer: X", "People often confuse this with Y, but the answer is X"). Everything after the
+    commitment stays, so a remark naming a rival after it still counts; a commitment under a condition ("if the
+    answer is X") is no commitment."""
+    commitments = list(_COMMITMENT.finditer(text))
+    last = commitments[-1] if commitments else None
+    if last is None or last.start() == 0:
+        return text
+    head = _SENTENCE_START.match(text, 0, last.start())
+    start = head.end() if head is not None else 0
+    clause = _CLAUSE_BEFORE.search(text, start, last.start())
+    if clause is not None:  # ".. confuse this with Y, but the answer is X": the clause after the conjunction
+        start = clause.end()
+    before = text[:start]
+    if not before.strip() or _CONDITION_BEFORE.search(text, start, last.start()) is not None:
+        return text
+    if (
+        _WORKING.search(before) is None
+        and grammar8._MARKER.search(before) is None
+        and grammar8._REVISION_CUE.search(before) is None
+    ):
+        return text
+    return text[start:].strip()
+
+
 def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
     """The final answer ``prediction`` read by grammar 11: the module doc's five shapes written as grammar 10 reads
     them, then grammar 10's reader."""
@@ -263,4 +381,7 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         text = distractor(text)
         text = tentative_draft(text)
         text = labels(table_then_label(text))
+        text = yes_no_sentence(text, [str(g) for g in golds])
+        text = answer_frames(sources_and_estimates(text))
+        text = last_commitment(text)
     return grammar10.read_answer(text, golds, kind, question)

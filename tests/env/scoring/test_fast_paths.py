@@ -80,6 +80,24 @@ PHRASES = [
     "I first found 44",
     "Earlier, I found 44",
     "1{,}234",
+    "35 → revised: 33",
+    "-> **Corrected answer**: 33",
+    "Zuerst dachte ich an",
+    "Ich dachte zuerst, es sei",
+    "J'ai d'abord pensé à",
+    "Al principio creí que era",
+    "Сначала я думал, что",
+    "is a distractor",
+    "was just a red herring",
+    "are the common traps",
+    "That would suggest",
+    "This might give",
+    "The calculation should yield",
+    "lautet die Antwort",
+    "la réponse est",
+    "La respuesta correcta es",
+    "ответ: ",
+    "答案是",
 ]
 
 
@@ -173,6 +191,11 @@ def test_the_grammars_have_cued_patterns() -> None:
             "grammar10._I_FIRST_FOUND",
             "grammar10._EARLIER_I_FOUND",
             "extract._BRACE_COMMA",
+            "grammar11._ARROW_REVISION",
+            "grammar11._FOREIGN_DRAFT",
+            "grammar11._DISTRACTOR",
+            "grammar11._TENTATIVE",
+            "grammar11._FOREIGN_FRAME",
         )
     }
 
