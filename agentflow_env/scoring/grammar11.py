@@ -278,7 +278,7 @@ _YES_NO_SENTENCE = re.compile(
     r"(?i)(?:\bthe\s+(?:correct\s+|right\s+|final\s+)?answer\s+is|\ba\s+resposta\s+(?:certa\s+|correta\s+|final\s+)?é"
     r"|\bla\s+risposta\s+(?:corretta\s+|giusta\s+|finale\s+)?è|\bla\s+respuesta\s+(?:correcta\s+|final\s+)?es"
     r"|\bla\s+(?:bonne\s+)?réponse\s+(?:finale\s+)?est|\bdie\s+(?:richtige\s+)?antwort\s+(?:ist|lautet)"
-    r"|\blautet\s+die\s+(?:richtige\s+)?antwort|(?:правильный\s+)?ответ\s*(?:—|-|:)?|答案是|答えは)\s*"
+    r"|\blautet\s+die\s+(?:richtige\s+)?antwort|(?:правильный\s+)?ответ\s*(?:—|-|:)?|答案是|答えは)\s*[:：]?\s*"
     r"(?:(?P<yes>ja|jawohl|oui|s[ií]|sim|да|是|はい)|(?P<no>nein|non|não|нет|否|いいえ))"
     r"(?=\s*(?:です|だ)?\s*[.!。！]?\s*(?:\n|$))"
 )
@@ -295,10 +295,11 @@ def yes_no_sentence(text: str, golds: list[str]) -> str:
 # ------------------------------------------------------------------ 9. answer frames in other languages
 _FOREIGN_FRAME = Cued(
     re.compile(
-        r"(?i)\blautet\s+die\s+(?:richtige\s+)?antwort\b|\bdie\s+(?:richtige\s+)?antwort\s+(?:ist|lautet)\b"
+        r"(?i)(?:\blautet\s+die\s+(?:richtige\s+)?antwort\b|\bdie\s+(?:richtige\s+)?antwort\s+(?:ist|lautet)\b"
         r"|\bla\s+(?:bonne\s+)?réponse\s+(?:finale\s+)?est\b|\bla\s+respuesta\s+(?:correcta\s+|final\s+)?es\b"
         r"|\bla\s+risposta\s+(?:corretta\s+|giusta\s+|finale\s+)?è|\ba\s+resposta\s+(?:certa\s+|correta\s+|final\s+)?é"
         r"|(?<!\w)(?:правильный\s+)?ответ\s*(?:—|-|:)?(?=\s)|答案是|答えは"
+        r")(?:[ \t]*[:：])?[ \t]*",
     ),
     re.compile(r"antwort|réponse|respuesta|risposta|resposta|ответ|答案是|答えは"),
     lowered=True,
@@ -308,7 +309,13 @@ _FOREIGN_FRAME = Cued(
 def answer_frames(text: str) -> str:
     """ "lautet die Antwort X", "la réponse est X", "la respuesta es X", "la risposta è X", "a resposta é X", "ответ
     X", "答案是X", "答えはX" written as "the answer is X" (grammar 9 read these only as labels)."""
-    return _FOREIGN_FRAME.sub("the answer is ", text)
+    if not _FOREIGN_FRAME.cued(text):
+        return text
+
+    def english(m: re.Match[str]) -> str:
+        return m.group(0) if not text[: m.start()].strip(" \t\n*_#>") else "the answer is "
+
+    return _FOREIGN_FRAME.pattern.sub(english, text)
 
 
 # ------------------------------------------------------------------ 10. a source named with "per", an own estimate
@@ -343,7 +350,7 @@ _SENTENCE_START = re.compile(r"(?s).*(?:[.!?](?:\s)|\n)")
 _CLAUSE_BEFORE = re.compile(r"(?i)[,;]\s*(?:but|so|and\s+so|thus|hence|therefore|however)\s*,?\s*(?=[^,;]*\Z)")
 
 
-def last_commitment(text: str) -> str:
+def last_commitment(text: str, kind: str = "text") -> str:
     """The answer from the sentence (or line) of its last explicit commitment on ("Answer: X", ".. so the answer is
     X."), where the text before it is working: it revises, rejects, fails a check or contrasts ("Candidate: Y —
     failed ✗ .. Answer: X", "People often confuse this with Y, but the answer is X"). Everything after the
@@ -353,6 +360,8 @@ def last_commitment(text: str) -> str:
     last = commitments[-1] if commitments else None
     if last is None or last.start() == 0:
         return text
+    if kind == "text" and not last.group(0).rstrip().endswith((":", "：")):
+        return text  # a text answer's "the answer is X" in a sentence: grammar 10 reads the sentence whole
     head = _SENTENCE_START.match(text, 0, last.start())
     start = head.end() if head is not None else 0
     clause = _CLAUSE_BEFORE.search(text, start, last.start())
@@ -383,5 +392,5 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         text = labels(table_then_label(text))
         text = yes_no_sentence(text, [str(g) for g in golds])
         text = answer_frames(sources_and_estimates(text))
-        text = last_commitment(text)
+        text = last_commitment(text, kind)
     return grammar10.read_answer(text, golds, kind, question)
