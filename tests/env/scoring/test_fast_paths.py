@@ -30,7 +30,8 @@ WORDS = (
     "disregard revised corrected changed updated amended to now later but 35 33 -2.5 1/2 Paris New York ( ) , . ; ! — "
     "– : primera respuesta fue erste antwort war première réponse était primeira resposta foi prima risposta era "
     "No, nein, no. actually oops my bad I meant should be correct if unless I'm I recall correctly mistaken memory "
-    "serves ❌ ✗ confidence: high 90% sure certainty either soit ou bien 不对， нет, поправка: en realidad いや、 違います"
+    "serves ❌ ✗ confidence: high 90% sure certainty either soit ou bien 不对， нет, поправка: en realidad "
+    "いや、 違います"
 ).split()
 
 # whole remarks some patterns need more than single words for
