@@ -48,6 +48,7 @@ __all__ = [
     "json_action",
     "labels",
     "last_commitment",
+    "number_beside_a_word",
     "read_answer",
     "sources_and_estimates",
     "table_then_label",
@@ -379,6 +380,42 @@ def last_commitment(text: str, kind: str = "text") -> str:
     return text[start:].strip()
 
 
+# ------------------------------------------------------------------ the hedge: a number or date beside any word
+_NUMBER_ITEM = re.compile(r"[-+−]?\$?\d[\d,./:-]*%?")
+_WORD_ITEM = re.compile(r"[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2}")
+# words beside a number that qualify it rather than rival it ("12, inclusive", "33, approximately")
+_QUALIFIER = re.compile(
+    r"(?i)[\w'’.-]*ly|inclusive|exclusive|total|overall|each|approx\.?|ca\.?|circa|exact|rounded|est\.?|estimated"
+    r"|units?|points?|people|items?|days?|years?|times?|ways?|cm|mm|km|kg|g|m|s|h|min|ml|l"
+)
+
+
+def number_beside_a_word(text: str, kind: str) -> str | None:
+    """Grammar 10's hedge of a number beside a capitalised word as list items, for a number written with slashes,
+    colons or dashes too ("04/15/18, egalitarian") and a word in lower case ("33; egalitarian"): the word is another
+    answer, not a candidate of the number's type, and the answer commits to neither. A word that qualifies the
+    number ("12, inclusive"), a unit, a label or a common word is no rival."""
+    if kind != "number" or len(text) > 200:
+        return None
+    plain = re.sub(r"\\boxed\{([^{}]*)\}", r" \1 ;", text).replace("**", "").replace("$", " ")
+    plain = re.sub(r"(?m)^[ \t]*[-*•][ \t]+", "", plain).strip(" \t\n.;")
+    items = [i.strip(" \t.") for i in grammar10._ITEM_BREAK.split(plain) if i and i.strip(" \t.")]
+    if not 2 <= len(items) <= 6:
+        return None
+    numbers = [i for i in items if _NUMBER_ITEM.fullmatch(i)]
+    words = [
+        i
+        for i in items
+        if _WORD_ITEM.fullmatch(i)
+        and not grammar10._NOT_A_RIVAL.fullmatch(i)
+        and not grammar10._common(i)
+        and not _QUALIFIER.fullmatch(i)
+    ]
+    if len(numbers) == 1 and words and len(numbers) + len(words) == len(items):
+        return "it lists its number beside another answer, a word: it commits to neither"
+    return None
+
+
 def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
     """The final answer ``prediction`` read by grammar 11: the module doc's five shapes written as grammar 10 reads
     them, then grammar 10's reader."""
@@ -393,4 +430,7 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         text = yes_no_sentence(text, [str(g) for g in golds])
         text = answer_frames(sources_and_estimates(text))
         text = last_commitment(text, kind)
+        reason = number_beside_a_word(text, kind)
+        if reason is not None:
+            return Reading(text, reason)
     return grammar10.read_answer(text, golds, kind, question)

@@ -151,3 +151,20 @@ def test_the_v10_id_keeps_its_verdict() -> None:
     answer = f"The count is {GOLD}; {RIVAL} is just a distractor."
     assert rewards(qa_env(GOLD, "How many?", 10), answer) == NONE
     assert rewards(qa_env(GOLD, "How many?", 11), answer) == ALL
+
+
+@pytest.mark.parametrize(
+    "answer,expected",
+    [
+        ("04/15/18, egalitarian", NONE),
+        ("egalitarian; 04/15/18", NONE),
+        ("- 04/15/18\n- egalitarian", NONE),
+        ("Morarji Desai, Claude Shannon, 04/15/18, mice, egalitarian", NONE),
+        ("04/15/18", ALL),
+        ("04/15/18, approximately", ALL),
+        ("The date is 04/15/18.", ALL),
+    ],
+)
+def test_a_date_beside_a_lower_case_word_is_a_hedge(answer: str, expected: list[float]) -> None:
+    env = qa_env("04/15/18", "When was the label added, in MM/DD/YY?", 11)
+    assert rewards(env, answer) == expected, answer
