@@ -1,28 +1,37 @@
 """Answer grammar 11 (the ``-v11`` ids): grammar 10 (:mod:`agentflow_env.scoring.grammar10`) after a first step that
-writes five more shapes of a committed answer the way grammar 10 reads them.
+writes more shapes of a committed answer the way grammar 10 reads them, and one more hedge.
 
 An eleventh answer set, written outside the project by someone who never read the scorers, was run blind through
 grammar 10: 5.6% of its correct answers scored 0. Five shapes, each a class of answers rather than one phrase, were
-two thirds of them; each was scored 0 in every one of its cases:
+two thirds of them, and each was scored 0 in every one of its cases:
 
-1. **An agent's JSON action**: LangChain's ``{"action": "Final Answer", "action_input": "33"}``, bare or in a
-   code fence. The action input of a final-answer action is the answer, read as ``Final Answer: 33``
-   (:func:`json_action`); an input that is not one string or number, or another action, leaves the text alone.
+1. **An agent's JSON action**: LangChain's ``{"action": "Final Answer", "action_input": "33"}``, bare, fenced, or in
+   what the text format leaves of a fence. The input of a final-answer action is the answer, read as ``Final Answer:
+   33`` (:func:`json_action`); another action, or an input that is not one string or number, is left alone.
 2. **A revision after an arrow**: "Answer: 35 → revised: 33" (``->``, ``=>``, ``⇒``; revised, corrected, updated,
    amended, fixed, final, new) is a revision label, written as "Revised answer: 33" (:func:`arrow_revision`).
 3. **A draft reported in another language**: "Zuerst dachte ich an 35, aber …", "J'ai d'abord pensé à 35,
    mais …", "Primero pensé en 35, pero …", "Inizialmente pensavo 35, ma …", "Primeiro pensei em 35, mas …",
-   "Сначала я думал, что 35, но …", "我一开始以为是35，但…", "最初は35だと思いましたが、…". Grammar 9 drops a draft
-   reported in English ("I initially thought 35, but …"); these are written in its words, with its "but"
-   (:func:`foreign_drafts`), so its rules, doubts and conditions included, decide.
-4. **A rival named as a distractor**: "The answer is 33; 35 is a distractor" (a decoy, a red herring, a trap) says
-   the other value is wrong, and is written so (:func:`distractor`): a rejection, as "35 is wrong" is.
-5. **A tentative draft before a revision**: "That would suggest 35. … On closer inspection, the earlier step was
-   wrong, and the correct result is 33." Grammar 8 counts a condition anywhere before a revision as the revision's
-   own ("if that's wrong, 33"), so the draft's "would" made the answer commit to neither value. A draft sentence
-   that only reports what a step "would suggest" (give, mean, imply, indicate, yield, point to), with a retraction
-   marker after it, is written as reported ("That suggested 35.", :func:`tentative_draft`); a condition in the
-   revision's own sentence still counts.
+   "Сначала я думал, что 35, но …", "我一开始以为是35，但…", "最初は35だと思いましたが、…": written as grammar 9's
+   English report, "I initially thought 35, but …" (:func:`foreign_drafts`), so its rules decide; the answer frame
+   after it ("lautet die Antwort 33", "la réponse est 33") as "the answer is 33" (:func:`answer_frames`), and yes or
+   no in those frames as "yes" or "no" (:func:`yes_no_sentence`).
+4. **A rival named as a distractor**: "The answer is 33; 35 is a distractor" (a decoy, a red herring, a trap) is a
+   rejection, written "; not 35" (or "35 is wrong") (:func:`distractor`).
+5. **A tentative draft before a revision**: "That would suggest 35. … the earlier step was wrong, and the correct
+   result is 33." Grammar 8 counts a condition anywhere before a revision as the revision's own, so the draft's
+   "would" made the answer commit to neither value: a sentence that only reports what a step "would suggest" (give,
+   mean, imply, indicate, yield, point to), with a revision cue after it, is written as reported ("That suggested
+   35.", :func:`tentative_draft`); a condition in the revision's own sentence still counts. Where the working ends
+   in an explicit commitment (an answer label line; for a number, option or expression also ".. so the answer is
+   X"), after a revision, a failed check or a contrast, the answer is read from that commitment's sentence on
+   (:func:`last_commitment`): what follows it, a rival remark included, still counts.
+
+Smaller classes of the same set: AutoGen's ``TERMINATE`` after the answer, smolagents' "Out - Final answer: X", a
+label with a dash or an arrow for its colon (:func:`labels`); a verdict table before an answer label
+(:func:`table_then_label`); "Per the search results, X" as a source, "My own estimate was X, but" as a draft
+(:func:`sources_and_estimates`). One hedge, found by the project's own styles: a number or date beside any word as
+list items ("04/15/18, egalitarian", :func:`number_beside_a_word`).
 
 The swapped answers (the rival committed last) read the rival, as before. Every step is a bounded number of linear
 passes over an answer of at most 20,000 characters; the answer is then read by grammar 10 (the ``-v10`` ids keep
