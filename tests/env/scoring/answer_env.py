@@ -52,3 +52,16 @@ def grammar_fixtures(grammar: int) -> tuple:
         return qa_env("yes", "Is the Danube longer than the Rhine?", grammar)
 
     return number_env, name_env, yes_env
+
+
+def assert_committed(env: gym.Env, template: str, old: str, new: str) -> None:
+    """``template`` with ``new`` committed after ``old`` scores 1 in every format, and its mirror (the values
+    swapped) scores 0."""
+    assert rewards(env, template.format(old=old, new=new)) == ALL, template
+    assert rewards(env, template.format(old=new, new=old)) == NONE, template
+
+
+def assert_hedge(env: gym.Env, template: str, old: str, new: str) -> None:
+    """``template`` scores 0 in every format in both orders of the two values."""
+    assert rewards(env, template.format(old=old, new=new)) == NONE, template
+    assert rewards(env, template.format(old=new, new=old)) == NONE, template

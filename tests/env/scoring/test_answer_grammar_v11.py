@@ -23,7 +23,19 @@ from agentflow_env.scoring.grammar11 import (
     table_then_label,
     tentative_draft,
 )
-from tests.env.scoring.answer_env import ALL, GOLD, NAME, NONE, OTHER, RIVAL, grammar_fixtures, qa_env, rewards
+from tests.env.scoring.answer_env import (
+    ALL,
+    GOLD,
+    NAME,
+    NONE,
+    OTHER,
+    RIVAL,
+    assert_committed,
+    assert_hedge,
+    grammar_fixtures,
+    qa_env,
+    rewards,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is out of date:DeprecationWarning")
 
@@ -63,8 +75,7 @@ COMMITTED = [
 
 @pytest.mark.parametrize("template", COMMITTED)
 def test_the_committed_value_is_read_and_the_mirror_scores_0(number_env: gym.Env, template: str) -> None:
-    assert rewards(number_env, template.format(old=RIVAL, new=GOLD)) == ALL, template
-    assert rewards(number_env, template.format(old=GOLD, new=RIVAL)) == NONE, template
+    assert_committed(number_env, template, RIVAL, GOLD)
 
 
 # still hedges, in either order
@@ -82,8 +93,7 @@ HEDGES = [
 
 @pytest.mark.parametrize("template", HEDGES)
 def test_the_hedges_stay_hedges(number_env: gym.Env, template: str) -> None:
-    assert rewards(number_env, template.format(old=RIVAL, new=GOLD)) == NONE, template
-    assert rewards(number_env, template.format(old=GOLD, new=RIVAL)) == NONE, template
+    assert_hedge(number_env, template, RIVAL, GOLD)
 
 
 @pytest.mark.parametrize(
@@ -97,8 +107,7 @@ def test_the_hedges_stay_hedges(number_env: gym.Env, template: str) -> None:
     ],
 )
 def test_a_name_answer(name_env: gym.Env, template: str) -> None:
-    assert rewards(name_env, template.format(old=OTHER, new=NAME)) == ALL, template
-    assert rewards(name_env, template.format(old=NAME, new=OTHER)) == NONE, template
+    assert_committed(name_env, template, OTHER, NAME)
 
 
 def test_a_yes_no_answer_after_a_foreign_draft(yes_env: gym.Env) -> None:
