@@ -209,7 +209,13 @@ def distractor(text: str) -> str:
     elsewhere as "35 is wrong"."""
     if not _DISTRACTOR.cued(text):
         return text
-    text = _NAMED_DISTRACTOR.sub(lambda m: (", not " if m.group("sep") == "," else "; not ") + m.group("value"), text)
+
+    def named(m: re.Match[str]) -> str:
+        if text.count("(", 0, m.start()) > text.count(")", 0, m.start()):
+            return m.group(0)  # a note in brackets ("(Watch out: 35 is a distractor.)") rejects by itself
+        return (", not " if m.group("sep") == "," else "; not ") + m.group("value")
+
+    text = _NAMED_DISTRACTOR.sub(named, text)
     return _DISTRACTOR.sub(lambda m: f"{m.group(1)} wrong", text)
 
 
@@ -392,9 +398,11 @@ def last_commitment(text: str, kind: str = "text") -> str:
 # ------------------------------------------------------------------ the hedge: a number or date beside any word
 _NUMBER_ITEM = re.compile(r"[-+−]?\$?\d[\d,./:-]*%?")
 _WORD_ITEM = re.compile(r"[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2}")
-# words beside a number that qualify it rather than rival it ("12, inclusive", "33, approximately")
+# words beside a number that qualify it rather than rival it ("12, inclusive", "33, approximately"), and a chat
+# role's header above it ("assistant\n\n33": grammar 9 takes role headers out later)
 _QUALIFIER = re.compile(
     r"(?i)[\w'’.-]*ly|inclusive|exclusive|total|overall|each|approx\.?|ca\.?|circa|exact|rounded|est\.?|estimated"
+    r"|assistant|user|system|model|human|bot|ai|agent|tool|observation|thought|action|response|output"
     r"|units?|points?|people|items?|days?|years?|times?|ways?|cm|mm|km|kg|g|m|s|h|min|ml|l"
 )
 

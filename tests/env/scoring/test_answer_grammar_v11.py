@@ -177,3 +177,9 @@ def test_the_v10_id_keeps_its_verdict() -> None:
 def test_a_date_beside_a_lower_case_word_is_a_hedge(answer: str, expected: list[float]) -> None:
     env = qa_env("04/15/18", "When was the label added, in MM/DD/YY?", 11)
     assert rewards(env, answer) == expected, answer
+
+
+def test_a_role_header_or_a_note_in_brackets_is_no_rival(number_env: gym.Env, name_env: gym.Env) -> None:
+    assert rewards(number_env, f"assistant\n\n{GOLD}") == ALL
+    note = "**{new}**\n\n(Watch out: {old} is a tempting distractor, but it's incorrect.)"
+    assert_committed(name_env, note, OTHER, NAME)
