@@ -230,6 +230,7 @@ _TENTATIVE = Cued(
     re.compile(r"would|might|could|should"),
     lowered=True,
 )
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 _PAST = {"suggest": "suggested", "give": "gave", "mean": "meant", "imply": "implied", "indicate": "indicated"}
 _PAST |= {"yield": "yielded", "point to": "pointed to", "lead to": "led to", "make it": "made it"}
 
@@ -239,11 +240,24 @@ def tentative_draft(text: str) -> str:
     reported ("That suggested 35.")."""
     if not _TENTATIVE.cued(text):
         return text
+    # per cue pattern, the start of a cue found at or after the last position asked about (-1: not asked yet, -2: none
+    # there, so none after it); drafts come in order, so each pattern is searched about once per cue it holds
+    found = {grammar8._MARKER: -1, grammar8._REVISION_CUE: -1}
+
+    def revised_after(pos: int) -> bool:
+        for pattern, start in found.items():
+            if start >= pos:
+                return True
+            if start != -2:
+                cue = pattern.search(text, pos)
+                found[pattern] = cue.start() if cue is not None else -2
+                if cue is not None:
+                    return True
+        return False
 
     def reported(m: re.Match[str]) -> str:
-        sentence_end = re.search(r"[.!?](?:\s|$)|\n", text[m.end() :])
-        after = m.end() + (sentence_end.end() if sentence_end else len(text) - m.end())
-        if grammar8._MARKER.search(text, after) is None and grammar8._REVISION_CUE.search(text, after) is None:
+        sentence_end = _SENTENCE_END.search(text, m.end())
+        if not revised_after(sentence_end.end() if sentence_end else len(text)):
             return m.group(0)
         verb = " ".join(m.group("verb").lower().split())
         return m.group("lead") + _PAST[verb]

@@ -150,6 +150,9 @@ def test_a_long_hostile_answer_is_read_in_linear_time() -> None:
         "```json\n{" + '"a": 1, ' * 3000 + "}\n```" + " action_input",
         "| a |\n" * 5000 + "Answer: 5",
         "→ revised" * 2000,
+        "That would give 1. " * 1000 + "Actually 2.",
+        "That would give 1. Actually 2. " * 600,
+        "x is a trap, " * 1500,
     ):
         start = time.perf_counter()
         read_answer(text, [GOLD], "number")
