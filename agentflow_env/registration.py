@@ -92,6 +92,9 @@ class EnvEntry:
 #     a revision after an arrow, drafts reported in eight other languages, a rival named as a distractor, and a
 #     tentative draft ("That would suggest 35.") before a revision. The v11 ids pass ``grammar=11``; v10 ids keep
 #     their verdicts.
+# v12: answer grammar 12 (agentflow_env/scoring/grammar12.py, docs/rewards.md): grammar 11 with the surname-first
+#     rule kept to names, so a comma-joined list gold's items in the other order ("Germany, Oranienburg") are not
+#     read as the gold. The v12 ids pass ``grammar=12``; v9 to v11 ids keep their verdicts.
 _BENCHMARKS = (
     # the paper's ten benchmarks
     "Bamboogle",
@@ -114,8 +117,8 @@ _BENCHMARKS = (
 )
 # the answer grammar each id version reads with (agentflow_env/scoring/versioned.py); versions not named
 # here read with grammar 2. A new grammar is one more entry (and LATEST_VERSION).
-GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 10: 10, 11: 11}
-LATEST_VERSION = 11
+GRAMMAR_OF_VERSION = {3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 10: 10, 11: 11, 12: 12}
+LATEST_VERSION = 12
 GRAMMAR_FROM_VERSION = min(GRAMMAR_OF_VERSION)  # ids from this version on read answers through a grammar
 
 

@@ -4,8 +4,8 @@ reading (text, whether it hedges, its score) of a larger sample. ``tests/env/sco
 checks every entry. Each digest was recorded at the commit before the next grammar existed (v3 at aad5736, v4 at
 2e57b6c, v5 at 900cece, v6 at 066f447, v7 once answer grammar 7 was written, v8 once answer grammar 8 was
 written, v9 once answer grammar 9 was written, v10 once answer grammar 10 was written, v11 once answer grammar 11
-was written); a new grammar adds its version to the tables below (a digest that stays the same gets the version
-added to its tuple)."""
+was written, v12 once answer grammar 12 was written); a new grammar adds its version to the tables below (a digest
+that stays the same gets the version added to its tuple)."""
 
 from __future__ import annotations
 
@@ -47,12 +47,12 @@ VERDICTS_V3 = {
 VERDICTS_V3_SAMPLE = {"tasks": 2, "per_kind": 6, "seed": 3}
 # benchmark -> {digest: the id versions it pins}
 VERDICTS = {
-    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8, 9, 10, 11)},
-    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9, 10, 11)},
-    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9, 10, 11)},
-    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8, 9, 10, 11)},
-    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7, 8, 9, 10, 11)},
-    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9, 10, 11)},
+    "Gen-GameOf24": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8, 9, 10, 11, 12)},
+    "Gen-MultiHop": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9, 10, 11, 12)},
+    "Gen-Math": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9, 10, 11, 12)},
+    "Gen-Science": {"45fc78dd39d68e00:224": (4, 5, 6, 7, 8, 9, 10, 11, 12)},
+    "Gen-Agentic": {"3dc9c067427b9211:256": (4,), "9a5c59881f5fd7c5:256": (5, 6, 7, 8, 9, 10, 11, 12)},
+    "Gen-HopChain": {"9a5c59881f5fd7c5:256": (4, 5, 6, 7, 8, 9, 10, 11, 12)},
 }
 READINGS = {
     "Gen-GameOf24": {
@@ -62,14 +62,14 @@ READINGS = {
         "1d19310da5f94937:420": (8,),
         "4d47751ad64a9368:420": (9,),
         "bf408f4cb1e320c9:420": (10,),
-        "ddaba176d4fef82d:420": (11,),
+        "ddaba176d4fef82d:420": (11, 12),
     },
     "Gen-MultiHop": {
         "6f6c97a3f52bc146:480": (4,),
         "cc2be0a7a0618956:480": (5, 6),
         "fbbc4dd4cad087fc:480": (7,),
         "5bb0a26b3477561f:480": (8,),
-        "d03eabf6b8fc0f7f:480": (9, 10, 11),
+        "d03eabf6b8fc0f7f:480": (9, 10, 11, 12),
     },
     "Gen-Math": {
         "ced5214f97f3648a:480": (4,),
@@ -77,7 +77,7 @@ READINGS = {
         "9dad17937747ccb6:480": (7,),
         "1c7569c7490c921b:480": (8,),
         "a168101205407552:480": (9, 10),
-        "f652c04940bce649:480": (11,),
+        "f652c04940bce649:480": (11, 12),
     },
     "Gen-Science": {
         "510e433955c21999:420": (4,),
@@ -85,7 +85,7 @@ READINGS = {
         "fe520574f3884b9f:420": (7,),
         "5d73f594aeee89a0:420": (8,),
         "e38533aae2c9eb5c:420": (9, 10),
-        "ef62d4cce4c051ab:420": (11,),
+        "ef62d4cce4c051ab:420": (11, 12),
     },
     "Gen-Agentic": {
         "f4fcca06d7f18458:480": (4,),
@@ -93,7 +93,7 @@ READINGS = {
         "aa54a8086d4a80c9:480": (7,),
         "f3906617b52620c0:480": (8,),
         "b9a15738240fd855:480": (9, 10),
-        "6b88bc6884a49e7b:480": (11,),
+        "6b88bc6884a49e7b:480": (11, 12),
     },
     "Gen-HopChain": {
         "7b4cd2f42fed39eb:480": (4,),
@@ -101,7 +101,7 @@ READINGS = {
         "31169065ec6fe76a:480": (7,),
         "eb55111d1ea3baa0:480": (8,),
         "f9f7332c35f9df34:480": (9, 10),
-        "1ea423d202cf39e9:480": (11,),
+        "1ea423d202cf39e9:480": (11, 12),
     },
     "Bamboogle": {
         "5421f17fc4485748:480": (4,),
@@ -109,7 +109,7 @@ READINGS = {
         "6fece0622e01fb2b:480": (7,),
         "cb635fa172d85c33:480": (8,),
         "792bd73633cb0a6a:480": (9,),
-        "ebd46f5865be984c:480": (10, 11),
+        "ebd46f5865be984c:480": (10, 11, 12),
     },
     "TwoWiki": {
         "3a5b7d352e44a07c:480": (4,),
@@ -117,21 +117,21 @@ READINGS = {
         "e15e26caf434f3f3:480": (7,),
         "83c4ec282ad38afc:480": (8,),
         "37fb9ce2dd7ce653:480": (9,),
-        "189c1c42db8a5917:480": (10, 11),
+        "189c1c42db8a5917:480": (10, 11, 12),
     },
     "HotpotQA": {
         "f06acc21483ae2cc:400": (4,),
         "52b76cfaa5d4e739:400": (5, 6),
         "d8eb78c67409a57b:400": (7,),
         "1c7a31134fc30db0:400": (8,),
-        "9b82069fe570b381:400": (9, 10, 11),
+        "9b82069fe570b381:400": (9, 10, 11, 12),
     },
     "Musique": {
         "ab09533fbdbae5e2:480": (4,),
         "99d92ce2a29d4d92:480": (5, 6),
         "9f1c532f429ac8b9:480": (7,),
         "b4caa05728344bf4:480": (8,),
-        "90f19ffa32e64c8d:480": (9, 10, 11),
+        "90f19ffa32e64c8d:480": (9, 10, 11, 12),
     },
     "GAIA": {
         "7e0214afae58111c:400": (4,),
@@ -140,7 +140,7 @@ READINGS = {
         "001937f6bd97e55d:400": (8,),
         "951fed653c3d426f:400": (9,),
         "6cc2eb31a484a3b7:400": (10,),
-        "3d7148eeef1cc9f7:400": (11,),
+        "3d7148eeef1cc9f7:400": (11, 12),
     },
     "AIME24": {
         "046685c7f72ae553:480": (4,),
@@ -149,7 +149,7 @@ READINGS = {
         "f275d773c432b1b7:480": (8,),
         "383e60e31b44ea2b:480": (9,),
         "471a61ecbdd135ba:480": (10,),
-        "6ce0f81f956fc39a:480": (11,),
+        "6ce0f81f956fc39a:480": (11, 12),
     },
     "AMC23": {
         "f8d193880cf6956b:480": (4,),
@@ -157,7 +157,7 @@ READINGS = {
         "173b142dbbd2c293:480": (7,),
         "84a9333bc2d995d3:480": (8,),
         "0c2c21c310dcba85:480": (9, 10),
-        "7e410f1062682b85:480": (11,),
+        "7e410f1062682b85:480": (11, 12),
     },
     "GameOf24": {
         "1fdb90890492a70d:420": (4,),
@@ -165,7 +165,7 @@ READINGS = {
         "e9ccae01a82528d3:420": (7,),
         "513faefd2e86aa31:420": (8,),
         "6e69bba23b2d1c70:420": (9, 10),
-        "0f707c8d5c132ac8:420": (11,),
+        "0f707c8d5c132ac8:420": (11, 12),
     },
     "GPQA": {
         "dcd8bcf77898b70b:420": (4,),
@@ -173,7 +173,7 @@ READINGS = {
         "5845f15eaa0ea5d6:420": (7,),
         "fe64f3914e66b3f7:420": (8,),
         "1010a77b1e885583:420": (9, 10),
-        "e0e2058acff99784:420": (11,),
+        "e0e2058acff99784:420": (11, 12),
     },
     "MedQA": {
         "903cda7054279a03:420": (4,),
@@ -181,7 +181,7 @@ READINGS = {
         "78717da10270a748:420": (7,),
         "9d565aacca986548:420": (8,),
         "f49068efeb8da4c2:420": (9, 10),
-        "53c67b099daa63ff:420": (11,),
+        "53c67b099daa63ff:420": (11, 12),
     },
 }
 

@@ -42,6 +42,7 @@ Comparison by the gold's type (dates, names, lists, numbers with units) is in
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -327,6 +328,43 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
+_ALNUM = re.compile(r"[^\W_]")
+_RAW_TOKEN = re.compile(r"\S+")  # what str.split() splits out (both read whitespace as str.isspace does)
+
+
+class _TokensBefore:
+    """Which tokens (:func:`_tokens`) a text names before a position, from one pass over the text:
+    ``named_before(t, i)`` is ``t in _tokens(text[:i])``, without reading ``text[:i]`` again at every clause."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.first_end: dict[str, int] = {}  # a token -> where the first raw token that gives it ends
+        for m in _RAW_TOKEN.finditer(text):
+            self.starts.append(m.start())
+            self.ends.append(m.end())
+            token = _token(m.group(0))
+            if token is not None:
+                self.first_end.setdefault(token, m.end())
+
+    def named_before(self, token: str, position: int) -> bool:
+        end = self.first_end.get(token)
+        if end is not None and end <= position:
+            return True
+        i = bisect.bisect_right(self.starts, position - 1) - 1  # the raw token that ``position`` may cut
+        if i < 0 or self.ends[i] <= position:
+            return False
+        return _token(self.text[self.starts[i] : position]) == token
+
+
+def _token(raw: str) -> str | None:
+    token = raw.strip(_TOKEN_EDGES)
+    if not token:
+        return None
+    return token if _capital(token) else token.lower()
+
+
 KINDS = ("text", "number", "option")
 
 
@@ -352,7 +390,9 @@ def rival_clause(
     ``option`` (only option letters), or ``text`` (any candidate). From ``version`` 4 on, a weaker cue
     (:data:`_WEAK_CUES`: "also", "instead", "another", "some say", "lists", ...) is a rival cue too when the
     new candidate has the answer's type and the ``question`` does not name it (:func:`_typed_candidates`).
-    ``extra_cues`` are a later grammar's strong cues (grammar 5: "would also be acceptable", "vs", ..)."""
+    ``extra_cues`` are a later grammar's strong cues (grammar 5: "would also be acceptable", "vs", ..). From
+    ``version`` 12 on, a clause that is only a predicate ('"X!" is also possible') joins the clause right before
+    it, never a chain of such clauses."""
     masked = text
     golds = [str(g).strip() for g in golds]
     for gold in golds:
@@ -361,19 +401,22 @@ def rival_clause(
     # the question's words are no rival under grammar 4, except the gold's own words (a gold the question names)
     question_tokens = _tokens(question) - {t for g in golds for t in _tokens(g)} if version >= 4 else set()
     previous = (0, "")
+    earlier_tokens = None
     for start, clause in _clauses(masked):
+        own = (start, clause)
         if version >= 4 and _PREDICATE_ONLY.match(clause) and previous[1]:
             start, clause = previous[0], masked[previous[0] : start + len(clause)]  # '"X!" is also possible'
-        previous = (start, clause)
+        # grammars 4-11 carry the joined clause on, so a chain of predicates ("(was 5) (was 5) ..") re-read the whole
+        # chain at each link (quadratic); from grammar 12 a predicate completes only the clause right before it
+        previous = own if version >= 12 else (start, clause)
         if version >= 4 and kind == "option" and start > 0 and masked[start - 1] == "\n":
             bare = re.fullmatch(r"\s*[(\[]?([A-J])[)\].:]?\s*", clause)
-            earlier = [c for c in _candidates(masked[:start]) if _of_kind(c, "option")]
+            earlier = [c for c in _candidates(masked[:start]) if _of_kind(c, "option")] if bare else []
             if bare and earlier and bare.group(1) not in earlier:
                 return clause.strip()  # "(C)\nA": a second letter on its own line
         strong = _cue(_CUES, clause, question) or (extra_cues is not None and _cue(extra_cues, clause, question))
         if not strong and not (version >= 4 and _cue(_WEAK_CUES, clause, question) and not _ALIAS.search(clause)):
             continue
-        before = masked[:start]
         named = [c for c in _candidates(clause) if _of_kind(c, kind)]
         if version >= 4 and kind == "text":  # "yes is also possible", "if not, no"
             named += [m.group(1).lower() for m in _YES_NO.finditer(clause)]
@@ -385,8 +428,11 @@ def rival_clause(
             named = _typed_candidates(clause, kind)
             if kind != "option" and not _SOURCE_CUES.search(clause):
                 named = [c for c in named if c not in question_tokens]
-        if re.search(r"[^\W_]", before):
-            new = set(named) - _tokens(before)
+        if _ALNUM.search(masked, 0, start):
+            earlier_tokens = earlier_tokens or _TokensBefore(masked)
+            new = {
+                c for c in named if not earlier_tokens.named_before(c, start)
+            }  # set(named) - _tokens(masked[:start])
         elif kind != "text" and len(named) > 1:
             new = set(named[1:])  # "C. Some sources say B": the value and its rival in one clause
         else:
@@ -427,12 +473,47 @@ def _cue(cues: re.Pattern[str], clause: str, question: str) -> bool:
     padded = f" {folded} "  # words, so a window is whole words of the question where it occurs between spaces
     for m in cues.finditer(clause):
         cue = " ".join(_WORD.findall(m.group(0).lower()))
-        before = _WORD.findall(clause[: m.start()].lower())[-1:]
-        after = _WORD.findall(clause[m.end() :].lower())[:1]
+        before, after = _word_before(clause, m.start()), _word_after(clause, m.end())
         windows = [" ".join([*before, cue]) if before else None, " ".join([cue, *after]) if after else None]
         if not cue or not any(w and f" {w} " in padded for w in windows):
             return True
     return False
+
+
+# Σ is the one letter whose lower case depends on its neighbours (final sigma): a window holding one is read whole
+_SIGMA = "\u03a3"
+
+
+def _word_before(text: str, end: int) -> list[str]:
+    """``_WORD.findall(text[:end].lower())[-1:]``, the last word before ``end``, read from a window that grows back
+    only as far as that word (a clause of many cues reads in time linear in its length, not quadratic)."""
+    size = 64
+    while True:
+        start = max(0, end - size)
+        window = text[start:end]
+        if _SIGMA in window:
+            return _WORD.findall(text[:end].lower())[-1:]
+        words = list(_WORD.finditer(window.lower()))
+        last = words[-1] if words else None
+        if start == 0 or (last is not None and last.start() > 0):  # a whole word: a non-word character before it
+            return [last.group(0)] if last is not None else []
+        size *= 2
+
+
+def _word_after(text: str, start: int) -> list[str]:
+    """``_WORD.findall(text[start:].lower())[:1]``, the first word from ``start``, read from a window that grows
+    only as far as that word."""
+    size = 64
+    while True:
+        end = min(len(text), start + size)
+        window = text[start:end]
+        if _SIGMA in window:
+            return _WORD.findall(text[start:].lower())[:1]
+        lowered = window.lower()
+        first = _WORD.search(lowered)
+        if end == len(text) or (first is not None and first.end() < len(lowered)):  # a non-word character after it
+            return [first.group(0)] if first is not None else []
+        size *= 2
 
 
 def remark_cue(text: str, question: str = "") -> bool:

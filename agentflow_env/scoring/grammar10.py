@@ -396,9 +396,16 @@ def number_beside_a_word(text: str, kind: str) -> str | None:
     return None
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+def read_answer(
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    question: str = "",
+    *,
+    grammar: int = 10,
+) -> Reading:
     """The final answer ``prediction`` read by grammar 10: the module doc's six shapes written as grammar 9 reads
-    them, the option-lines hedge, then grammar 9's reader."""
+    them, the option-lines hedge, then grammar 9's reader (``grammar``: the grammar reading, 10 or later)."""
     text = normalize_text(prediction)
     if len(text) <= _LIMIT:
         gold_texts = [str(g) for g in golds]
@@ -413,4 +420,4 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         reason = option_lines(text, kind)
         if reason is not None:
             return Reading(text, reason)
-    return grammar9.read_answer(text, golds, kind, question)
+    return grammar9.read_answer(text, golds, kind, question, grammar=grammar)

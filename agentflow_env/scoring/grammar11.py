@@ -447,9 +447,16 @@ def number_beside_a_word(text: str, kind: str) -> str | None:
     return None
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+def read_answer(
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    question: str = "",
+    *,
+    grammar: int = 11,
+) -> Reading:
     """The final answer ``prediction`` read by grammar 11: the module doc's five shapes written as grammar 10 reads
-    them, then grammar 10's reader."""
+    them, then grammar 10's reader (``grammar``: the grammar reading, grammar 12 reads through this one)."""
     text = normalize_text(prediction)
     if len(text) <= _LIMIT:
         text = json_action(text)
@@ -464,4 +471,4 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         reason = number_beside_a_word(text, kind)
         if reason is not None:
             return Reading(text, reason)
-    return grammar10.read_answer(text, golds, kind, question)
+    return grammar10.read_answer(text, golds, kind, question, grammar=grammar)

@@ -516,14 +516,16 @@ def read_answer(
     present: Callable[[str, list[str], str, str], tuple[str, str | None]] = presentation,
     drafts: Callable[[str, str], tuple[str, str | None, bool]] | None = None,
     cues: re.Pattern[str] | None = None,
+    grammar: int = 6,
 ) -> Reading:
     """The final answer ``prediction`` read by grammar 6: grammar 5's reader with this module's steps (see the
     module doc), then :func:`distribution`, :func:`offered_both` and grammar 5's
     :func:`~agentflow_env.scoring.grammar5.negated_only`. ``present``, ``drafts`` and ``cues``: the presentation
-    step, the revision step and the strong rival cues (grammar 7 passes its own, built on this module's)."""
+    step, the revision step and the strong rival cues (grammar 7 passes its own, built on this module's);
+    ``grammar``: the grammar reading (a later one passes its number down; the rival step reads it, 12 on)."""
     steps = LaterSteps(presentation=present, drop_drafts=drafts or drop_drafts, both=_both, cues=cues or _CUES6)
     gold_list = [str(g) for g in golds if g is not None and str(g).strip()]
-    reading = _read(_clean(prediction), gold_list, kind, 6, question, steps)
+    reading = _read(_clean(prediction), gold_list, kind, grammar, question, steps)
     if reading.hedge is not None:
         return reading
     why = (

@@ -763,15 +763,24 @@ def read_answer(
     question: str = "",
     present: Callable[[str, list[str], str, str], tuple[str, str | None]] | None = None,
     drafts: Callable[[str, str], tuple[str, str | None, bool]] | None = None,
+    grammar: int = 7,
 ) -> Reading:
     """The final answer ``prediction`` read by grammar 7: grammar 6's reader with this module's
     :func:`presentation` (which ends with :func:`trailing_remarks`) in place of grammar 6's. ``present`` and
-    ``drafts``: a later grammar's presentation and revision steps (grammar 8 passes its own, built on these)."""
+    ``drafts``: a later grammar's presentation and revision steps (grammar 8 passes its own, built on these);
+    ``grammar``: the grammar reading (7 or later)."""
     text = normalize_text(prediction)
     if len(text) <= 20_000:  # the tokens first: "33</s>" hides the end of an <answer> tag's line
         text = _other_think(text)
         text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
         text = _TEMPLATE_TOKEN.sub("", text)
     return grammar6.read_answer(
-        text, golds, kind, question, present=present or presentation, drafts=drafts or drop_drafts, cues=_CUES7
+        text,
+        golds,
+        kind,
+        question,
+        present=present or presentation,
+        drafts=drafts or drop_drafts,
+        cues=_CUES7,
+        grammar=grammar,
     )

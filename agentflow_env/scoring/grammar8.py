@@ -530,9 +530,16 @@ def only_value(text: str, kind: str) -> str | None:
     return grammar7.only_value(text, kind, rival_line, value_token)
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+def read_answer(
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    question: str = "",
+    *,
+    grammar: int = 8,
+) -> Reading:
     """The final answer ``prediction`` read by grammar 8: grammar 7's reader with this module's presentation and
-    revision steps."""
+    revision steps (``grammar``: the grammar reading, 8 or later)."""
     text = normalize_text(prediction)
     if len(text) <= 20_000:
         struck = _STRUCK_S.sub("", text)  # before grammar 7 reads "<s>"/"</s>" as template tokens
@@ -541,7 +548,7 @@ def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "t
         quoted = quoted_revision(text, kind)  # before the presentation takes the quotation marks off
         if quoted is not None:
             return Reading(text, quoted)
-    return grammar7.read_answer(text, golds, kind, question, present=presentation, drafts=drop_drafts)
+    return grammar7.read_answer(text, golds, kind, question, present=presentation, drafts=drop_drafts, grammar=grammar)
 
 
 def quoted_revision(text: str, kind: str) -> str | None:

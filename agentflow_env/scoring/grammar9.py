@@ -512,9 +512,13 @@ _ANSWER_FRAME = re.compile(
 )
 
 
-def localize(text: str, golds: list[str]) -> str:
+def localize(text: str, golds: list[str], *, comma_golds_as_names: bool = True) -> str:
     """Yes and no in eight more languages (when a gold is yes or no), dates in seven more languages, digit groups
-    separated by dots, and a surname-first name that is a gold's name reordered, written as grammar 8 reads them."""
+    separated by dots, and a surname-first name that is a gold's name reordered, written as grammar 8 reads them.
+
+    With ``comma_golds_as_names`` (grammars 9 to 11) a gold that holds a comma counts as a name too, so a two-item
+    list gold written in the other order ("Germany, Oranienburg" for "Oranienburg, Germany") was read as the gold;
+    grammar 12 reorders names only (a gold without a comma)."""
     if any(g.strip().lower() in ("yes", "no") for g in golds):
         if _YES.match(text):
             return "Yes"
@@ -526,7 +530,7 @@ def localize(text: str, golds: list[str]) -> str:
     if "." in text:
         text = _DOT_GROUPS.sub(lambda m: m.group(0).replace(".", ""), text)
     if "," in text:
-        text = _surname_first(text, golds)
+        text = _surname_first(text, golds, comma_golds_as_names)
     return text
 
 
@@ -534,8 +538,10 @@ _NAME = r"(?:[^\W\d_]\.|[^\W\d_][\w'’-]*)"
 _SURNAME_FIRST = re.compile(rf"\b(?P<last>[^\W\d_][\w'’-]*),\s+(?P<first>{_NAME}(?:\s+{_NAME}){{0,2}})")
 
 
-def _surname_first(text: str, golds: list[str]) -> str:
-    names = {" ".join(fold(g).split()) for g in golds if 2 <= len(g.split()) <= 4}
+def _surname_first(text: str, golds: list[str], comma_golds_as_names: bool = True) -> str:
+    names = {
+        " ".join(fold(g).split()) for g in golds if 2 <= len(g.split()) <= 4 and (comma_golds_as_names or "," not in g)
+    }
     if not names:
         return text
 
@@ -636,19 +642,27 @@ def attributed_revision(text: str, kind: str) -> str | None:
     return "its revision is doubted, conditional or someone else's: it commits to neither value"
 
 
-def read_answer(prediction: object, golds: Iterable[object] = (), kind: str = "text", question: str = "") -> Reading:
+def read_answer(
+    prediction: object,
+    golds: Iterable[object] = (),
+    kind: str = "text",
+    question: str = "",
+    *,
+    grammar: int = 9,
+) -> Reading:
     """The final answer ``prediction`` read by grammar 9: the wrappers and localized values written as grammar 8
-    reads them, the values the answer marks as not its answer taken out, then grammar 8's reader."""
+    reads them, the values the answer marks as not its answer taken out, then grammar 8's reader (``grammar``: the
+    grammar reading, 9 or later; grammar 12 reorders only the names of golds without a comma, :func:`localize`)."""
     text = normalize_text(prediction)
     if len(text) <= _LIMIT:
         reason = undecided(text, kind) or doubted_mark(text, kind) or attributed_revision(text, kind)
         if reason is not None:
             return Reading(text, reason)
         gold_texts = [str(g) for g in golds]
-        text = localize(wrappers(text), gold_texts)
+        text = localize(wrappers(text), gold_texts, comma_golds_as_names=grammar < 12)
         text = drop_marked(text, kind)
         text = restated(text, kind, question)
-    return grammar8.read_answer(text, golds, kind, question)
+    return grammar8.read_answer(text, golds, kind, question, grammar=grammar)
 
 
 _IS_VALUE = re.compile(

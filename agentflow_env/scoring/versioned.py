@@ -32,12 +32,13 @@ from agentflow_env.scoring.grammar8 import read_answer as read_answer8
 from agentflow_env.scoring.grammar9 import read_answer as read_answer9
 from agentflow_env.scoring.grammar10 import read_answer as read_answer10
 from agentflow_env.scoring.grammar11 import read_answer as read_answer11
+from agentflow_env.scoring.grammar12 import read_answer as read_answer12
 from agentflow_env.types import Task
 
 __all__ = ["DEFAULT_GRAMMAR", "GRAMMARS", "GrammarScorer", "grammar_version", "unwrap_scorer", "with_grammar"]
 
-GRAMMARS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
-# make_env without an id's version; the -v3 .. -v11 ids pass grammar=3 .. grammar=11 (grammar 7 and later also change
+GRAMMARS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+# make_env without an id's version; the -v3 .. -v12 ids pass grammar=3 .. grammar=12 (grammar 7 and later also change
 # how the env reads an action: benchmarks.specs.make_env's headers_first)
 DEFAULT_GRAMMAR = 2
 
@@ -138,7 +139,9 @@ class GrammarScorer:
     def read(self, prediction: str, task: Task) -> tuple[str, str | None]:
         """``(text, hedge)``: what the scorer reads, and why the answer hedges (``None``: it does not)."""
         question = task.question if self.grammar >= 4 else ""
-        if self.grammar >= 11:
+        if self.grammar >= 12:
+            reading = read_answer12(prediction, _golds(task), _answer_kind(task), question)
+        elif self.grammar >= 11:
             reading = read_answer11(prediction, _golds(task), _answer_kind(task), question)
         elif self.grammar >= 10:
             reading = read_answer10(prediction, _golds(task), _answer_kind(task), question)

@@ -218,6 +218,21 @@ def _special(tasks) -> list[int]:
     return list(found.values())
 
 
+def _reads_comma_golds_as_names(env_id: str) -> bool:
+    """The -v9 to -v11 ids: grammar 9's surname-first rule took a two-to-four-word gold holding a comma for a
+    name, so "Germany, Oranienburg" read as the gold "Oranienburg, Germany" (agentflow_env/scoring/grammar12.py)."""
+    return env_id.rsplit("-v", 1)[1] in ("9", "10", "11")
+
+
+def _reordered_name(answer: str, golds: list[str]) -> bool:
+    """``answer`` is "Last, First" for a two-to-four-word gold "First, Last" (one comma, two parts swapped)."""
+    parts = [p.strip() for p in answer.split(",")]
+    return len(parts) == 2 and any(
+        2 <= len(g.split()) <= 4 and " ".join(f"{parts[1]} {parts[0]}".split()) == " ".join(g.replace(",", " ").split())
+        for g in golds
+    )
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_hedges_score_zero_and_single_values_score_one(env_id, request):
     env = _make(env_id, request)
@@ -249,7 +264,10 @@ def test_hedges_score_zero_and_single_values_score_one(env_id, request):
                 if len(set(items)) > 1:
                     hedges.append(", ".join(reversed(items)))
         for answer in hedges:
-            if _rewards(env, index, answer) != (0.0, 0.0):
+            expected = (0.0, 0.0)
+            if _reads_comma_golds_as_names(env_id) and _reordered_name(answer, _golds(task)):
+                expected = (1.0, 1.0)  # grammars 9-11's known reading, kept for their ids (grammar 12 drops it)
+            if _rewards(env, index, answer) != expected:
                 failures.append(("hedge scored", task.id, _golds(task)[:2], answer))
         for answer in singles:
             if _rewards(env, index, answer) != (1.0, 1.0):

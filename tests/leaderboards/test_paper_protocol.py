@@ -93,16 +93,33 @@ def test_paper_v1_is_judge_scored_and_paper_v0_is_superseded() -> None:
     assert [b.env_id.replace("-v10", "-v9") for b in v10.benchmarks] == [b.env_id for b in v9.benchmarks]
     assert v10.judge_rules == v9.judge_rules and v10.seeds == v9.seeds
     v11 = load_protocol("paper-v11")  # and on the v11 ids (answer grammar 11)
-    assert v11.superseded_by is None and v11.paper_comparable
+    assert v11.superseded_by == "paper-v12" and v11.paper_comparable and v11.hash == "e2885d05f469ea71"
     assert v11.hash not in (v10.hash, v9.hash, v8.hash, v7.hash, v6.hash, v5.hash, v4.hash, v3.hash, v2.hash)
     assert [b.env_id.replace("-v11", "-v10") for b in v11.benchmarks] == [b.env_id for b in v10.benchmarks]
     assert v11.judge_rules == v10.judge_rules and v11.seeds == v10.seeds
+    v12 = load_protocol("paper-v12")  # and on the v12 ids (answer grammar 12)
+    assert v12.superseded_by is None and v12.paper_comparable
+    assert v12.hash not in (v11.hash, v10.hash, v9.hash, v8.hash, v7.hash, v6.hash, v5.hash, v4.hash, v3.hash, v2.hash)
+    assert [b.env_id.replace("-v12", "-v11") for b in v12.benchmarks] == [b.env_id for b in v11.benchmarks]
+    assert v12.judge_rules == v11.judge_rules and v12.seeds == v11.seeds
     stored = json.loads((RESULTS_DIR / "paper-v0" / "gpt-4o" / "run.json").read_text(encoding="utf-8"))
     assert stored["protocol_hash"] == v0.hash  # marking v0 superseded did not change what its results mean
     for name in ("gpt-4o", "agentflow-7b-flow-grpo"):
         again = json.loads((RESULTS_DIR / "paper-v1" / name / "run.json").read_text(encoding="utf-8"))
         assert again["kind"] == "reported" and again["protocol_hash"] == v1.hash
-        for protocol in (v2, v3, v4, v5, v6, v7, v8, v9, v10, v11):  # the published rows, carried to each later version
+        for protocol in (
+            v2,
+            v3,
+            v4,
+            v5,
+            v6,
+            v7,
+            v8,
+            v9,
+            v10,
+            v11,
+            v12,
+        ):  # the published rows, carried to each later version
             row = json.loads((RESULTS_DIR / protocol.name / name / "run.json").read_text(encoding="utf-8"))
             assert row["kind"] == "reported" and row["protocol_hash"] == protocol.hash
             assert list(row["benchmarks"]) == protocol.env_ids

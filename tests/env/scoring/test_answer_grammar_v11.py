@@ -154,9 +154,9 @@ def test_a_long_hostile_answer_is_read_in_linear_time() -> None:
         "That would give 1. Actually 2. " * 600,
         "x is a trap, " * 1500,
     ):
-        start = time.perf_counter()
+        start = time.process_time()
         read_answer(text, [GOLD], "number")
-        assert time.perf_counter() - start < 2.0, text[:40]
+        assert time.process_time() - start < 2.0, text[:40]
 
 
 def test_the_v10_id_keeps_its_verdict() -> None:

@@ -174,12 +174,14 @@ def test_steps_leave_an_unmarked_answer_as_it_is() -> None:
 
 
 def test_grammar_9_is_linear() -> None:
-    """Every step is a bounded number of linear passes: a long answer of marks reads in time linear in its length."""
-    for piece in ("not 12 but 13, ", "Strike 7. ", "(was 5) ", "不是3，而是4。"):
+    """Grammar 9's own steps are a bounded number of linear passes: a long answer of marks reads in time linear in its
+    length. ("(was 5) " repeated is not: grammars 4 to 11 read a chain of predicate clauses again at each link, which
+    grammar 12 corrects; tests/env/scoring/test_answer_grammar_v12.py.)"""
+    for piece in ("not 12 but 13, ", "Strike 7. ", "(was 5)\n", "不是3，而是4。"):
         short, long_ = piece * 500, piece * 2000
-        start = time.perf_counter()
+        start = time.process_time()
         read_answer(short, ["13"], "number", QUESTION)
-        small = time.perf_counter() - start
-        start = time.perf_counter()
+        small = time.process_time() - start
+        start = time.process_time()
         read_answer(long_, ["13"], "number", QUESTION)
-        assert time.perf_counter() - start < max(20 * small, 0.5), piece
+        assert time.process_time() - start < max(10 * small, 0.5), piece

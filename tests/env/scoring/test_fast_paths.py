@@ -272,3 +272,49 @@ def test_strip_edges_skips_only_what_cannot_match(texts: list[str]) -> None:
         for shape in shapes:
             span = shape.format(text)
             assert _strip_edges(span) == _slow_strip_edges(span), span
+
+
+def _neighbour_texts(texts: list[str]) -> list[str]:
+    """Texts for the word windows: the module's texts, plus words far apart, final sigma and long words."""
+    rng = random.Random(9)
+    far = [
+        "was" + " " * 100 + "x" + "." * 200 + "is",
+        "ΟΔΟΣ. was ΣΟΦΟΣ is Σ",
+        "a" * 300 + " also " + "b" * 300,
+        "İstanbul'un was K'S also",
+        "'" * 70 + "or" + "'" * 70,
+        "B.'Σ" + " " * 61 + "was",  # the window starts at ".": a final sigma only by the "B" outside it
+        " " * 61 + "xΣ.B",  # the window ends after ".": not final only by the "B" outside it
+    ]
+    for _ in range(300):
+        far.append(
+            "".join(
+                rng.choice(["was ", "is", " " * rng.randint(1, 90), "Σ", "ς", "x" * rng.randint(1, 80), ".", "'"])
+                for _ in range(rng.randint(1, 12))
+            )
+        )
+    return texts[:6000] + far
+
+
+def test_the_word_windows_equal_reading_the_whole_clause(texts: list[str]) -> None:
+    """grammar._cue's neighbouring words, read from windows, are the words a read of the whole prefix or suffix
+    gives (the windows keep a clause of many cues linear)."""
+    from agentflow_env.scoring.grammar import _WORD, _word_after, _word_before
+
+    for text in _neighbour_texts(texts):
+        for i in sorted({0, len(text), *range(0, len(text), 7), *(m.start() for m in re.finditer("was", text))}):
+            assert _word_before(text, i) == _WORD.findall(text[:i].lower())[-1:], (text, i)
+            assert _word_after(text, i) == _WORD.findall(text[i:].lower())[:1], (text, i)
+
+
+def test_tokens_before_a_position_equal_the_prefixs_tokens(texts: list[str]) -> None:
+    """grammar.rival_clause asks which tokens the text names before each clause from one index of the text."""
+    from agentflow_env.scoring.grammar import _tokens, _TokensBefore
+
+    for text in _neighbour_texts(texts)[::3]:
+        index = _TokensBefore(text)
+        words = _tokens(text) | {w[:3] for w in _tokens(text)} | {"33", "A", "was"}
+        for i in sorted({0, len(text), *range(0, len(text), 5)}):
+            before = _tokens(text[:i])
+            for word in words:
+                assert index.named_before(word, i) == (word in before), (text, i, word)
