@@ -20,6 +20,7 @@ from agentflow_env.registration import registered_ids
 from agentflow_env.scoring.choice import ChoiceScorer, option_letters
 from agentflow_env.scoring.commitment import number_value
 from agentflow_env.scoring.game24 import Game24Scorer
+from agentflow_env.scoring.grammar9 import _surname_first
 from agentflow_env.scoring.versioned import unwrap_scorer
 from agentflow_env.tools.calculator.tool import CalculatorTool
 from agentflow_env.types import Task
@@ -225,12 +226,8 @@ def _reads_comma_golds_as_names(env_id: str) -> bool:
 
 
 def _reordered_name(answer: str, golds: list[str]) -> bool:
-    """``answer`` is "Last, First" for a two-to-four-word gold "First, Last" (one comma, two parts swapped)."""
-    parts = [p.strip() for p in answer.split(",")]
-    return len(parts) == 2 and any(
-        2 <= len(g.split()) <= 4 and " ".join(f"{parts[1]} {parts[0]}".split()) == " ".join(g.replace(",", " ").split())
-        for g in golds
-    )
+    """``answer`` is read as a comma gold's name reordered by grammars 9-11 only ("Germany, Oranienburg")."""
+    return _surname_first(answer, golds, True) != _surname_first(answer, golds, False)
 
 
 @pytest.mark.parametrize("env_id", IDS)
