@@ -17,6 +17,13 @@ _DEFAULT_TESTSETS = Path(__file__).resolve().parents[1].parent / "shared" / "dat
 TESTSETS = Path(os.environ.get("AGENTFLOW_TESTSETS", _DEFAULT_TESTSETS))
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say at the top of every run whether the test sets were found: without them every paper-benchmark test skips,
+    and a run in a clone that is not beside ``shared/`` passes without having read one of them."""
+    found = "found" if TESTSETS.is_dir() else "NOT FOUND, so the tests that read them skip"
+    return f"AgentFlow test sets: {TESTSETS} ({found}; set AGENTFLOW_TESTSETS to point elsewhere)"
+
+
 @pytest.fixture(scope="session")
 def testsets_dir() -> Path:
     """``../shared/data/agentflow-testsets`` (or ``$AGENTFLOW_TESTSETS``); skips when missing."""

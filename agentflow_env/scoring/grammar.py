@@ -42,7 +42,6 @@ Comparison by the gold's type (dates, names, lists, numbers with units) is in
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from functools import lru_cache
 
 from agentflow_env.scoring.cued import Cued
 from agentflow_env.scoring.extract import _ANSWER_TAG, normalize_text
+from agentflow_env.scoring.words import TOKEN_EDGES, WORD, TokensBefore, capital, tokens, word_after, word_before
 
 __all__ = ["LaterSteps", "Reading", "read_answer", "remark_cue", "rival_clause", "strip_presentation"]
 
@@ -288,16 +288,9 @@ _COMMON = frozenset(
     rather somewhat much many lot lots bit whether instead primary secondary main best better worse worst
     alternative""".split()
 )
-_TOKEN_EDGES = ".,;:!?\"'“”‘’()[]{}*_`$"
-
-
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
-
-
-def _capital(token: str) -> bool:
-    """Whether ``token`` is one ASCII capital letter (an option)."""
-    return len(token) == 1 and "A" <= token <= "Z"
+_ALNUM = re.compile(r"[^\W_]")
 
 
 def _candidates(clause: str) -> list[str]:
@@ -305,64 +298,18 @@ def _candidates(clause: str) -> list[str]:
     (options), other words that are not common words (:data:`_COMMON`), and quoted texts."""
     found: list[str] = []
     for raw in clause.split():
-        token = raw.strip(_TOKEN_EDGES)
+        token = raw.strip(TOKEN_EDGES)
         if not token:
             continue
         if _DIGIT.search(token):
             found.append(token.lower())
-        elif _capital(token) and token != "I":
+        elif capital(token) and token != "I":
             found.append(token)
         elif _LETTER.search(token) and token.lower() not in _COMMON and token.lower().removesuffix("'s") not in _COMMON:
             found.append(token.lower())
     for quoted in re.findall(r"[\"“]([^\"“”]{1,60})[\"”]", clause):
         found.append(quoted.strip().lower())
     return list(dict.fromkeys(found))
-
-
-def _tokens(text: str) -> set[str]:
-    out = set()
-    for raw in text.split():
-        token = raw.strip(_TOKEN_EDGES)
-        if token:
-            out.add(token if _capital(token) else token.lower())
-    return out
-
-
-_ALNUM = re.compile(r"[^\W_]")
-_RAW_TOKEN = re.compile(r"\S+")  # what str.split() splits out (both read whitespace as str.isspace does)
-
-
-class _TokensBefore:
-    """Which tokens (:func:`_tokens`) a text names before a position, from one pass over the text:
-    ``named_before(t, i)`` is ``t in _tokens(text[:i])``, without reading ``text[:i]`` again at every clause."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.first_end: dict[str, int] = {}  # a token -> where the first raw token that gives it ends
-        for m in _RAW_TOKEN.finditer(text):
-            self.starts.append(m.start())
-            self.ends.append(m.end())
-            token = _token(m.group(0))
-            if token is not None:
-                self.first_end.setdefault(token, m.end())
-
-    def named_before(self, token: str, position: int) -> bool:
-        end = self.first_end.get(token)
-        if end is not None and end <= position:
-            return True
-        i = bisect.bisect_right(self.starts, position - 1) - 1  # the raw token that ``position`` may cut
-        if i < 0 or self.ends[i] <= position:
-            return False
-        return _token(self.text[self.starts[i] : position]) == token
-
-
-def _token(raw: str) -> str | None:
-    token = raw.strip(_TOKEN_EDGES)
-    if not token:
-        return None
-    return token if _capital(token) else token.lower()
 
 
 KINDS = ("text", "number", "option")
@@ -399,7 +346,7 @@ def rival_clause(
         if len(gold) > 1 and (_CUES.search(gold) or (version >= 4 and _WEAK_CUES.search(gold))):
             masked = re.sub(re.escape(gold), " Q9gold ", masked, flags=re.I)
     # the question's words are no rival under grammar 4, except the gold's own words (a gold the question names)
-    question_tokens = _tokens(question) - {t for g in golds for t in _tokens(g)} if version >= 4 else set()
+    question_tokens = tokens(question) - {t for g in golds for t in tokens(g)} if version >= 4 else set()
     previous = (0, "")
     earlier_tokens = None
     for start, clause in _clauses(masked):
@@ -429,10 +376,8 @@ def rival_clause(
             if kind != "option" and not _SOURCE_CUES.search(clause):
                 named = [c for c in named if c not in question_tokens]
         if _ALNUM.search(masked, 0, start):
-            earlier_tokens = earlier_tokens or _TokensBefore(masked)
-            new = {
-                c for c in named if not earlier_tokens.named_before(c, start)
-            }  # set(named) - _tokens(masked[:start])
+            earlier_tokens = earlier_tokens or TokensBefore(masked)
+            new = {c for c in named if not earlier_tokens.named_before(c, start)}  # set(named) - tokens(masked[:start])
         elif kind != "text" and len(named) > 1:
             new = set(named[1:])  # "C. Some sources say B": the value and its rival in one clause
         else:
@@ -454,13 +399,10 @@ _WEAK_CUES = re.compile(
 )
 
 
-_WORD = re.compile(r"[\w']+")
-
-
 @lru_cache(maxsize=64)
 def _question_words(question: str) -> str:
     """The ``question``'s words in lower case, one space between each (every clause of an answer asks again)."""
-    return " ".join(_WORD.findall(question.lower()))
+    return " ".join(WORD.findall(question.lower()))
 
 
 def _cue(cues: re.Pattern[str], clause: str, question: str) -> bool:
@@ -472,48 +414,12 @@ def _cue(cues: re.Pattern[str], clause: str, question: str) -> bool:
         return cues.search(clause) is not None
     padded = f" {folded} "  # words, so a window is whole words of the question where it occurs between spaces
     for m in cues.finditer(clause):
-        cue = " ".join(_WORD.findall(m.group(0).lower()))
-        before, after = _word_before(clause, m.start()), _word_after(clause, m.end())
+        cue = " ".join(WORD.findall(m.group(0).lower()))
+        before, after = word_before(clause, m.start()), word_after(clause, m.end())
         windows = [" ".join([*before, cue]) if before else None, " ".join([cue, *after]) if after else None]
         if not cue or not any(w and f" {w} " in padded for w in windows):
             return True
     return False
-
-
-# Σ is the one letter whose lower case depends on its neighbours (final sigma): a window holding one is read whole
-_SIGMA = "\u03a3"
-
-
-def _word_before(text: str, end: int) -> list[str]:
-    """``_WORD.findall(text[:end].lower())[-1:]``, the last word before ``end``, read from a window that grows back
-    only as far as that word (a clause of many cues reads in time linear in its length, not quadratic)."""
-    size = 64
-    while True:
-        start = max(0, end - size)
-        window = text[start:end]
-        if _SIGMA in window:
-            return _WORD.findall(text[:end].lower())[-1:]
-        words = list(_WORD.finditer(window.lower()))
-        last = words[-1] if words else None
-        if start == 0 or (last is not None and last.start() > 0):  # a whole word: a non-word character before it
-            return [last.group(0)] if last is not None else []
-        size *= 2
-
-
-def _word_after(text: str, start: int) -> list[str]:
-    """``_WORD.findall(text[start:].lower())[:1]``, the first word from ``start``, read from a window that grows
-    only as far as that word."""
-    size = 64
-    while True:
-        end = min(len(text), start + size)
-        window = text[start:end]
-        if _SIGMA in window:
-            return _WORD.findall(text[start:].lower())[:1]
-        lowered = window.lower()
-        first = _WORD.search(lowered)
-        if end == len(text) or (first is not None and first.end() < len(lowered)):  # a non-word character after it
-            return [first.group(0)] if first is not None else []
-        size *= 2
 
 
 def remark_cue(text: str, question: str = "") -> bool:
@@ -546,7 +452,7 @@ def _typed_candidates(clause: str, kind: str) -> list[str]:
         return [c for c in _candidates(clause) if _of_kind(c, kind)]
     found: list[str] = []
     for i, raw in enumerate(clause.split()):
-        token = raw.strip(_TOKEN_EDGES)
+        token = raw.strip(TOKEN_EDGES)
         if not token or token == "I":
             continue
         if re.search(r"\d", token) or (
@@ -612,7 +518,7 @@ def _conclusion(text: str, question: str = "") -> str:
         paragraphs = [m.start() for m in re.finditer(r"\n[ \t]*\n(?=\s*\S)", text)]
         if paragraphs:
             last = text[paragraphs[-1] :].strip()
-            words = [w.strip(_TOKEN_EDGES).lower() for w in last.split()]
+            words = [w.strip(TOKEN_EDGES).lower() for w in last.split()]
             if (
                 len(words) <= 6
                 and "\n" not in last

@@ -17,7 +17,16 @@ predicate ('"X!" is also possible') to the clause before it; grammars 4 to 11 ca
 16,000-character answer took 11 s to score (a policy that loops on one phrase writes such answers). From grammar 12 a
 predicate joins only the clause right before it (:func:`agentflow_env.scoring.grammar.rival_clause`). The rival
 step's other per-clause reads (the tokens before a clause, a cue's neighbouring words) now come from one pass over the
-answer for every grammar, with the same results (``tests/env/scoring/test_fast_paths.py``).
+answer for every grammar, with the same results (:mod:`agentflow_env.scoring.words`).
+
+Two more readings, found when the project's own styles (``tests/env/scoring/test_reward_quality.py``) ran on the tasks
+the ``-v12`` ids sample, each wrong in grammars 9 to 11 as well:
+
+- **A minus sign after a contrast**: "Not -40 but -41." answered 41. Grammar 7 read the hyphen of " -41" as a dash
+  after "not 40 but", and grammar 9 took a hyphen left at the start after dropping "not -40 but" for a gap; from
+  grammar 12 a hyphen before a digit is the number's sign ("Not 40 -- 41" and "Not 40 - 41" still read a dash).
+- **A lone "1."**: grammar 9 takes "1. X" for a one-item list and reads X; for a number or option answer whose item
+  names no value of that kind ("1. I verified this with the tools."), the "1" is the answer.
 
 Everything else is grammar 11; the ``-v9`` to ``-v11`` ids keep their verdicts (the adversarial-answer test states
 their one exception).

@@ -48,10 +48,10 @@ from agentflow_env.scoring.grammar import (
     _commits,
     _drop_drafts,
     _of_kind,
-    _tokens,
     remark_cue,
 )
 from agentflow_env.scoring.grammar import read_answer as _read
+from agentflow_env.scoring.words import tokens
 
 __all__ = ["CUES", "both_polarities", "drop_drafts", "number_words", "presentation", "read_answer"]
 
@@ -510,7 +510,7 @@ def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
     draft = text[:cut]
     if after and UNCERTAIN.search(after):
         earlier = {c for c in _candidates(draft) if _of_kind(c, kind)}
-        if earlier - _tokens(after):
+        if earlier - tokens(after):
             return text, "a revision that is itself uncertain keeps the draft alive", True
     return (after, None, True) if after else (text, None, False)
 

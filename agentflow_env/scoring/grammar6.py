@@ -50,9 +50,9 @@ from agentflow_env.scoring.grammar import (
     Reading,
     _candidates,
     _of_kind,
-    _tokens,
 )
 from agentflow_env.scoring.grammar import read_answer as _read
+from agentflow_env.scoring.words import tokens
 
 __all__ = ["CUES", "distribution", "drop_drafts", "json_rival", "offered_both", "presentation", "read_answer", "reject"]
 
@@ -347,7 +347,7 @@ def _later_commitment(text: str, kind: str) -> tuple[str, str | None, bool]:
     after, draft = text[cut:].strip(), text[:cut]
     if grammar5.UNCERTAIN.search(after):
         earlier = {c for c in _candidates(draft) if _of_kind(c, kind)}
-        if earlier - _tokens(after):
+        if earlier - tokens(after):
             return text, "a revision that is itself uncertain keeps the draft alive", True
     return after, None, True
 

@@ -58,6 +58,7 @@ Every step is a bounded number of linear passes.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -101,6 +102,11 @@ _CJK_FRAME = re.compile(
 # ------------------------------------------------------------------ 4. rejections and repeats
 _NOT_FIRST = re.compile(
     r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n—–;:,.!?]{1,80}?)[ \t]*(?:[—–;:]|[ \t]-)[ \t]*(?P<kept>[^\n]+)$"
+)
+# grammar 12: a hyphen before a digit is a minus sign, not a dash ("Not 40 but -41." keeps its sign)
+_NOT_FIRST12 = re.compile(
+    r"(?im)^([ \t*_]*)not[ \t]+(?P<rejected>[^\n—–;:,.!?]{1,80}?)[ \t]*(?:[—–;:]|[ \t]-(?![\d.]))[ \t]*"
+    r"(?P<kept>[^\n]+)$"
 )
 _MISTAKE_PAREN = re.compile(
     r"(?i)[ \t]{0,3}\((?=[^()\n]{0,160}\b(?:previously|earlier|before|initially|originally|at\s+first|first)\b)"
@@ -672,8 +678,11 @@ def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:
     return (later, None, True) if later else (read, hedge, revised)
 
 
-def presentation(text: str, golds: list[str], kind: str, question: str = "") -> tuple[str, str | None]:
-    """``text`` with grammar 7's presentation read (steps 1, 2 and 4 of the module doc), then grammar 6's."""
+def presentation(
+    text: str, golds: list[str], kind: str, question: str = "", *, grammar: int = 7
+) -> tuple[str, str | None]:
+    """``text`` with grammar 7's presentation read (steps 1, 2 and 4 of the module doc), then grammar 6's
+    (``grammar``: the grammar reading; from 12 a hyphen before a number is its sign, not a dash)."""
     text = _second_round(text)
     if "<" in text:
         text = _HTML_FORMAT.sub("", text)
@@ -688,7 +697,7 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
     text = _CJK_FRAME.sub(lambda m: "Answer: " + m.group("value"), text)
     text = _MISTAKE_PAREN.sub("", text)
     text = _CAN_BE_RULED_OUT.sub(r"are \1", text)  # "B, C, D can be ruled out": a rejection, not a possibility
-    text = _NOT_FIRST.sub(_not_first, text)
+    text = (_NOT_FIRST12 if grammar >= 12 else _NOT_FIRST).sub(_not_first, text)
     text = _NOT_DOT.sub(_not_first, text)  # "Not 43. 33."
     text = _BARE_CONTRAST.sub(", ", text)
     text = _OFTEN_CITED.sub("", text)
@@ -774,12 +783,15 @@ def read_answer(
         text = _other_think(text)
         text = _ROLE_TOKEN.sub(lambda m: "\nUser: " if m.group("role") == "user" else "", text)
         text = _TEMPLATE_TOKEN.sub("", text)
+    present = present or presentation
+    if grammar >= 12:
+        present = functools.partial(present, grammar=grammar)
     return grammar6.read_answer(
         text,
         golds,
         kind,
         question,
-        present=present or presentation,
+        present=present,
         drafts=drafts or drop_drafts,
         cues=_CUES7,
         grammar=grammar,

@@ -440,9 +440,11 @@ def _link_footer(line: str, kind: str) -> str:
     return "" if re.fullmatch(r"[\s()\[\],;.·|•*_-]*", rest) else line
 
 
-def presentation(text: str, golds: list[str], kind: str, question: str = "") -> tuple[str, str | None]:
+def presentation(
+    text: str, golds: list[str], kind: str, question: str = "", *, grammar: int = 8
+) -> tuple[str, str | None]:
     """Step 3, an arrow after an answer label ("Final result → 33") as a colon, "X or Y" in Chinese, Japanese
-    and Korean, then grammar 7's presentation."""
+    and Korean, then grammar 7's presentation (``grammar``: the grammar reading)."""
     if kind != "text" and _CJK_OR.search(text):
         spaced = _CJK_EDGE.sub(" ", text)
         if len({c for c in _candidates(spaced) if _of_kind(c, kind)}) > 1:
@@ -458,7 +460,7 @@ def presentation(text: str, golds: list[str], kind: str, question: str = "") -> 
         text = _bare_diff(text)
     if "{" in text:
         text = _json_with_revision(text)
-    return grammar7.presentation(text, golds, kind, question)
+    return grammar7.presentation(text, golds, kind, question, grammar=grammar)
 
 
 def drop_drafts(text: str, kind: str) -> tuple[str, str | None, bool]:

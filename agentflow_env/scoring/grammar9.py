@@ -252,9 +252,10 @@ def _names_value(span: str, kind: str) -> bool:
     return bool(_values(span, kind))
 
 
-def drop_marked(text: str, kind: str) -> str:
+def drop_marked(text: str, kind: str, grammar: int = 9) -> str:
     """``text`` without the values it marks as not its answer (the module doc's four marks), when at least one value
-    of the answer's kind remains; ``text`` unchanged when the answer doubts or makes a mark conditional."""
+    of the answer's kind remains; ``text`` unchanged when the answer doubts or makes a mark conditional. From
+    ``grammar`` 12 a minus sign left at the start keeps its number ("Not -40 but -41." answers -41)."""
     if len(text) > _LIMIT or _HINT.search(text) is None or _doubts(text) or _quoted_mark(text):
         return text
     if len(_values(text, kind)) < 2:
@@ -263,7 +264,7 @@ def drop_marked(text: str, kind: str) -> str:
     if out != text:  # the gaps the dropped values left: no space before punctuation, no clause left empty
         out = re.sub(r"[ \t]+([.,;:!?])", r"\1", out)
         out = re.sub(r"[,;:]+(?=[.!?])", "", out)
-        out = re.sub(r"^[\s.,;:!?—–-]+", "", out)
+        out = re.sub(r"^(?:[\s.,;:!?—–]|-(?![\d.]))+" if grammar >= 12 else r"^[\s.,;:!?—–-]+", "", out)
     left = _values(out, kind)
     if out == text or not left or not out.strip():
         return text
@@ -433,9 +434,10 @@ def _leading_number(text: str) -> str:
     return f"{match.group('n')} . {text[match.end() :]}"
 
 
-def wrappers(text: str) -> str:
+def wrappers(text: str, kind: str | None = None) -> str:
     """ReAct's ``Finish[X]``, a ``Thought:`` line above the answer, a role header, a lone numbered item, a generic
-    section heading and a sign-off taken off."""
+    section heading and a sign-off taken off. With a number or option ``kind`` (grammar 12), a lone item's "1." is a
+    list number only when the item names a value of that kind ("1. I verified this." answers 1)."""
     match = _FINISH.match(text) if "[" in text else None
     if match is not None:
         return f"Final Answer: {match.group('value').strip()}"
@@ -443,6 +445,8 @@ def wrappers(text: str) -> str:
         text = _THOUGHT_LINE.sub("", text, count=1)
         text = _ROLE_HEADER.sub("", text, count=1)
     match = _NUMBERED_ONE.match(text)
+    if match is not None and kind in ("number", "option"):
+        match = match if any(_of_kind(c, kind) for c in _candidates(match.group("value"))) else None
     if match is not None:
         text = match.group("value")
     else:
@@ -659,8 +663,8 @@ def read_answer(
         if reason is not None:
             return Reading(text, reason)
         gold_texts = [str(g) for g in golds]
-        text = localize(wrappers(text), gold_texts, comma_golds_as_names=grammar < 12)
-        text = drop_marked(text, kind)
+        text = localize(wrappers(text, kind if grammar >= 12 else None), gold_texts, comma_golds_as_names=grammar < 12)
+        text = drop_marked(text, kind, grammar)
         text = restated(text, kind, question)
     return grammar8.read_answer(text, golds, kind, question, grammar=grammar)
 

@@ -88,3 +88,41 @@ def test_a_predicate_still_completes_the_clause_before_it() -> None:
     assert rewards(env, 'Paris. "Lyon!" is also possible.') == NONE
     assert rewards(env, "Paris. Lyon. is also possible.") == NONE
     assert rewards(env, "Paris (was Paris).") == ALL
+
+
+HOW_MANY = "What is the smallest value of the expression?"
+
+
+def _math_env(gold: str, grammar: int):
+    return qa_env(gold, HOW_MANY, grammar, benchmark="Gen-Math", family="math")
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "mirror", "under_v11"),
+    [
+        ("-41", "Not -40 but -41.", "Not -41 but -40.", NONE),
+        ("-41", "Not 40 but -41", "Not -41 but 40", NONE),
+        ("-283/9", "Not -1780/29 but -283/9.", "Not -283/9 but -1780/29.", NONE),
+        ("-41", "Not 40 - -41.", "Not -41 - 40.", ALL),  # a spaced dash, then the sign: both grammars
+    ],
+)
+def test_a_minus_sign_after_a_contrast_is_the_numbers_sign(
+    gold: str, answer: str, mirror: str, under_v11: list[float]
+) -> None:
+    """Grammars 7 to 11 read the hyphen of "but -41" as a dash (grammar 7) or a gap a dropped value left (grammar 9)
+    and answered 41; grammar 12 reads a hyphen before a digit as the number's sign."""
+    env = _math_env(gold, 12)
+    assert rewards(env, answer) == ALL
+    assert rewards(env, mirror) == NONE
+    assert rewards(_math_env(gold, 11), answer) == under_v11  # the -v11 ids keep their verdict
+    assert rewards(env, "Not 40 -- 41") == NONE  # 41 is not -41: a dash is still a dash
+
+
+def test_a_numbered_one_that_names_no_value_is_the_answer_one() -> None:
+    """ "1. I verified this with the tools." answers 1 for a number task (grammars 9 to 11 took the "1." for a list
+    number and read no value); an item that names a value is still that value."""
+    assert rewards(_math_env("1", 12), "1. I verified this with the tools.") == ALL
+    assert rewards(_math_env("1", 11), "1. I verified this with the tools.") == NONE
+    assert rewards(_math_env("2", 12), "1. I verified this with the tools.") == NONE
+    assert rewards(_math_env("41", 12), "1. 41") == ALL
+    assert rewards(_math_env("1", 12), "1. 41") == NONE

@@ -22,6 +22,7 @@ from agentflow_env import scoring
 from agentflow_env.scoring.cued import Cued, lowered
 from agentflow_env.scoring.markers import _CHARS, GOLD_MARK, normalize_text
 from agentflow_env.scoring.typed import _FOLD, fold
+from agentflow_env.scoring.words import WORD, TokensBefore, tokens, word_after, word_before
 
 HERE = Path(__file__).parent
 WORDS = (
@@ -297,24 +298,20 @@ def _neighbour_texts(texts: list[str]) -> list[str]:
 
 
 def test_the_word_windows_equal_reading_the_whole_clause(texts: list[str]) -> None:
-    """grammar._cue's neighbouring words, read from windows, are the words a read of the whole prefix or suffix
-    gives (the windows keep a clause of many cues linear)."""
-    from agentflow_env.scoring.grammar import _WORD, _word_after, _word_before
-
+    """A rival cue's neighbouring words, read from windows, are the words a read of the whole prefix or suffix gives
+    (the windows keep a clause of many cues linear)."""
     for text in _neighbour_texts(texts):
         for i in sorted({0, len(text), *range(0, len(text), 7), *(m.start() for m in re.finditer("was", text))}):
-            assert _word_before(text, i) == _WORD.findall(text[:i].lower())[-1:], (text, i)
-            assert _word_after(text, i) == _WORD.findall(text[i:].lower())[:1], (text, i)
+            assert word_before(text, i) == WORD.findall(text[:i].lower())[-1:], (text, i)
+            assert word_after(text, i) == WORD.findall(text[i:].lower())[:1], (text, i)
 
 
 def test_tokens_before_a_position_equal_the_prefixs_tokens(texts: list[str]) -> None:
     """grammar.rival_clause asks which tokens the text names before each clause from one index of the text."""
-    from agentflow_env.scoring.grammar import _tokens, _TokensBefore
-
     for text in _neighbour_texts(texts)[::3]:
-        index = _TokensBefore(text)
-        words = _tokens(text) | {w[:3] for w in _tokens(text)} | {"33", "A", "was"}
+        index = TokensBefore(text)
+        words = tokens(text) | {w[:3] for w in tokens(text)} | {"33", "A", "was"}
         for i in sorted({0, len(text), *range(0, len(text), 5)}):
-            before = _tokens(text[:i])
+            before = tokens(text[:i])
             for word in words:
                 assert index.named_before(word, i) == (word in before), (text, i, word)
