@@ -25,6 +25,7 @@ every answer of the ids whose scorer does not call math-verify, for each grammar
 newest (``-vN`` ids read with grammar N) on the same answers, for the ids measured; a loaded machine slows all alike.
 
 Run:  nice -n 5 python perf/reward_quality.py [--tasks-per-id 10] [--per-kind 16] [--ids ...] [--out FILE]
+      (``--sample-as N``: every id on the tasks the ``-vN`` ids sample, to compare two grammars on the same tasks)
 Targets (issue 38), on the held-out half of the newest ids: hedges paid <= 0.5% in either candidate order,
 correct scored 0 <= 2%; scoring under 1 ms median per answer outside math-verify.
 """
@@ -74,9 +75,10 @@ def build(env_id: str, data_dir: Path | None) -> gym.Env | None:
         return gym.make(env_id, **kwargs)
 
 
-def _sample(env_id: str, n_tasks: int, per_id: int) -> list[int]:
-    """This id's tasks, spread over the list and shifted by the version (the versions see other tasks)."""
-    version = gym.spec(env_id).version or 0
+def _sample(env_id: str, n_tasks: int, per_id: int, sample_as: int | None = None) -> list[int]:
+    """This id's tasks, spread over the list and shifted by the version (the versions see other tasks); ``sample_as``:
+    the tasks the ids of that version see (to compare two grammars on the same tasks)."""
+    version = sample_as if sample_as is not None else gym.spec(env_id).version or 0
     return sorted({(i + version * 7) % n_tasks for i in spread(n_tasks, per_id)})
 
 
@@ -84,7 +86,9 @@ def _rate(bad: int, n: int) -> float | None:
     return round(bad / n, 6) if n else None
 
 
-def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: int) -> dict:
+def measure(
+    env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: int, sample_as: int | None = None
+) -> dict:
     base = env.unwrapped
     tasks = base.tasks
     kind = kind_of(unwrap_scorer(base.scorer))
@@ -94,7 +98,7 @@ def measure(env_id: str, env: gym.Env, tasks_per_id: int, per_kind: int, show: i
     examples: dict[str, list] = defaultdict(list)
     start, cpu0 = time.perf_counter(), time.process_time()
     n = 0
-    for index in _sample(env_id, len(tasks), tasks_per_id):
+    for index in _sample(env_id, len(tasks), tasks_per_id, sample_as):
         task = tasks[index]
         for half in HALVES:
             for style in task_styles(task, kind, pool, half, per_kind):
@@ -216,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_TESTSETS)
     ap.add_argument("--show", type=int, default=3, help="failing tune-half answers shown per id (held-out never)")
     ap.add_argument("--out", type=Path, help="also write the JSON here")
+    ap.add_argument("--sample-as", type=int, help="measure every id on the tasks the -vN ids sample (same tasks)")
     args = ap.parse_args(argv)
     ids = args.ids or registered_ids()
     start, cpu0 = time.perf_counter(), time.process_time()
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(env_id)
             continue
         envs[env_id] = env
-        rows.append(measure(env_id, env, args.tasks_per_id, args.per_kind, args.show))
+        rows.append(measure(env_id, env, args.tasks_per_id, args.per_kind, args.show, args.sample_as))
     versions = range(LATEST_VERSION, 2, -1)  # newest first
     groups = {f"v{n}": {r["env_id"] for r in rows if r["env_id"].endswith(f"-v{n}")} for n in versions}
     groups["v0_v2"] = {r["env_id"] for r in rows} - set().union(*groups.values())
@@ -251,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         "suite": "tests/answer_styles.py (parts split tune/held; every answer one episode through env.step)",
         "tasks_per_id": args.tasks_per_id,
         "per_kind": args.per_kind,
+        "sample_as": args.sample_as,
         "targets": {
             "held_hedge_pay_rate_max_each_order": HEDGE_TARGET,
             "held_correct_zero_rate_max": ZERO_TARGET,
